@@ -1,0 +1,240 @@
+//! [`FunctionBuilder`]: appends instructions to a function while tracking the current block
+//! and computing result types.
+
+use crate::entities::{Block, ExternId, FuncId, Inst, Value};
+use crate::function::{BlockData, Function, InstData, ValueData, ValueDef};
+use crate::instructions::{BinaryOp, BlockCall, CmpOp, Const, InstKind, UnaryOp};
+use crate::types::Type;
+
+/// Builds a function. Instructions are appended to the current block; creating blocks,
+/// parameters and values, and choosing result types, is done here.
+///
+/// The builder does not type-check: the verifier does, after construction.
+pub struct FunctionBuilder<'f> {
+    func: &'f mut Function,
+    current: Option<Block>,
+}
+
+impl<'f> FunctionBuilder<'f> {
+    /// A builder over `func`, positioned nowhere.
+    pub fn new(func: &'f mut Function) -> FunctionBuilder<'f> {
+        FunctionBuilder { func, current: None }
+    }
+
+    /// The function being built.
+    pub fn func(&self) -> &Function {
+        self.func
+    }
+
+    /// Creates the entry block with one parameter per signature parameter, appends it to the
+    /// layout, positions the builder in it and returns the parameters.
+    pub fn create_entry_block(&mut self) -> Vec<Value> {
+        let block = self.create_block();
+        let params: Vec<Type> = self.func.signature.params.clone();
+        let values = params.into_iter().map(|ty| self.append_block_param(block, ty)).collect();
+        self.switch_to_block(block);
+        values
+    }
+
+    /// Creates a new block and appends it to the layout.
+    pub fn create_block(&mut self) -> Block {
+        let b = self.func.blocks.push(BlockData::default());
+        self.func.layout.push(b);
+        b
+    }
+
+    /// Adds a parameter of type `ty` to `block`.
+    pub fn append_block_param(&mut self, block: Block, ty: Type) -> Value {
+        let n = self.func.blocks[block].params.len() as u32;
+        let v = self.func.values.push(ValueData { ty, def: ValueDef::Param(block, n) });
+        self.func.blocks[block].params.push(v);
+        v
+    }
+
+    /// The parameters of a block.
+    pub fn block_params(&self, block: Block) -> &[Value] {
+        &self.func.blocks[block].params
+    }
+
+    /// Positions the builder at the end of `block`.
+    pub fn switch_to_block(&mut self, block: Block) {
+        self.current = Some(block);
+    }
+
+    /// The block instructions are appended to, if any.
+    pub fn current_block(&self) -> Option<Block> {
+        self.current
+    }
+
+    /// True if the current block already ends in a terminator (or there is no current block).
+    pub fn is_terminated(&self) -> bool {
+        match self.current {
+            Some(b) => self.func.terminator(b).is_some(),
+            None => true,
+        }
+    }
+
+    /// The type of a value.
+    pub fn value_type(&self, v: Value) -> Type {
+        self.func.values[v].ty
+    }
+
+    /// Appends an instruction with an optional result of type `result`.
+    ///
+    /// When there is no current block (code after a terminator is dead), a fresh unreachable
+    /// block is created to hold it, so that tracing dead code never fails; CFG simplification
+    /// removes it.
+    pub fn append(&mut self, kind: InstKind, result: Option<Type>) -> (Inst, Option<Value>) {
+        let block = match self.current {
+            Some(b) if self.func.terminator(b).is_none() => b,
+            _ => {
+                let b = self.create_block();
+                self.current = Some(b);
+                b
+            }
+        };
+        let terminator = kind.is_terminator();
+        let inst = self.func.insts.push(InstData { kind, result: None });
+        let result = result.map(|ty| {
+            let v = self.func.values.push(ValueData { ty, def: ValueDef::Result(inst) });
+            self.func.insts[inst].result = Some(v);
+            v
+        });
+        self.func.blocks[block].insts.push(inst);
+        if terminator {
+            self.current = None;
+        }
+        (inst, result)
+    }
+
+    fn value(&mut self, kind: InstKind, ty: Type) -> Value {
+        self.append(kind, Some(ty)).1.expect("append returns a result when given a type")
+    }
+
+    /// A constant.
+    pub fn constant(&mut self, c: Const) -> Value {
+        self.value(InstKind::Const(c), c.ty)
+    }
+
+    /// A unary operation.
+    pub fn unary(&mut self, op: UnaryOp, a: Value) -> Value {
+        let ty = self.value_type(a);
+        self.value(InstKind::Unary(op, a), ty)
+    }
+
+    /// A binary operation.
+    pub fn binary(&mut self, op: BinaryOp, a: Value, b: Value) -> Value {
+        let ty = self.value_type(a);
+        self.value(InstKind::Binary(op, a, b), ty)
+    }
+
+    /// A fused multiply-add.
+    pub fn fma(&mut self, a: Value, b: Value, c: Value) -> Value {
+        let ty = self.value_type(a);
+        self.value(InstKind::Fma(a, b, c), ty)
+    }
+
+    /// A comparison.
+    pub fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> Value {
+        self.value(InstKind::Cmp(op, a, b), Type::BOOL)
+    }
+
+    /// A conversion to `to`.
+    pub fn cast(&mut self, a: Value, to: Type) -> Value {
+        self.value(InstKind::Cast(a), to)
+    }
+
+    /// A select.
+    pub fn select(&mut self, cond: Value, a: Value, b: Value) -> Value {
+        let ty = self.value_type(a);
+        self.value(InstKind::Select(cond, a, b), ty)
+    }
+
+    /// Pointer plus element index.
+    pub fn elem_ptr(&mut self, ptr: Value, index: Value) -> Value {
+        let ty = self.value_type(ptr);
+        self.value(InstKind::ElemPtr(ptr, index), ty)
+    }
+
+    /// A load through a pointer.
+    pub fn load(&mut self, ptr: Value) -> Value {
+        let ty = match self.value_type(ptr) {
+            Type::Ptr(elem, _) => Type::Scalar(elem),
+            other => other,
+        };
+        self.value(InstKind::Load(ptr), ty)
+    }
+
+    /// A store through a pointer.
+    pub fn store(&mut self, ptr: Value, value: Value) -> Inst {
+        self.append(InstKind::Store(ptr, value), None).0
+    }
+
+    /// A call to an IR function returning `ret`.
+    pub fn call(&mut self, func: FuncId, args: Vec<Value>, ret: Option<Type>) -> Option<Value> {
+        self.append(InstKind::Call(func, args), ret).1
+    }
+
+    /// A call to an external function returning `ret`.
+    pub fn call_extern(&mut self, ext: ExternId, args: Vec<Value>, ret: Option<Type>) -> Option<Value> {
+        self.append(InstKind::CallExtern(ext, args), ret).1
+    }
+
+    /// Terminates the current block with a jump.
+    pub fn jump(&mut self, block: Block, args: Vec<Value>) -> Inst {
+        self.append(InstKind::Jump(BlockCall { block, args }), None).0
+    }
+
+    /// Terminates the current block with a two-way branch.
+    pub fn branch(
+        &mut self,
+        cond: Value,
+        then_block: Block,
+        then_args: Vec<Value>,
+        else_block: Block,
+        else_args: Vec<Value>,
+    ) -> Inst {
+        let kind = InstKind::Branch {
+            cond,
+            then_dest: BlockCall { block: then_block, args: then_args },
+            else_dest: BlockCall { block: else_block, args: else_args },
+        };
+        self.append(kind, None).0
+    }
+
+    /// Terminates the current block with a return.
+    pub fn ret(&mut self, value: Option<Value>) -> Inst {
+        self.append(InstKind::Return(value), None).0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::function::{FuncKind, Signature};
+
+    #[test]
+    fn builds_blocks_and_types() {
+        let mut f = Function::new("f", FuncKind::Host, Signature { params: vec![Type::I32], ret: Some(Type::BOOL) });
+        let mut b = FunctionBuilder::new(&mut f);
+        let p = b.create_entry_block();
+        let one = b.constant(Const { ty: Type::I32, bits: 1 });
+        let sum = b.binary(BinaryOp::Add, p[0], one);
+        let c = b.cmp(CmpOp::Lt, sum, p[0]);
+        assert_eq!(b.value_type(sum), Type::I32);
+        assert_eq!(b.value_type(c), Type::BOOL);
+        b.ret(Some(c));
+        assert!(b.is_terminated());
+        assert_eq!(f.live_inst_count(), 4);
+    }
+
+    #[test]
+    fn code_after_terminator_goes_to_a_fresh_block() {
+        let mut f = Function::new("f", FuncKind::Host, Signature::default());
+        let mut b = FunctionBuilder::new(&mut f);
+        b.create_entry_block();
+        b.ret(None);
+        b.constant(Const { ty: Type::I32, bits: 7 });
+        assert_eq!(f.layout.len(), 2);
+    }
+}

@@ -1,0 +1,334 @@
+//! The instruction set.
+//!
+//! Operators are type-generic: `add` on `i32` and on `f64` is the same [`BinaryOp::Add`], and
+//! signedness comes from the operand type. The exact semantics of every operator on every type
+//! are defined once, in [`crate::semantics`].
+
+use crate::entities::{Block, ExternId, FuncId, Value};
+use crate::types::Type;
+use std::fmt;
+
+/// A constant: a type and its bits (see [`crate::semantics`] for the encoding).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Const {
+    /// The constant's type (a scalar, or a pointer for the null pointer and raw addresses).
+    pub ty: Type,
+    /// The value's bits, zero-extended to 64 bits.
+    pub bits: u64,
+}
+
+/// Unary operators.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum UnaryOp {
+    /// Arithmetic negation (wrapping for integers).
+    Neg,
+    /// Bitwise not for integers, logical not for `bool`.
+    Not,
+    /// Absolute value (wrapping for `MIN` of signed integers; identity for unsigned).
+    Abs,
+    /// Square root (floats).
+    Sqrt,
+    /// Round towards negative infinity (floats).
+    Floor,
+    /// Round towards positive infinity (floats).
+    Ceil,
+}
+
+/// Binary operators. Both operands have the result's type, except the shift amount of
+/// [`BinaryOp::Shl`]/[`BinaryOp::Shr`], which has the same type too (it is masked to the width).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum BinaryOp {
+    /// Addition (wrapping for integers).
+    Add,
+    /// Subtraction (wrapping for integers).
+    Sub,
+    /// Multiplication (wrapping for integers).
+    Mul,
+    /// Division: integer division traps on zero ([`crate::Trap::DivisionByZero`]), `MIN / -1`
+    /// wraps to `MIN`; float division is IEEE.
+    Div,
+    /// Remainder: traps on zero ([`crate::Trap::RemainderByZero`]), `MIN % -1` is 0; float
+    /// remainder is Rust's `%` (fmod).
+    Rem,
+    /// Bitwise and (logical for `bool`).
+    And,
+    /// Bitwise or (logical for `bool`).
+    Or,
+    /// Bitwise xor (logical for `bool`).
+    Xor,
+    /// Left shift, amount masked to the bit width (Rust's `wrapping_shl`).
+    Shl,
+    /// Right shift (arithmetic for signed, logical for unsigned), amount masked.
+    Shr,
+    /// Minimum (floats: Rust's `f64::min`, which ignores a NaN operand).
+    Min,
+    /// Maximum (floats: Rust's `f64::max`, which ignores a NaN operand).
+    Max,
+}
+
+/// Comparison operators; the result is `bool`. Float comparisons are IEEE (false on NaN except
+/// `Ne`). Pointers compare by address.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum CmpOp {
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+/// A jump target with the arguments for the target block's parameters.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct BlockCall {
+    /// The target block.
+    pub block: Block,
+    /// One argument per block parameter.
+    pub args: Vec<Value>,
+}
+
+/// An instruction. The result type (if any) is stored with the result value, see
+/// [`crate::InstData`].
+#[derive(Clone, PartialEq, Debug)]
+pub enum InstKind {
+    /// A constant.
+    Const(Const),
+    /// A unary operation; the result has the operand's type.
+    Unary(UnaryOp, Value),
+    /// A binary operation; the result has the operands' type.
+    Binary(BinaryOp, Value, Value),
+    /// Fused multiply-add `a * b + c` on floats, rounded once.
+    Fma(Value, Value, Value),
+    /// A comparison; the result is `bool`.
+    Cmp(CmpOp, Value, Value),
+    /// A numeric conversion with Rust `as` semantics to the result type (float to int
+    /// saturates, NaN gives 0; int to int truncates or extends by the source signedness;
+    /// `bool` converts to 0/1, and to `bool` means `!= 0`). Also pointer to `u64`/`i64` and back.
+    Cast(Value),
+    /// `if cond { a } else { b }` without branching.
+    Select(Value, Value, Value),
+    /// Pointer plus an element index (any integer type; signed indices are sign-extended),
+    /// scaled by the element size. The result has the pointer's type.
+    ElemPtr(Value, Value),
+    /// Load one element through a pointer; the result has the element type.
+    Load(Value),
+    /// Store a value (second operand) through a pointer (first operand).
+    Store(Value, Value),
+    /// Call an IR function of the same module. Traps raised by the callee propagate.
+    Call(FuncId, Vec<Value>),
+    /// Call an external Rust function.
+    CallExtern(ExternId, Vec<Value>),
+    /// Terminator: jump to a block.
+    Jump(BlockCall),
+    /// Terminator: two-way branch on a `bool`.
+    Branch {
+        /// The condition.
+        cond: Value,
+        /// Target when `cond` is true.
+        then_dest: BlockCall,
+        /// Target when `cond` is false.
+        else_dest: BlockCall,
+    },
+    /// Terminator: return from the function, with a value unless the function returns nothing.
+    Return(Option<Value>),
+}
+
+impl InstKind {
+    /// True for jumps, branches and returns.
+    pub fn is_terminator(&self) -> bool {
+        matches!(self, InstKind::Jump(_) | InstKind::Branch { .. } | InstKind::Return(_))
+    }
+
+    /// True if removing an unused instance of this instruction does not change behaviour.
+    /// Integer division and remainder can trap, calls can have effects, stores write memory.
+    pub fn is_pure(&self, operand_ty: impl Fn(Value) -> Type) -> bool {
+        match self {
+            InstKind::Const(_)
+            | InstKind::Unary(..)
+            | InstKind::Fma(..)
+            | InstKind::Cmp(..)
+            | InstKind::Cast(_)
+            | InstKind::Select(..)
+            | InstKind::ElemPtr(..)
+            | InstKind::Load(_) => true,
+            InstKind::Binary(op, a, _) => {
+                !(matches!(op, BinaryOp::Div | BinaryOp::Rem) && operand_ty(*a).is_int())
+            }
+            InstKind::Store(..)
+            | InstKind::Call(..)
+            | InstKind::CallExtern(..)
+            | InstKind::Jump(_)
+            | InstKind::Branch { .. }
+            | InstKind::Return(_) => false,
+        }
+    }
+
+    /// Calls `f` on every value operand, in order (including jump arguments).
+    pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
+        match self {
+            InstKind::Const(_) => {}
+            InstKind::Unary(_, a) | InstKind::Cast(a) | InstKind::Load(a) => f(*a),
+            InstKind::Binary(_, a, b)
+            | InstKind::Cmp(_, a, b)
+            | InstKind::ElemPtr(a, b)
+            | InstKind::Store(a, b) => {
+                f(*a);
+                f(*b)
+            }
+            InstKind::Fma(a, b, c) | InstKind::Select(a, b, c) => {
+                f(*a);
+                f(*b);
+                f(*c)
+            }
+            InstKind::Call(_, args) | InstKind::CallExtern(_, args) => args.iter().copied().for_each(f),
+            InstKind::Jump(dest) => dest.args.iter().copied().for_each(f),
+            InstKind::Branch { cond, then_dest, else_dest } => {
+                f(*cond);
+                then_dest.args.iter().copied().for_each(&mut f);
+                else_dest.args.iter().copied().for_each(f)
+            }
+            InstKind::Return(v) => {
+                if let Some(v) = v {
+                    f(*v)
+                }
+            }
+        }
+    }
+
+    /// Calls `f` on every value operand, allowing it to be replaced.
+    pub fn map_operands(&mut self, mut f: impl FnMut(Value) -> Value) {
+        match self {
+            InstKind::Const(_) => {}
+            InstKind::Unary(_, a) | InstKind::Cast(a) | InstKind::Load(a) => *a = f(*a),
+            InstKind::Binary(_, a, b)
+            | InstKind::Cmp(_, a, b)
+            | InstKind::ElemPtr(a, b)
+            | InstKind::Store(a, b) => {
+                *a = f(*a);
+                *b = f(*b)
+            }
+            InstKind::Fma(a, b, c) | InstKind::Select(a, b, c) => {
+                *a = f(*a);
+                *b = f(*b);
+                *c = f(*c)
+            }
+            InstKind::Call(_, args) | InstKind::CallExtern(_, args) => {
+                args.iter_mut().for_each(|a| *a = f(*a))
+            }
+            InstKind::Jump(dest) => dest.args.iter_mut().for_each(|a| *a = f(*a)),
+            InstKind::Branch { cond, then_dest, else_dest } => {
+                *cond = f(*cond);
+                then_dest.args.iter_mut().for_each(|a| *a = f(*a));
+                else_dest.args.iter_mut().for_each(|a| *a = f(*a))
+            }
+            InstKind::Return(v) => {
+                if let Some(v) = v {
+                    *v = f(*v)
+                }
+            }
+        }
+    }
+
+    /// The successor edges of a terminator (none for other instructions and returns).
+    pub fn successors(&self) -> impl Iterator<Item = &BlockCall> {
+        let (a, b) = match self {
+            InstKind::Jump(dest) => (Some(dest), None),
+            InstKind::Branch { then_dest, else_dest, .. } => (Some(then_dest), Some(else_dest)),
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+
+    /// The successor edges of a terminator, mutably.
+    pub fn successors_mut(&mut self) -> impl Iterator<Item = &mut BlockCall> {
+        let (a, b) = match self {
+            InstKind::Jump(dest) => (Some(dest), None),
+            InstKind::Branch { then_dest, else_dest, .. } => (Some(then_dest), Some(else_dest)),
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+}
+
+impl UnaryOp {
+    /// The printer's name of the operator.
+    pub const fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Not => "not",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+        }
+    }
+}
+
+impl BinaryOp {
+    /// The printer's name of the operator.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Rem => "rem",
+            BinaryOp::And => "and",
+            BinaryOp::Or => "or",
+            BinaryOp::Xor => "xor",
+            BinaryOp::Shl => "shl",
+            BinaryOp::Shr => "shr",
+            BinaryOp::Min => "min",
+            BinaryOp::Max => "max",
+        }
+    }
+}
+
+impl CmpOp {
+    /// The printer's name of the operator.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        }
+    }
+
+    /// The comparison with operands swapped (`a < b` is `b > a`).
+    pub const fn swapped(self) -> CmpOp {
+        match self {
+            CmpOp::Eq => CmpOp::Eq,
+            CmpOp::Ne => CmpOp::Ne,
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+        }
+    }
+}
+
+impl fmt::Display for BlockCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.block)?;
+        if !self.args.is_empty() {
+            f.write_str("(")?;
+            for (i, a) in self.args.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{a}")?;
+            }
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
+}

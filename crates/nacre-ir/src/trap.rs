@@ -1,0 +1,44 @@
+//! Runtime traps: the errors a compiled function can return instead of a value.
+//!
+//! Every backend reports the same trap for the same input. Native backends write the trap code
+//! into a status word passed as the hidden last argument of every IR function (see the
+//! `nacre-backend` crate for the calling convention).
+
+use std::fmt;
+
+/// A runtime error raised by IR execution.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[repr(u32)]
+pub enum Trap {
+    /// Integer division by zero.
+    DivisionByZero = 1,
+    /// Integer remainder by zero.
+    RemainderByZero = 2,
+}
+
+impl Trap {
+    /// The status code native code writes for this trap (never 0, which means "no trap").
+    pub const fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The trap for a status code, or `None` for 0 and unknown codes.
+    pub const fn from_code(code: u32) -> Option<Trap> {
+        match code {
+            1 => Some(Trap::DivisionByZero),
+            2 => Some(Trap::RemainderByZero),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Trap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trap::DivisionByZero => f.write_str("integer division by zero"),
+            Trap::RemainderByZero => f.write_str("integer remainder by zero"),
+        }
+    }
+}
+
+impl std::error::Error for Trap {}

@@ -1,0 +1,218 @@
+//! Value types of the IR.
+
+use std::fmt;
+
+/// A scalar (non-pointer) type.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum Scalar {
+    /// A boolean, stored as 0 or 1.
+    Bool,
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 16-bit integer.
+    I16,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer.
+    I64,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// IEEE 754 binary32.
+    F32,
+    /// IEEE 754 binary64.
+    F64,
+}
+
+impl Scalar {
+    /// All scalar types, in a fixed order.
+    pub const ALL: [Scalar; 11] = [
+        Scalar::Bool,
+        Scalar::I8,
+        Scalar::I16,
+        Scalar::I32,
+        Scalar::I64,
+        Scalar::U8,
+        Scalar::U16,
+        Scalar::U32,
+        Scalar::U64,
+        Scalar::F32,
+        Scalar::F64,
+    ];
+
+    /// Width in bits (bool counts as 8: its storage size).
+    pub const fn bits(self) -> u32 {
+        match self {
+            Scalar::Bool | Scalar::I8 | Scalar::U8 => 8,
+            Scalar::I16 | Scalar::U16 => 16,
+            Scalar::I32 | Scalar::U32 | Scalar::F32 => 32,
+            Scalar::I64 | Scalar::U64 | Scalar::F64 => 64,
+        }
+    }
+
+    /// Storage size in bytes.
+    pub const fn bytes(self) -> u32 {
+        self.bits() / 8
+    }
+
+    /// True for the signed integer types.
+    pub const fn is_signed_int(self) -> bool {
+        matches!(self, Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64)
+    }
+
+    /// True for the unsigned integer types.
+    pub const fn is_unsigned_int(self) -> bool {
+        matches!(self, Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64)
+    }
+
+    /// True for all integer types (not bool).
+    pub const fn is_int(self) -> bool {
+        self.is_signed_int() || self.is_unsigned_int()
+    }
+
+    /// True for `f32` and `f64`.
+    pub const fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F64)
+    }
+
+    /// The short name used by the printer (`i32`, `f64`, `bool`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I8 => "i8",
+            Scalar::I16 => "i16",
+            Scalar::I32 => "i32",
+            Scalar::I64 => "i64",
+            Scalar::U8 => "u8",
+            Scalar::U16 => "u16",
+            Scalar::U32 => "u32",
+            Scalar::U64 => "u64",
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The memory a pointer points into. Host code only uses [`AddressSpace::Generic`]; GPU
+/// backends distinguish global (`Device`) from block-shared (`Shared`) memory.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub enum AddressSpace {
+    /// Host memory or not yet inferred.
+    #[default]
+    Generic,
+    /// GPU global memory (CUDA global, Metal `device`).
+    Device,
+    /// GPU block-shared memory (CUDA `__shared__`, Metal `threadgroup`).
+    Shared,
+}
+
+/// The type of an IR value.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum Type {
+    /// A scalar.
+    Scalar(Scalar),
+    /// A typed pointer to elements of a scalar type in an address space.
+    Ptr(Scalar, AddressSpace),
+}
+
+impl Type {
+    /// `bool`.
+    pub const BOOL: Type = Type::Scalar(Scalar::Bool);
+    /// `i8`.
+    pub const I8: Type = Type::Scalar(Scalar::I8);
+    /// `i16`.
+    pub const I16: Type = Type::Scalar(Scalar::I16);
+    /// `i32`.
+    pub const I32: Type = Type::Scalar(Scalar::I32);
+    /// `i64`.
+    pub const I64: Type = Type::Scalar(Scalar::I64);
+    /// `u8`.
+    pub const U8: Type = Type::Scalar(Scalar::U8);
+    /// `u16`.
+    pub const U16: Type = Type::Scalar(Scalar::U16);
+    /// `u32`.
+    pub const U32: Type = Type::Scalar(Scalar::U32);
+    /// `u64`.
+    pub const U64: Type = Type::Scalar(Scalar::U64);
+    /// `f32`.
+    pub const F32: Type = Type::Scalar(Scalar::F32);
+    /// `f64`.
+    pub const F64: Type = Type::Scalar(Scalar::F64);
+
+    /// A generic-address-space pointer to `elem`.
+    pub const fn ptr(elem: Scalar) -> Type {
+        Type::Ptr(elem, AddressSpace::Generic)
+    }
+
+    /// The scalar type, or `None` for pointers.
+    pub const fn scalar(self) -> Option<Scalar> {
+        match self {
+            Type::Scalar(s) => Some(s),
+            Type::Ptr(..) => None,
+        }
+    }
+
+    /// The element type of a pointer, or `None` for scalars.
+    pub const fn pointee(self) -> Option<Scalar> {
+        match self {
+            Type::Ptr(s, _) => Some(s),
+            Type::Scalar(_) => None,
+        }
+    }
+
+    /// True for pointers.
+    pub const fn is_ptr(self) -> bool {
+        matches!(self, Type::Ptr(..))
+    }
+
+    /// True for integer scalars.
+    pub const fn is_int(self) -> bool {
+        matches!(self, Type::Scalar(s) if s.is_int())
+    }
+
+    /// True for float scalars.
+    pub const fn is_float(self) -> bool {
+        matches!(self, Type::Scalar(s) if s.is_float())
+    }
+
+    /// True for `bool`.
+    pub const fn is_bool(self) -> bool {
+        matches!(self, Type::Scalar(Scalar::Bool))
+    }
+
+    /// Storage size in bytes (pointers are 8 bytes).
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Type::Scalar(s) => s.bytes(),
+            Type::Ptr(..) => 8,
+        }
+    }
+}
+
+impl From<Scalar> for Type {
+    fn from(s: Scalar) -> Type {
+        Type::Scalar(s)
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Scalar(s) => f.write_str(s.name()),
+            Type::Ptr(s, AddressSpace::Generic) => write!(f, "ptr<{s}>"),
+            Type::Ptr(s, AddressSpace::Device) => write!(f, "ptr<{s}, device>"),
+            Type::Ptr(s, AddressSpace::Shared) => write!(f, "ptr<{s}, shared>"),
+        }
+    }
+}
