@@ -1,1 +1,80 @@
+//! Nacre's C backend.
+//!
+//! [`CBackend`] prints a verified module as readable, deterministic C99 ([`emit_c`]), compiles
+//! it with the system C compiler into a shared library ([`COptions`] says how) and loads it
+//! ([`CExecutable`]). The generated functions follow the native calling convention of
+//! [`nacre_backend`]: every IR function takes a hidden last `uint32_t *status` parameter,
+//! `bool` is `uint8_t`, a trap stores its code into `*status` and returns, and callers check
+//! the status after every call.
+//!
+//! The crate is organised one concept per module:
+//!
+//! - [`dialect`]: the target-specific spelling of C-family source ([`Dialect`], [`CDialect`]),
+//!   so that CUDA C and Metal printers can share the rest.
+//! - [`function`]: the printer of one IR function, shared by all dialects.
+//! - [`helpers`], [`literal`], [`moves`], [`names`]: helper functions, constants, parallel
+//!   moves at jumps, C identifiers.
+//! - [`emit`]: the source of a whole module for the host ([`emit_c`]).
+//! - [`compile`]: running the C compiler and loading the library.
+//! - [`executable`]: the loaded library as an [`nacre_backend::Executable`].
 
+#![warn(missing_docs)]
+
+pub mod compile;
+pub mod dialect;
+pub mod emit;
+pub mod executable;
+pub mod function;
+pub mod helpers;
+pub mod literal;
+pub mod moves;
+pub mod names;
+
+#[cfg(test)]
+mod tests;
+
+pub use compile::COptions;
+pub use dialect::{CDialect, Dialect};
+pub use emit::{emit_c, ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL};
+pub use executable::CExecutable;
+
+use nacre_backend::{Backend, BackendError, Executable};
+use nacre_ir::VerifiedModule;
+use std::sync::Arc;
+
+/// The C backend.
+#[derive(Clone, Debug, Default)]
+pub struct CBackend {
+    options: COptions,
+}
+
+impl CBackend {
+    /// A backend that compiles with `options`.
+    pub fn new(options: COptions) -> CBackend {
+        CBackend { options }
+    }
+
+    /// The compiler options.
+    pub fn options(&self) -> &COptions {
+        &self.options
+    }
+
+    /// Compiles a module into a [`CExecutable`] (what [`Backend::compile`] returns, with its
+    /// concrete type).
+    pub fn compile_module(&self, module: &VerifiedModule) -> Result<CExecutable, BackendError> {
+        let module = module.module();
+        let source = emit_c(module)?;
+        let library = compile::compile_and_load(&self.options, &source)?;
+        CExecutable::new(library, module, source)
+    }
+}
+
+impl Backend for CBackend {
+    fn name(&self) -> &'static str {
+        "c"
+    }
+
+    fn compile(&self, module: &VerifiedModule) -> Result<Arc<dyn Executable>, BackendError> {
+        Ok(Arc::new(self.compile_module(module)?))
+    }
+}

@@ -14,6 +14,8 @@ pub enum Trap {
     DivisionByZero = 1,
     /// Integer remainder by zero.
     RemainderByZero = 2,
+    /// Calls nested too deeply (the interpreter's call stack is bounded).
+    StackOverflow = 3,
 }
 
 impl Trap {
@@ -27,6 +29,7 @@ impl Trap {
         match code {
             1 => Some(Trap::DivisionByZero),
             2 => Some(Trap::RemainderByZero),
+            3 => Some(Trap::StackOverflow),
             _ => None,
         }
     }
@@ -37,6 +40,7 @@ impl fmt::Display for Trap {
         match self {
             Trap::DivisionByZero => f.write_str("integer division by zero"),
             Trap::RemainderByZero => f.write_str("integer remainder by zero"),
+            Trap::StackOverflow => f.write_str("call stack overflow (recursion too deep)"),
         }
     }
 }

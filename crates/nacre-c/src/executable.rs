@@ -1,0 +1,120 @@
+//! [`CExecutable`]: a loaded shared library built from generated C.
+
+use crate::emit::{ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL};
+use libloading::Library;
+use nacre_backend::{BackendError, Executable};
+use nacre_ir::{Module, Trap};
+use std::fmt;
+use std::sync::Arc;
+
+/// The type of the array trampoline (see [`crate::emit::ARRAY_ENTRY_SYMBOL`]).
+type ArrayEntry = unsafe extern "C" fn(args: *const u64, status: *mut u32) -> u64;
+
+/// A module compiled by the C backend: the loaded library, its entry points and the source it
+/// was built from. The library stays loaded as long as the executable (or a clone of its
+/// library handle) lives; addresses from [`Executable::native_entry`] are valid only that long.
+pub struct CExecutable {
+    library: Arc<Library>,
+    array_entry: ArrayEntry,
+    native_entry: usize,
+    arity: usize,
+    source: String,
+}
+
+fn load_error(symbol: &str, e: libloading::Error) -> BackendError {
+    BackendError::Load(format!("symbol `{symbol}`: {e}"))
+}
+
+impl CExecutable {
+    /// Resolves the entry points of a library built from `source` (the output of
+    /// [`crate::emit_c`] for `module`) and fills in its table of external functions.
+    pub(crate) fn new(
+        library: Library,
+        module: &Module,
+        source: String,
+    ) -> Result<CExecutable, BackendError> {
+        let arity = module
+            .entry_function()
+            .map_or(0, |f| f.signature.params.len());
+        // SAFETY: the generated source defines `nacre_entry_array` with exactly this type.
+        let array_entry: ArrayEntry = unsafe { library.get::<ArrayEntry>(ARRAY_ENTRY_SYMBOL) }
+            .map(|s| *s)
+            .map_err(|e| load_error(ARRAY_ENTRY_SYMBOL, e))?;
+        // SAFETY: reading a symbol's address as a pointer is valid for any symbol.
+        let native_entry = unsafe { library.get::<*const u8>(ENTRY_SYMBOL) }
+            .map(|s| *s as usize)
+            .map_err(|e| load_error(ENTRY_SYMBOL, e))?;
+        if !module.externs.is_empty() {
+            // SAFETY: the generated source defines `nacre_externs` as an array of
+            // `module.externs.len()` function pointers (pointer-sized, like `usize`), and
+            // nothing reads it before this function returns.
+            unsafe {
+                let table = library
+                    .get::<*mut usize>(EXTERNS_SYMBOL)
+                    .map_err(|e| load_error(EXTERNS_SYMBOL, e))?;
+                let table: *mut usize = *table;
+                for (i, (_, ext)) in module.externs.iter().enumerate() {
+                    table.add(i).write(ext.addr);
+                }
+            }
+        }
+        Ok(CExecutable {
+            library: Arc::new(library),
+            array_entry,
+            native_entry,
+            arity,
+            source,
+        })
+    }
+
+    /// The C source the library was built from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The loaded library.
+    pub fn library(&self) -> &Arc<Library> {
+        &self.library
+    }
+}
+
+impl Executable for CExecutable {
+    /// Calls the entry function through the array trampoline.
+    ///
+    /// # Panics
+    /// If `args` does not hold exactly one value per entry parameter.
+    fn call(&self, args: &[u64]) -> Result<u64, Trap> {
+        assert_eq!(
+            args.len(),
+            self.arity,
+            "the entry function takes {} arguments",
+            self.arity
+        );
+        let mut status = 0u32;
+        // SAFETY: `array_entry` lives in `self.library`, which is loaded while `self` lives; it
+        // reads exactly `self.arity` arguments, as checked above, and writes only `status`.
+        let result = unsafe { (self.array_entry)(args.as_ptr(), &mut status) };
+        match status {
+            0 => Ok(result),
+            code => Err(Trap::from_code(code)
+                .unwrap_or_else(|| panic!("generated code wrote unknown trap code {code}"))),
+        }
+    }
+
+    fn native_entry(&self) -> Option<*const u8> {
+        Some(self.native_entry as *const u8)
+    }
+
+    fn listing(&self) -> Option<&str> {
+        Some(&self.source)
+    }
+}
+
+impl fmt::Debug for CExecutable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CExecutable")
+            .field("arity", &self.arity)
+            .field("native_entry", &(self.native_entry as *const u8))
+            .finish_non_exhaustive()
+    }
+}

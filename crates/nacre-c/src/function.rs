@@ -1,0 +1,852 @@
+//! Printing one IR function as a C-family function.
+//!
+//! The translation is direct: every SSA value becomes a local variable `vN` declared at the top
+//! of the function (entry-block parameters are the C parameters), every block a label `blockN`
+//! (printed only when some `goto` targets it), every instruction one assignment. Jumps assign
+//! the target block's parameters (see [`crate::moves`]) and `goto` its label, falling through
+//! when the target is the next block in the layout.
+//!
+//! Each operator is spelled so that it has exactly the semantics of [`nacre_ir::semantics`] and
+//! no undefined behaviour in C: wrapping integer arithmetic goes through unsigned types (at
+//! least 32 bits wide, so that small types are not promoted to `int` and overflow), shift
+//! amounts are masked, `MIN / -1` and `MIN % -1` are special-cased, division by zero stores the
+//! trap code into `*status` and returns, and casts that C leaves undefined use helpers.
+//! Everything that depends on the target language goes through [`Dialect`].
+
+use crate::dialect::{Dialect, MathFn};
+use crate::helpers::Helper;
+use crate::literal::literal;
+use crate::moves::{sequentialize, Source, Step};
+use nacre_backend::BackendError;
+use nacre_ir::{
+    BinaryOp, Block, BlockCall, CmpOp, FuncId, Function, Inst, InstKind, Module, Scalar, Trap,
+    Type, UnaryOp, Value,
+};
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// What the printer needs to know about the module around the function it prints.
+pub struct ModuleContext<'a, D: Dialect + ?Sized> {
+    /// The target dialect.
+    pub dialect: &'a D,
+    /// The module.
+    pub module: &'a Module,
+    /// The C identifier of every function, indexed by [`FuncId`].
+    pub names: &'a [String],
+    /// The name of the table of external-function addresses, or `None` when the target cannot
+    /// call external functions.
+    pub extern_table: Option<&'a str>,
+    /// The helpers used so far.
+    pub helpers: BTreeSet<Helper>,
+}
+
+impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
+    /// An error for a construct the dialect cannot express.
+    pub fn unsupported(&self, what: impl Into<String>) -> BackendError {
+        BackendError::Unsupported {
+            backend: self.dialect.backend_name(),
+            what: what.into(),
+        }
+    }
+
+    /// An error for malformed input.
+    pub fn codegen(&self, message: impl Into<String>) -> BackendError {
+        BackendError::Codegen {
+            backend: self.dialect.backend_name(),
+            message: message.into(),
+        }
+    }
+
+    /// The C identifier of a function.
+    pub fn function_name(&self, f: FuncId) -> Result<&'a str, BackendError> {
+        self.names
+            .get(f.as_u32() as usize)
+            .map(String::as_str)
+            .ok_or_else(|| self.codegen(format!("no function {f}")))
+    }
+
+    /// The spelling of a type.
+    pub fn c_type(&self, ty: Type) -> Result<String, BackendError> {
+        match ty {
+            Type::Scalar(s) => Ok(self.dialect.scalar_type(s).to_string()),
+            Type::Ptr(elem, space) => self
+                .dialect
+                .pointer_type(elem, space)
+                .map_err(|what| self.unsupported(what)),
+        }
+    }
+
+    /// A declaration of `name` with type `ty` (`int32_t x`, `double *p`).
+    pub fn declaration(&self, ty: Type, name: &str) -> Result<String, BackendError> {
+        let t = self.c_type(ty)?;
+        Ok(if t.ends_with('*') {
+            format!("{t}{name}")
+        } else {
+            format!("{t} {name}")
+        })
+    }
+
+    /// The spelling of an optional return type (`void` for none).
+    pub fn return_type(&self, ret: Option<Type>) -> Result<String, BackendError> {
+        ret.map_or_else(|| Ok("void".to_string()), |t| self.c_type(t))
+    }
+
+    /// The prototype of an IR function under the native calling convention: the parameters
+    /// named `param_names` (or unnamed), then `uint32_t *status`.
+    pub fn prototype(
+        &self,
+        func: &Function,
+        name: &str,
+        qualifier: &str,
+        param_names: Option<&[String]>,
+    ) -> Result<String, BackendError> {
+        let mut params = Vec::with_capacity(func.signature.params.len() + 1);
+        for (i, &ty) in func.signature.params.iter().enumerate() {
+            params.push(match param_names.map(|names| names.get(i)) {
+                Some(Some(name)) => self.declaration(ty, name)?,
+                Some(None) => {
+                    return Err(self.codegen(format!("@{}: too few parameter names", func.name)))
+                }
+                None => self.c_type(ty)?,
+            });
+        }
+        let status = self.dialect.scalar_type(Scalar::U32);
+        params.push(if param_names.is_some() {
+            format!("{status} *status")
+        } else {
+            format!("{status} *")
+        });
+        let ret = self.return_type(func.signature.ret)?;
+        let space = if ret.ends_with('*') { "" } else { " " };
+        Ok(format!(
+            "{qualifier}{ret}{space}{name}({})",
+            params.join(", ")
+        ))
+    }
+}
+
+/// The unsigned type in which wrapping arithmetic on `s` is done: at least 32 bits, so that
+/// operands are not promoted to (signed) `int`.
+fn wide(s: Scalar) -> Scalar {
+    if s.bits() <= 32 {
+        Scalar::U32
+    } else {
+        Scalar::U64
+    }
+}
+
+/// The C operator of a comparison.
+fn cmp_op(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "==",
+        CmpOp::Ne => "!=",
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
+    }
+}
+
+/// Appends a line indented by `indent` levels of four spaces.
+fn line(out: &mut String, indent: usize, text: impl std::fmt::Display) {
+    for _ in 0..indent {
+        out.push_str("    ");
+    }
+    // Writing to a `String` cannot fail.
+    let _ = writeln!(out, "{text}");
+}
+
+/// Prints one function.
+pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
+    ctx: &'c mut ModuleContext<'a, D>,
+    func: &'a Function,
+    name: &'a str,
+    /// Values declared in this function (parameters and results of laid-out blocks).
+    declared: Vec<bool>,
+    /// Blocks in the layout.
+    laid_out: Vec<bool>,
+    /// Blocks some `goto` targets.
+    referenced: Vec<bool>,
+    /// The statement that leaves the function after a trap.
+    trap_return: &'static str,
+}
+
+impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
+    /// A printer for function `id` of the context's module.
+    pub fn new(ctx: &'c mut ModuleContext<'a, D>, id: FuncId) -> Result<Self, BackendError> {
+        let module = ctx.module;
+        let func = module
+            .functions
+            .get(id)
+            .ok_or_else(|| ctx.codegen(format!("no function {id}")))?;
+        let name = ctx.function_name(id)?;
+        let trap_return = if func.signature.ret.is_some() {
+            "return 0;"
+        } else {
+            "return;"
+        };
+        Ok(FunctionPrinter {
+            ctx,
+            func,
+            name,
+            declared: vec![false; func.values.len()],
+            laid_out: vec![false; func.blocks.len()],
+            referenced: vec![false; func.blocks.len()],
+            trap_return,
+        })
+    }
+
+    fn err(&self, message: impl std::fmt::Display) -> BackendError {
+        self.ctx
+            .codegen(format!("function @{}: {message}", self.func.name))
+    }
+
+    /// The type of a value declared in this function.
+    fn ty(&self, v: Value) -> Result<Type, BackendError> {
+        match self.func.values.get(v) {
+            Some(data) if self.declared.get(v.as_u32() as usize) == Some(&true) => Ok(data.ty),
+            _ => Err(self.err(format_args!(
+                "uses {v}, which is not defined in a laid-out block"
+            ))),
+        }
+    }
+
+    /// The scalar type of a value, or an error for pointers.
+    fn scalar(&self, v: Value) -> Result<Scalar, BackendError> {
+        match self.ty(v)? {
+            Type::Scalar(s) => Ok(s),
+            Type::Ptr(..) => {
+                Err(self.err(format_args!("{v} is a pointer where a scalar is expected")))
+            }
+        }
+    }
+
+    /// The element type of a pointer value, or an error for scalars.
+    fn pointee(&self, v: Value) -> Result<Scalar, BackendError> {
+        self.ty(v)?
+            .pointee()
+            .ok_or_else(|| self.err(format_args!("{v} is not a pointer")))
+    }
+
+    fn scalar_type(&self, s: Scalar) -> &'static str {
+        self.ctx.dialect.scalar_type(s)
+    }
+
+    fn helper(&mut self, h: Helper) -> String {
+        self.ctx.helpers.insert(h);
+        h.name()
+    }
+
+    fn math(&self, f: MathFn, s: Scalar) -> String {
+        self.ctx.dialect.math_function(f, s)
+    }
+
+    /// Marks the values defined in the function's layout and checks the entry block.
+    fn collect(&mut self) -> Result<(), BackendError> {
+        for &block in &self.func.layout {
+            let Some(data) = self.func.blocks.get(block) else {
+                return Err(self.err(format_args!("layout lists {block}, which does not exist")));
+            };
+            if std::mem::replace(&mut self.laid_out[block.as_u32() as usize], true) {
+                return Err(self.err(format_args!("{block} appears twice in the layout")));
+            }
+            let results = data
+                .insts
+                .iter()
+                .filter_map(|&i| self.func.insts.get(i).and_then(|d| d.result));
+            for v in data.params.iter().copied().chain(results) {
+                match self.declared.get_mut(v.as_u32() as usize) {
+                    Some(d) if !*d => *d = true,
+                    _ => {
+                        return Err(self.err(format_args!("{v} is defined twice or does not exist")))
+                    }
+                }
+            }
+        }
+        let entry = self
+            .func
+            .entry()
+            .ok_or_else(|| self.err("the function has no blocks"))?;
+        let params = &self.func.blocks[entry].params;
+        let types: Vec<Type> = params.iter().map(|&p| self.func.values[p].ty).collect();
+        if types != self.func.signature.params {
+            return Err(self.err("the entry block's parameters do not match the signature"));
+        }
+        Ok(())
+    }
+
+    /// Prints the function definition.
+    pub fn print(mut self) -> Result<String, BackendError> {
+        self.collect()?;
+        let qualifier = self
+            .ctx
+            .dialect
+            .function_qualifier(self.func.kind)
+            .map_err(|w| self.ctx.unsupported(w))?;
+        let entry = self.func.layout[0];
+        let param_names: Vec<String> = self.func.blocks[entry]
+            .params
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+
+        let mut is_param = vec![false; self.func.values.len()];
+        for p in &self.func.blocks[entry].params {
+            is_param[p.as_u32() as usize] = true;
+        }
+        let mut decls = String::new();
+        for (v, data) in self.func.values.iter() {
+            let i = v.as_u32() as usize;
+            if self.declared[i] && !is_param[i] {
+                line(
+                    &mut decls,
+                    1,
+                    format_args!("{};", self.ctx.declaration(data.ty, &v.to_string())?),
+                );
+            }
+        }
+
+        let mut bodies = Vec::with_capacity(self.func.layout.len());
+        for (i, &block) in self.func.layout.iter().enumerate() {
+            let next = self.func.layout.get(i + 1).copied();
+            bodies.push(self.block(block, next)?);
+        }
+
+        let mut out = String::new();
+        line(
+            &mut out,
+            0,
+            format_args!(
+                "{} {{",
+                self.ctx
+                    .prototype(self.func, self.name, qualifier, Some(&param_names))?
+            ),
+        );
+        out.push_str(&decls);
+        if !decls.is_empty() {
+            out.push('\n');
+        }
+        for (&block, body) in self.func.layout.iter().zip(bodies) {
+            if self.referenced[block.as_u32() as usize] {
+                line(&mut out, 0, format_args!("{block}:"));
+            }
+            out.push_str(&body);
+        }
+        line(&mut out, 0, "}");
+        Ok(out)
+    }
+
+    /// Prints the instructions of a block.
+    fn block(&mut self, block: Block, next: Option<Block>) -> Result<String, BackendError> {
+        let insts = &self.func.blocks[block].insts;
+        let terminated = insts
+            .last()
+            .and_then(|&i| self.func.insts.get(i))
+            .is_some_and(|d| d.kind.is_terminator());
+        if !terminated {
+            return Err(self.err(format_args!("{block} does not end in a terminator")));
+        }
+        let mut out = String::new();
+        for &inst in insts {
+            self.inst(&mut out, inst, next)?;
+        }
+        Ok(out)
+    }
+
+    /// The result value of an instruction that must have one.
+    fn result(&self, inst: Inst, result: Option<Value>) -> Result<Value, BackendError> {
+        result.ok_or_else(|| self.err(format_args!("{inst} has no result value")))
+    }
+
+    /// Prints one instruction.
+    fn inst(
+        &mut self,
+        out: &mut String,
+        inst: Inst,
+        next: Option<Block>,
+    ) -> Result<(), BackendError> {
+        let Some(data) = self.func.insts.get(inst) else {
+            return Err(self.err(format_args!("{inst} does not exist")));
+        };
+        let result = data.result;
+        let expr = match &data.kind {
+            InstKind::Const(c) => {
+                let r = self.result(inst, result)?;
+                if self.ty(r)? != c.ty {
+                    return Err(
+                        self.err(format_args!("{r} does not have the type of its constant"))
+                    );
+                }
+                literal(self.ctx.dialect, *c, &mut self.ctx.helpers)
+                    .map_err(|w| self.ctx.unsupported(w))?
+            }
+            InstKind::Unary(op, a) => self.unary(*op, *a)?,
+            InstKind::Binary(op, a, b) => self.binary(out, *op, *a, *b)?,
+            InstKind::Fma(a, b, c) => self.fma(*a, *b, *c)?,
+            InstKind::Cmp(op, a, b) => match (self.ty(*a)?, self.ty(*b)?) {
+                (Type::Ptr(..), Type::Ptr(..)) => {
+                    let addr = self.ctx.dialect.address_type();
+                    format!("({addr}){a} {} ({addr}){b}", cmp_op(*op))
+                }
+                (Type::Scalar(x), Type::Scalar(y)) if x == y => format!("{a} {} {b}", cmp_op(*op)),
+                _ => {
+                    return Err(self.err(format_args!("{inst} compares values of different types")))
+                }
+            },
+            InstKind::Cast(a) => {
+                let to = self.ty(self.result(inst, result)?)?;
+                self.cast(self.ty(*a)?, to, &a.to_string())?
+            }
+            InstKind::Select(c, a, b) => {
+                self.scalar(*c)?;
+                format!("{c} ? {a} : {b}")
+            }
+            InstKind::ElemPtr(p, i) => {
+                self.pointee(*p)?;
+                if self.scalar(*i)?.is_float() {
+                    return Err(self.err(format_args!("{inst} indexes with a float")));
+                }
+                format!("{p} + ({}){i}", self.scalar_type(Scalar::I64))
+            }
+            InstKind::Load(p) => {
+                self.pointee(*p)?;
+                format!("*{p}")
+            }
+            InstKind::Store(p, v) => {
+                if self.pointee(*p)? != self.scalar(*v)? {
+                    return Err(self.err(format_args!("{inst} stores a value of the wrong type")));
+                }
+                line(out, 1, format_args!("*{p} = {v};"));
+                return Ok(());
+            }
+            InstKind::Call(callee, args) => return self.call(out, inst, result, *callee, args),
+            InstKind::CallExtern(ext, args) => {
+                let (call, comment) = self.call_extern(*ext, result, args)?;
+                match result {
+                    Some(r) => line(out, 1, format_args!("{r} = {call}; /* {comment} */")),
+                    None => line(out, 1, format_args!("{call}; /* {comment} */")),
+                }
+                return Ok(());
+            }
+            InstKind::Jump(dest) => return self.jump(out, dest, next),
+            InstKind::Branch {
+                cond,
+                then_dest,
+                else_dest,
+            } => return self.branch(out, *cond, then_dest, else_dest, next),
+            InstKind::Return(v) => {
+                match (v, self.func.signature.ret) {
+                    (Some(v), Some(ty)) if self.ty(*v)? == ty => {
+                        line(out, 1, format_args!("return {v};"))
+                    }
+                    (None, None) => line(out, 1, "return;"),
+                    _ => {
+                        return Err(
+                            self.err(format_args!("{inst} does not return the signature's type"))
+                        )
+                    }
+                }
+                return Ok(());
+            }
+        };
+        let r = self.result(inst, result)?;
+        self.ty(r)?;
+        line(out, 1, format_args!("{r} = {expr};"));
+        Ok(())
+    }
+
+    fn unary(&mut self, op: UnaryOp, a: Value) -> Result<String, BackendError> {
+        let s = self.scalar(a)?;
+        let t = self.scalar_type(s);
+        let a = a.to_string();
+        Ok(if s == Scalar::Bool {
+            match op {
+                UnaryOp::Not => format!("!{a}"),
+                _ => a,
+            }
+        } else if s.is_int() {
+            let w = self.scalar_type(wide(s));
+            match op {
+                UnaryOp::Neg if wide(s) == s => format!("-{a}"),
+                UnaryOp::Neg => format!("({t})-({w}){a}"),
+                UnaryOp::Not => format!("({t})~{a}"),
+                UnaryOp::Abs if s.is_signed_int() => format!("{a} < 0 ? ({t})-({w}){a} : {a}"),
+                UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => a,
+            }
+        } else {
+            let math = |f| format!("{}({a})", self.math(f, s));
+            match op {
+                UnaryOp::Neg => format!("-{a}"),
+                UnaryOp::Not => a,
+                UnaryOp::Abs => math(MathFn::Abs),
+                UnaryOp::Sqrt => math(MathFn::Sqrt),
+                UnaryOp::Floor => math(MathFn::Floor),
+                UnaryOp::Ceil => math(MathFn::Ceil),
+            }
+        })
+    }
+
+    /// Prints the check that leaves with `trap` when `divisor` is zero.
+    fn trap_if_zero(&self, out: &mut String, divisor: &str, trap: Trap) {
+        line(
+            out,
+            1,
+            format_args!(
+                "if ({divisor} == 0) {{ *status = {}; {} }}",
+                trap.code(),
+                self.trap_return
+            ),
+        );
+    }
+
+    fn binary(
+        &mut self,
+        out: &mut String,
+        op: BinaryOp,
+        a: Value,
+        b: Value,
+    ) -> Result<String, BackendError> {
+        let s = self.scalar(a)?;
+        if self.scalar(b)? != s {
+            return Err(self.err(format_args!(
+                "operands {a} and {b} of {} differ in type",
+                op.name()
+            )));
+        }
+        let t = self.scalar_type(s);
+        let (a, b) = (a.to_string(), b.to_string());
+        if s == Scalar::Bool {
+            return Ok(match op {
+                BinaryOp::And | BinaryOp::Mul | BinaryOp::Min => format!("{a} & {b}"),
+                BinaryOp::Or | BinaryOp::Max => format!("{a} | {b}"),
+                BinaryOp::Xor | BinaryOp::Add | BinaryOp::Sub => format!("{a} ^ {b}"),
+                BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr => a,
+            });
+        }
+        if s.is_float() {
+            return Ok(match op {
+                BinaryOp::Add => format!("{a} + {b}"),
+                BinaryOp::Sub => format!("{a} - {b}"),
+                BinaryOp::Mul => format!("{a} * {b}"),
+                BinaryOp::Div => format!("{a} / {b}"),
+                BinaryOp::Rem => format!("{}({a}, {b})", self.math(MathFn::Rem, s)),
+                BinaryOp::Min => format!("{}({a}, {b})", self.helper(Helper::Min(s))),
+                BinaryOp::Max => format!("{}({a}, {b})", self.helper(Helper::Max(s))),
+                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => a,
+            });
+        }
+        let w = self.scalar_type(wide(s));
+        let mask = s.bits() - 1;
+        let wrapping = |op: &str| {
+            if wide(s) == s {
+                format!("{a} {op} {b}")
+            } else {
+                format!("({t})(({w}){a} {op} ({w}){b})")
+            }
+        };
+        Ok(match op {
+            BinaryOp::Add => wrapping("+"),
+            BinaryOp::Sub => wrapping("-"),
+            BinaryOp::Mul => wrapping("*"),
+            BinaryOp::Div => {
+                self.trap_if_zero(out, &b, Trap::DivisionByZero);
+                if s.is_signed_int() {
+                    format!("{b} == -1 ? ({t})-({w}){a} : {a} / {b}")
+                } else {
+                    format!("{a} / {b}")
+                }
+            }
+            BinaryOp::Rem => {
+                self.trap_if_zero(out, &b, Trap::RemainderByZero);
+                if s.is_signed_int() {
+                    format!("{b} == -1 ? 0 : {a} % {b}")
+                } else {
+                    format!("{a} % {b}")
+                }
+            }
+            BinaryOp::And => format!("{a} & {b}"),
+            BinaryOp::Or => format!("{a} | {b}"),
+            BinaryOp::Xor => format!("{a} ^ {b}"),
+            BinaryOp::Shl if wide(s) == s => format!("{a} << ({b} & {mask})"),
+            BinaryOp::Shl => format!("({t})(({w}){a} << ({b} & {mask}))"),
+            BinaryOp::Shr => format!("({t})({a} >> ({b} & {mask}))"),
+            BinaryOp::Min => format!("{a} < {b} ? {a} : {b}"),
+            BinaryOp::Max => format!("{a} > {b} ? {a} : {b}"),
+        })
+    }
+
+    fn fma(&mut self, a: Value, b: Value, c: Value) -> Result<String, BackendError> {
+        let s = self.scalar(a)?;
+        if self.scalar(b)? != s || self.scalar(c)? != s {
+            return Err(self.err(format_args!("operands {a}, {b}, {c} of fma differ in type")));
+        }
+        Ok(if s.is_float() {
+            format!("{}({a}, {b}, {c})", self.math(MathFn::Fma, s))
+        } else if s == Scalar::Bool {
+            format!("({a} & {b}) ^ {c}")
+        } else {
+            let (t, w) = (self.scalar_type(s), self.scalar_type(wide(s)));
+            if wide(s) == s {
+                format!("{a} * {b} + {c}")
+            } else {
+                format!("({t})(({w}){a} * ({w}){b} + ({w}){c})")
+            }
+        })
+    }
+
+    /// A conversion with Rust `as` semantics of expression `a` from `from` to `to`.
+    fn cast(&mut self, from: Type, to: Type, a: &str) -> Result<String, BackendError> {
+        let address = self.ctx.dialect.address_type();
+        match (from, to) {
+            (Type::Ptr(..), Type::Ptr(..)) => Ok(format!("({}){a}", self.ctx.c_type(to)?)),
+            (Type::Ptr(..), Type::Scalar(t)) => {
+                let addr = format!("({})({address}){a}", self.scalar_type(Scalar::U64));
+                if t == Scalar::U64 {
+                    Ok(addr)
+                } else {
+                    self.scalar_cast(Scalar::U64, t, &format!("({addr})"))
+                }
+            }
+            (Type::Scalar(f), Type::Ptr(..)) => {
+                let bits = self.scalar_cast(f, Scalar::U64, a)?;
+                Ok(format!("({})({address})({bits})", self.ctx.c_type(to)?))
+            }
+            (Type::Scalar(f), Type::Scalar(t)) => self.scalar_cast(f, t, a),
+        }
+    }
+
+    fn scalar_cast(&mut self, from: Scalar, to: Scalar, a: &str) -> Result<String, BackendError> {
+        let t = self.scalar_type(to);
+        Ok(if from == to {
+            a.to_string()
+        } else if to == Scalar::Bool {
+            format!("{a} != 0")
+        } else if from.is_float() && to.is_int() {
+            format!("{}({a})", self.helper(Helper::FloatToInt { from, to }))
+        } else {
+            format!("({t}){a}")
+        })
+    }
+
+    fn args(
+        &self,
+        args: &[Value],
+        params: &[Type],
+        what: &str,
+    ) -> Result<Vec<String>, BackendError> {
+        if args.len() != params.len() {
+            return Err(self.err(format_args!(
+                "{what} takes {} arguments, given {}",
+                params.len(),
+                args.len()
+            )));
+        }
+        args.iter()
+            .zip(params)
+            .map(|(&a, &p)| {
+                if self.ty(a)? == p {
+                    Ok(a.to_string())
+                } else {
+                    Err(self.err(format_args!("argument {a} of {what} has the wrong type")))
+                }
+            })
+            .collect()
+    }
+
+    fn check_result(
+        &self,
+        result: Option<Value>,
+        ret: Option<Type>,
+        what: &str,
+    ) -> Result<(), BackendError> {
+        let ok = match (result, ret) {
+            (Some(r), Some(t)) => self.ty(r)? == t,
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(self.err(format_args!("the result of {what} has the wrong type")))
+        }
+    }
+
+    fn call(
+        &mut self,
+        out: &mut String,
+        inst: Inst,
+        result: Option<Value>,
+        callee: FuncId,
+        args: &[Value],
+    ) -> Result<(), BackendError> {
+        let func = self
+            .ctx
+            .module
+            .functions
+            .get(callee)
+            .ok_or_else(|| self.err(format_args!("{inst} calls unknown {callee}")))?;
+        let what = format!("@{}", func.name);
+        let mut args = self.args(args, &func.signature.params, &what)?;
+        self.check_result(result, func.signature.ret, &what)?;
+        args.push("status".to_string());
+        let call = format!("{}({})", self.ctx.function_name(callee)?, args.join(", "));
+        match result {
+            Some(r) => line(out, 1, format_args!("{r} = {call};")),
+            None => line(out, 1, format_args!("{call};")),
+        }
+        line(out, 1, format_args!("if (*status) {}", self.trap_return));
+        Ok(())
+    }
+
+    /// The call expression of an external function and a comment naming it.
+    fn call_extern(
+        &mut self,
+        ext: nacre_ir::ExternId,
+        result: Option<Value>,
+        args: &[Value],
+    ) -> Result<(String, String), BackendError> {
+        let Some(table) = self.ctx.extern_table else {
+            return Err(self.ctx.unsupported("calls to external functions"));
+        };
+        let e = self
+            .ctx
+            .module
+            .externs
+            .get(ext)
+            .ok_or_else(|| self.err(format_args!("calls unknown {ext}")))?;
+        let what = format!("extern @{}", e.name);
+        let args = self.args(args, &e.signature.params, &what)?;
+        self.check_result(result, e.signature.ret, &what)?;
+        let params = e
+            .signature
+            .params
+            .iter()
+            .map(|&t| self.ctx.c_type(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let params = if params.is_empty() {
+            "void".to_string()
+        } else {
+            params.join(", ")
+        };
+        let ret = self.ctx.return_type(e.signature.ret)?;
+        let comment: String = e
+            .name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let call = format!(
+            "(({ret} (*)({params})){table}[{}])({})",
+            ext.as_u32(),
+            args.join(", ")
+        );
+        Ok((call, format!("extern @{comment}")))
+    }
+
+    /// The assignments of a jump's arguments to its target's parameters, and whether they
+    /// declare temporaries (and so need their own scope).
+    fn moves(&mut self, dest: &BlockCall) -> Result<(Vec<String>, bool), BackendError> {
+        let target = dest.block;
+        if self.laid_out.get(target.as_u32() as usize) != Some(&true) {
+            return Err(self.err(format_args!(
+                "jumps to {target}, which is not in the layout"
+            )));
+        }
+        let params = &self.func.blocks[target].params;
+        if params.len() != dest.args.len() {
+            return Err(self.err(format_args!(
+                "jump to {target} passes the wrong number of arguments"
+            )));
+        }
+        let mut pairs = Vec::with_capacity(params.len());
+        for (&p, &a) in params.iter().zip(&dest.args) {
+            if self.ty(a)? != self.ty(p)? {
+                return Err(self.err(format_args!("argument {a} for {p} has the wrong type")));
+            }
+            pairs.push((p, a));
+        }
+        let mut lines = Vec::new();
+        let mut temps = false;
+        for step in sequentialize(&pairs) {
+            match step {
+                Step::Save { temp, value } => {
+                    temps = true;
+                    let decl = self.ctx.declaration(self.ty(value)?, &format!("t{temp}"))?;
+                    lines.push(format!("{decl} = {value};"));
+                }
+                Step::Assign {
+                    dst,
+                    src: Source::Value(v),
+                } => lines.push(format!("{dst} = {v};")),
+                Step::Assign {
+                    dst,
+                    src: Source::Temp(t),
+                } => lines.push(format!("{dst} = t{t};")),
+            }
+        }
+        Ok((lines, temps))
+    }
+
+    fn goto(&mut self, out: &mut String, indent: usize, block: Block) {
+        self.referenced[block.as_u32() as usize] = true;
+        line(out, indent, format_args!("goto {block};"));
+    }
+
+    /// Prints a jump: parameter moves (in their own scope when they need temporaries), then a
+    /// `goto` unless the target is the next block.
+    fn jump(
+        &mut self,
+        out: &mut String,
+        dest: &BlockCall,
+        next: Option<Block>,
+    ) -> Result<(), BackendError> {
+        let (lines, temps) = self.moves(dest)?;
+        let indent = if temps { 2 } else { 1 };
+        if temps {
+            line(out, 1, "{");
+        }
+        for l in &lines {
+            line(out, indent, l);
+        }
+        if temps {
+            line(out, 1, "}");
+        }
+        if Some(dest.block) != next {
+            self.goto(out, 1, dest.block);
+        }
+        Ok(())
+    }
+
+    /// Prints a branch as `if (cond) { moves; goto taken; }` followed by the other edge. The
+    /// edge to the next block, if any, is the one that falls through.
+    fn branch(
+        &mut self,
+        out: &mut String,
+        cond: Value,
+        then_dest: &BlockCall,
+        else_dest: &BlockCall,
+        next: Option<Block>,
+    ) -> Result<(), BackendError> {
+        if self.scalar(cond)? != Scalar::Bool {
+            return Err(self.err(format_args!("branch condition {cond} is not a bool")));
+        }
+        let invert = Some(then_dest.block) == next && Some(else_dest.block) != next;
+        let (taken, rest, test) = if invert {
+            (else_dest, then_dest, format!("!{cond}"))
+        } else {
+            (then_dest, else_dest, cond.to_string())
+        };
+        let (lines, _) = self.moves(taken)?;
+        if lines.is_empty() {
+            self.referenced[taken.block.as_u32() as usize] = true;
+            line(out, 1, format_args!("if ({test}) goto {};", taken.block));
+        } else {
+            line(out, 1, format_args!("if ({test}) {{"));
+            for l in &lines {
+                line(out, 2, l);
+            }
+            self.goto(out, 2, taken.block);
+            line(out, 1, "}");
+        }
+        self.jump(out, rest, next)
+    }
+}

@@ -1,0 +1,146 @@
+//! Helper functions of the generated source: operations whose exact Rust semantics need more
+//! than one C expression (saturating float-to-int casts, NaN-ignoring min/max, float bit casts).
+//!
+//! The printer records which helpers a module uses and emits only those, in a fixed order, so
+//! the output stays small and deterministic.
+
+use crate::dialect::Dialect;
+use nacre_ir::Scalar;
+
+/// A helper function.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum Helper {
+    /// `Rust as` from a float type to an integer type: saturating, NaN gives 0.
+    FloatToInt {
+        /// The float type.
+        from: Scalar,
+        /// The integer type.
+        to: Scalar,
+    },
+    /// Rust's `f32::min`/`f64::min`: a NaN operand is ignored.
+    Min(Scalar),
+    /// Rust's `f32::max`/`f64::max`: a NaN operand is ignored.
+    Max(Scalar),
+    /// Reinterprets integer bits as a float (`f32::from_bits`, `f64::from_bits`).
+    FromBits(Scalar),
+    /// Reinterprets a float as integer bits (`f32::to_bits`, `f64::to_bits`).
+    ToBits(Scalar),
+}
+
+impl Helper {
+    /// The helper's function name (`nacre_f64_to_i32`, `nacre_min_f32`, ...).
+    pub fn name(self) -> String {
+        match self {
+            Helper::FloatToInt { from, to } => format!("nacre_{from}_to_{to}"),
+            Helper::Min(s) => format!("nacre_min_{s}"),
+            Helper::Max(s) => format!("nacre_max_{s}"),
+            Helper::FromBits(s) => format!("nacre_{s}_from_bits"),
+            Helper::ToBits(s) => format!("nacre_{s}_to_bits"),
+        }
+    }
+}
+
+/// The unsigned integer type with the width of a float type.
+fn bits_type(s: Scalar) -> Scalar {
+    if s == Scalar::F32 {
+        Scalar::U32
+    } else {
+        Scalar::U64
+    }
+}
+
+/// An exact float literal for `±2^exp` in type `s`.
+fn power_of_two(s: Scalar, exp: u32, negative: bool) -> String {
+    let sign = if negative { "-" } else { "" };
+    let suffix = if s == Scalar::F32 { "f" } else { "" };
+    format!("{sign}{}.0{suffix}", 1u128 << exp)
+}
+
+/// The C definition of `helper`, for dialects that have `<stdint.h>` limits and `memcpy`.
+/// `qualifier` precedes the return type (for example `static inline `).
+pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper) -> String {
+    let name = helper.name();
+    match helper {
+        Helper::FloatToInt { from, to } => {
+            let f = d.scalar_type(from);
+            let t = d.scalar_type(to);
+            let bits = to.bits();
+            let limit =
+                |m: &str| format!("{}INT{bits}_{m}", if to.is_signed_int() { "" } else { "U" });
+            if to.is_signed_int() {
+                format!(
+                    "{qualifier}{t} {name}({f} x) {{\n    if (x != x) return 0;\n    if (x <= {lo}) return {min};\n    if (x >= {hi}) return {max};\n    return ({t})x;\n}}\n",
+                    lo = power_of_two(from, bits - 1, true),
+                    hi = power_of_two(from, bits - 1, false),
+                    min = limit("MIN"),
+                    max = limit("MAX"),
+                )
+            } else {
+                format!(
+                    "{qualifier}{t} {name}({f} x) {{\n    if (!(x > -1.0{suffix})) return 0;\n    if (x >= {hi}) return {max};\n    return ({t})x;\n}}\n",
+                    suffix = if from == Scalar::F32 { "f" } else { "" },
+                    hi = power_of_two(from, bits, false),
+                    max = limit("MAX"),
+                )
+            }
+        }
+        Helper::Min(s) | Helper::Max(s) => {
+            let f = d.scalar_type(s);
+            let op = if matches!(helper, Helper::Min(_)) {
+                '<'
+            } else {
+                '>'
+            };
+            format!("{qualifier}{f} {name}({f} a, {f} b) {{\n    return (a {op} b || b != b) ? a : b;\n}}\n")
+        }
+        Helper::FromBits(s) => {
+            let f = d.scalar_type(s);
+            let u = d.scalar_type(bits_type(s));
+            format!("{qualifier}{f} {name}({u} b) {{\n    {f} x;\n    memcpy(&x, &b, sizeof x);\n    return x;\n}}\n")
+        }
+        Helper::ToBits(s) => {
+            let f = d.scalar_type(s);
+            let u = d.scalar_type(bits_type(s));
+            format!("{qualifier}{u} {name}({f} x) {{\n    {u} b;\n    memcpy(&b, &x, sizeof b);\n    return b;\n}}\n")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::CDialect;
+
+    #[test]
+    fn saturating_cast_bounds_are_exact() {
+        let s = c_definition(
+            &CDialect,
+            "static inline ",
+            Helper::FloatToInt {
+                from: Scalar::F32,
+                to: Scalar::I32,
+            },
+        );
+        assert!(s.contains("x <= -2147483648.0f) return INT32_MIN"), "{s}");
+        assert!(s.contains("x >= 2147483648.0f) return INT32_MAX"), "{s}");
+        let u = c_definition(
+            &CDialect,
+            "",
+            Helper::FloatToInt {
+                from: Scalar::F64,
+                to: Scalar::U64,
+            },
+        );
+        assert!(u.starts_with("uint64_t nacre_f64_to_u64(double x)"), "{u}");
+        assert!(
+            u.contains("x >= 18446744073709551616.0) return UINT64_MAX"),
+            "{u}"
+        );
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(Helper::Min(Scalar::F32).name(), "nacre_min_f32");
+        assert_eq!(Helper::FromBits(Scalar::F64).name(), "nacre_f64_from_bits");
+    }
+}

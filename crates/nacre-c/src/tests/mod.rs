@@ -1,0 +1,52 @@
+//! Tests of the C backend: emitted-source snapshots and execution against
+//! [`nacre_ir::semantics`].
+
+mod ops;
+mod programs;
+mod snapshots;
+
+use crate::{CBackend, CExecutable, COptions};
+use nacre_ir::{Const, FuncKind, Function, FunctionBuilder, Module, Signature, Type, Value};
+
+/// Builds a host function; `body` gets the builder positioned in the entry block and the
+/// entry parameters.
+pub(crate) fn function(
+    name: &str,
+    params: &[Type],
+    ret: Option<Type>,
+    body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
+) -> Function {
+    let mut f = Function::new(
+        name,
+        FuncKind::Host,
+        Signature {
+            params: params.to_vec(),
+            ret,
+        },
+    );
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    body(&mut b, &p);
+    f
+}
+
+/// A module of `functions` whose entry is the first.
+pub(crate) fn module(functions: Vec<Function>) -> Module {
+    let mut m = Module::new();
+    let ids: Vec<_> = functions.into_iter().map(|f| m.add_function(f)).collect();
+    m.entry = ids.first().copied();
+    m
+}
+
+/// A constant.
+pub(crate) fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
+    b.constant(Const { ty, bits })
+}
+
+/// Verifies and compiles a module with the default options.
+pub(crate) fn compile(m: Module) -> CExecutable {
+    let verified = nacre_ir::verify(m).expect("test IR is valid");
+    CBackend::new(COptions::default())
+        .compile_module(&verified)
+        .unwrap_or_else(|e| panic!("{e}"))
+}

@@ -1,0 +1,74 @@
+//! End-to-end tests of the interpreter: IR built by hand, compiled and run.
+//!
+//! - [`conformance`]: every operator on every type against [`nacre_ir::semantics`].
+//! - [`programs`]: loops, block parameters, memory, calls, recursion, externs and traps,
+//!   against plain Rust.
+
+mod conformance;
+mod programs;
+
+use crate::{InterpExecutable, Interpreter};
+use nacre_ir::{
+    verify, Const, FuncKind, Function, FunctionBuilder, Module, Signature, Type, Value,
+};
+
+/// Verifies and compiles a module.
+fn compile(module: Module) -> InterpExecutable {
+    let verified = verify(module).expect("valid IR");
+    Interpreter::new()
+        .compile_module(&verified)
+        .expect("lowering succeeds")
+}
+
+/// Builds a host function from its signature; `build` gets the entry block's parameters.
+fn function(
+    name: &str,
+    params: Vec<Type>,
+    ret: Option<Type>,
+    build: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
+) -> Function {
+    let mut f = Function::new(name, FuncKind::Host, Signature { params, ret });
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    build(&mut b, &p);
+    f
+}
+
+/// Compiles a module holding one function, its entry.
+fn single(
+    params: Vec<Type>,
+    ret: Option<Type>,
+    build: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
+) -> InterpExecutable {
+    let mut m = Module::new();
+    let id = m.add_function(function("f", params, ret, build));
+    m.entry = Some(id);
+    compile(m)
+}
+
+/// Compiles a module without verifying it, so that operator/type combinations the verifier
+/// rejects can still be checked against the reference semantics, which defines them all.
+fn compile_unverified(module: &Module) -> InterpExecutable {
+    let program = crate::lower::lower_module(module).expect("lowering succeeds");
+    InterpExecutable {
+        program,
+        listing: std::sync::OnceLock::new(),
+    }
+}
+
+/// As [`single`], without verification (see [`compile_unverified`]).
+fn single_unverified(
+    params: Vec<Type>,
+    ret: Option<Type>,
+    build: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
+) -> InterpExecutable {
+    let mut m = Module::new();
+    let id = m.add_function(function("f", params, ret, build));
+    m.entry = Some(id);
+    compile_unverified(&m)
+}
+
+/// A constant.
+fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
+    b.constant(Const { ty, bits })
+}
