@@ -1,0 +1,874 @@
+//! Translation of one IR function into a Cranelift function.
+//!
+//! IR blocks become Cranelift blocks with the same parameters, IR values map one to one to
+//! Cranelift values, and every operator is expanded into Cranelift instructions that compute
+//! exactly what [`nacre_ir::semantics`] defines. Blocks are translated in reverse postorder
+//! (so every definition is translated before its uses) and unreachable blocks are skipped.
+//!
+//! Traps: an integer division or remainder checks its divisor and branches to a cold block
+//! that stores the trap code into the function's `status` pointer and returns; after every
+//! call of an IR function the status is loaded and a nonzero value branches to a cold block
+//! that returns (propagating the callee's trap).
+
+use crate::abi;
+use crate::runtime;
+use crate::target::codegen_error;
+use cranelift_codegen::entity::packed_option::PackedOption;
+use cranelift_codegen::entity::packed_option::ReservedValue;
+use cranelift_codegen::entity::{EntityRef, SecondaryMap};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
+use cranelift_codegen::ir::{
+    self as clif, types, AbiParam, BlockArg, ExtFuncData, ExternalName, InstBuilder, MemFlagsData,
+    UserExternalName,
+};
+use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use nacre_backend::BackendError;
+use nacre_ir::{
+    BinaryOp, Block, BlockCall, CmpOp, ExternId, FuncId, Function, Inst, InstKind, Module, Scalar,
+    Trap, Type, UnaryOp, Value,
+};
+
+/// What the translation of a function needs to know about the module it belongs to.
+pub(crate) struct ModuleEnv<'a> {
+    /// The IR module.
+    pub module: &'a Module,
+    /// The JIT module's id of each IR function, indexed by [`FuncId`]; `None` for functions the
+    /// backend does not compile (GPU kernels).
+    pub func_ids: &'a [Option<cranelift_module::FuncId>],
+    /// The native signature of each IR function, indexed by [`FuncId`].
+    pub signatures: &'a [clif::Signature],
+    /// The target's pointer type.
+    pub pointer: clif::Type,
+    /// The target's C calling convention.
+    pub call_conv: CallConv,
+    /// The target description the function builder needs.
+    pub frontend: TargetFrontendConfig,
+}
+
+/// Buffers reused from one translated function to the next.
+#[derive(Default)]
+pub(crate) struct LowerScratch {
+    values: SecondaryMap<Value, PackedOption<clif::Value>>,
+    blocks: SecondaryMap<Block, PackedOption<clif::Block>>,
+    visited: SecondaryMap<Block, bool>,
+    stack: Vec<(Block, usize)>,
+    order: Vec<Block>,
+    then_args: Vec<BlockArg>,
+    else_args: Vec<BlockArg>,
+    call_args: Vec<clif::Value>,
+    func_refs: SecondaryMap<FuncId, PackedOption<clif::FuncRef>>,
+    extern_sigs: SecondaryMap<ExternId, PackedOption<clif::SigRef>>,
+    traps: Vec<(Trap, clif::Block)>,
+}
+
+impl LowerScratch {
+    fn reset(&mut self) {
+        self.values.clear();
+        self.blocks.clear();
+        self.visited.clear();
+        self.stack.clear();
+        self.order.clear();
+        self.func_refs.clear();
+        self.extern_sigs.clear();
+        self.traps.clear();
+    }
+}
+
+/// Translates `func` into `out`, whose signature must already be set to the function's native
+/// signature. On error `fctx` is reset, so it can be reused.
+pub(crate) fn lower_function(
+    env: &ModuleEnv<'_>,
+    func: &Function,
+    out: &mut clif::Function,
+    fctx: &mut FunctionBuilderContext,
+    scratch: &mut LowerScratch,
+) -> Result<(), BackendError> {
+    scratch.reset();
+    let entry = func
+        .entry()
+        .ok_or_else(|| malformed(func, "the function has no blocks"))?;
+    let entry_is_target = reverse_postorder(func, entry, scratch);
+    let mut lowerer = Lowerer {
+        env,
+        func,
+        b: FunctionBuilder::new(out, fctx),
+        s: scratch,
+        status: clif::Value::reserved_value(),
+        ret: func.signature.ret.map(|ty| abi::clif_type(ty, env.pointer)),
+        propagate: None,
+        fmod_sigs: [None; 2],
+    };
+    match lowerer.run(entry, entry_is_target) {
+        Ok(()) => {
+            lowerer.b.seal_all_blocks();
+            lowerer.b.finalize(env.frontend);
+            Ok(())
+        }
+        Err(e) => {
+            // The builder stopped halfway: start the next function from a clean context.
+            *fctx = FunctionBuilderContext::new();
+            Err(e)
+        }
+    }
+}
+
+/// Stores the reverse postorder of the blocks reachable from `entry` in `s.order`; returns
+/// whether some block branches to the entry block.
+fn reverse_postorder(func: &Function, entry: Block, s: &mut LowerScratch) -> bool {
+    let mut entry_is_target = false;
+    s.visited[entry] = true;
+    s.stack.push((entry, 0));
+    while let Some(top) = s.stack.len().checked_sub(1) {
+        let (block, next) = s.stack[top];
+        let successor = func
+            .blocks
+            .get(block)
+            .and_then(|data| data.insts.last())
+            .and_then(|&inst| func.insts.get(inst))
+            .and_then(|data| data.kind.successors().nth(next))
+            .map(|call| call.block);
+        match successor {
+            Some(target) => {
+                s.stack[top].1 += 1;
+                entry_is_target |= target == entry;
+                if !s.visited[target] {
+                    s.visited[target] = true;
+                    s.stack.push((target, 0));
+                }
+            }
+            None => {
+                s.order.push(block);
+                s.stack.pop();
+            }
+        }
+    }
+    s.order.reverse();
+    entry_is_target
+}
+
+fn malformed(func: &Function, what: &str) -> BackendError {
+    codegen_error(format!("malformed IR in function @{}: {what}", func.name))
+}
+
+/// The translation state of one function.
+struct Lowerer<'e, 'f> {
+    env: &'e ModuleEnv<'e>,
+    func: &'e Function,
+    b: FunctionBuilder<'f>,
+    s: &'e mut LowerScratch,
+    /// The hidden `status: *mut u32` parameter.
+    status: clif::Value,
+    /// The Cranelift return type, if the function returns a value.
+    ret: Option<clif::Type>,
+    /// The cold block that returns after a callee trapped, once needed.
+    propagate: Option<clif::Block>,
+    /// Signatures of the `f32`/`f64` remainder helpers, once imported.
+    fmod_sigs: [Option<clif::SigRef>; 2],
+}
+
+impl Lowerer<'_, '_> {
+    fn run(&mut self, entry: Block, entry_is_target: bool) -> Result<(), BackendError> {
+        let func = self.func;
+        let n = func.signature.params.len();
+        if func.blocks.get(entry).map(|b| b.params.len()) != Some(n) {
+            return Err(malformed(
+                func,
+                "entry block parameters do not match the signature",
+            ));
+        }
+        let start = self.b.create_block();
+        self.b.append_block_params_for_function_params(start);
+        let params = self.b.block_params(start);
+        self.status = *params
+            .last()
+            .ok_or_else(|| malformed(func, "missing status parameter"))?;
+        if entry_is_target {
+            // Cranelift's entry block cannot be a branch target: enter through a block of
+            // its own that jumps to the IR entry block.
+            self.s.then_args.clear();
+            self.s
+                .then_args
+                .extend(params[..n].iter().map(|&v| BlockArg::Value(v)));
+            self.b.switch_to_block(start);
+            let target = self.block(entry)?;
+            self.b.ins().jump(target, &self.s.then_args);
+        } else {
+            self.s.blocks[entry] = start.into();
+        }
+        for i in 0..self.s.order.len() {
+            let block = self.s.order[i];
+            self.lower_block(block)?;
+        }
+        self.emit_exits();
+        Ok(())
+    }
+
+    /// The Cranelift block of an IR block, created (with its parameters) on first use.
+    fn block(&mut self, block: Block) -> Result<clif::Block, BackendError> {
+        if let Some(cb) = self.s.blocks[block].expand() {
+            return Ok(cb);
+        }
+        let func = self.func;
+        let data = func
+            .blocks
+            .get(block)
+            .ok_or_else(|| malformed(func, "unknown block"))?;
+        let cb = self.b.create_block();
+        for &p in &data.params {
+            let ty = abi::clif_type(self.ty(p)?, self.env.pointer);
+            self.b.append_block_param(cb, ty);
+        }
+        self.s.blocks[block] = cb.into();
+        Ok(cb)
+    }
+
+    fn lower_block(&mut self, block: Block) -> Result<(), BackendError> {
+        let func = self.func;
+        let cb = self.block(block)?;
+        self.b.switch_to_block(cb);
+        let data = &func.blocks[block];
+        for (i, &p) in data.params.iter().enumerate() {
+            let v = *self
+                .b
+                .block_params(cb)
+                .get(i)
+                .ok_or_else(|| malformed(func, "block parameter count mismatch"))?;
+            self.s.values[p] = v.into();
+        }
+        let mut terminated = false;
+        for &inst in &data.insts {
+            if terminated {
+                return Err(malformed(func, "instruction after a terminator"));
+            }
+            terminated = self.lower_inst(inst)?;
+        }
+        if !terminated {
+            return Err(malformed(func, &format!("{block} has no terminator")));
+        }
+        Ok(())
+    }
+
+    /// The IR type of a value.
+    fn ty(&self, v: Value) -> Result<Type, BackendError> {
+        self.func
+            .values
+            .get(v)
+            .map(|d| d.ty)
+            .ok_or_else(|| malformed(self.func, "unknown value"))
+    }
+
+    /// The Cranelift value of an IR value.
+    fn value(&self, v: Value) -> Result<clif::Value, BackendError> {
+        self.s.values[v]
+            .expand()
+            .ok_or_else(|| malformed(self.func, &format!("{v} is used before its definition")))
+    }
+
+    /// The Cranelift value and IR type of an operand.
+    fn operand(&self, v: Value) -> Result<(clif::Value, Type), BackendError> {
+        Ok((self.value(v)?, self.ty(v)?))
+    }
+
+    /// Translates one instruction; returns whether it was a terminator.
+    fn lower_inst(&mut self, inst: Inst) -> Result<bool, BackendError> {
+        let func = self.func;
+        let data = func
+            .insts
+            .get(inst)
+            .ok_or_else(|| malformed(func, "unknown instruction"))?;
+        let result_ty = data.result.map(|r| self.ty(r)).transpose()?;
+        let value = match &data.kind {
+            InstKind::Const(c) => Some(self.constant(c.ty, c.bits)),
+            InstKind::Unary(op, a) => {
+                let (x, ty) = self.operand(*a)?;
+                Some(self.unary(*op, ty, x))
+            }
+            InstKind::Binary(op, a, b) => {
+                let (x, ty) = self.operand(*a)?;
+                let y = self.value(*b)?;
+                Some(self.binary(*op, ty, x, y))
+            }
+            InstKind::Fma(a, b, c) => {
+                let (x, ty) = self.operand(*a)?;
+                let (y, z) = (self.value(*b)?, self.value(*c)?);
+                Some(self.fma(ty, x, y, z))
+            }
+            InstKind::Cmp(op, a, b) => {
+                let (x, ty) = self.operand(*a)?;
+                let y = self.value(*b)?;
+                Some(self.compare(*op, ty, x, y))
+            }
+            InstKind::Cast(a) => {
+                let (x, from) = self.operand(*a)?;
+                let to = result_ty.ok_or_else(|| malformed(func, "cast without a result"))?;
+                Some(self.cast(x, from, to))
+            }
+            InstKind::Select(c, a, b) => {
+                let (c, x, y) = (self.value(*c)?, self.value(*a)?, self.value(*b)?);
+                Some(self.b.ins().select(c, x, y))
+            }
+            InstKind::ElemPtr(p, i) => {
+                let (ptr, ptr_ty) = self.operand(*p)?;
+                let (index, index_ty) = self.operand(*i)?;
+                Some(self.elem_ptr(ptr, ptr_ty, index, index_ty))
+            }
+            InstKind::Load(p) => {
+                let ptr = self.value(*p)?;
+                let ty = result_ty.ok_or_else(|| malformed(func, "load without a result"))?;
+                let ty = abi::clif_type(ty, self.env.pointer);
+                Some(self.b.ins().load(ty, MemFlagsData::new(), ptr, 0))
+            }
+            InstKind::Store(p, v) => {
+                let (ptr, x) = (self.value(*p)?, self.value(*v)?);
+                self.b.ins().store(MemFlagsData::new(), x, ptr, 0);
+                None
+            }
+            InstKind::Call(callee, args) => self.call(*callee, args)?,
+            InstKind::CallExtern(ext, args) => self.call_extern(*ext, args)?,
+            InstKind::Jump(dest) => {
+                let target = self.block_call(dest, true)?;
+                self.b.ins().jump(target, &self.s.then_args);
+                return Ok(true);
+            }
+            InstKind::Branch {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
+                let c = self.value(*cond)?;
+                let then_block = self.block_call(then_dest, true)?;
+                let else_block = self.block_call(else_dest, false)?;
+                self.b.ins().brif(
+                    c,
+                    then_block,
+                    &self.s.then_args,
+                    else_block,
+                    &self.s.else_args,
+                );
+                return Ok(true);
+            }
+            InstKind::Return(v) => {
+                match v {
+                    Some(v) => {
+                        let x = self.value(*v)?;
+                        self.b.ins().return_(&[x]);
+                    }
+                    None => {
+                        self.b.ins().return_(&[]);
+                    }
+                }
+                return Ok(true);
+            }
+        };
+        if let Some(r) = data.result {
+            let v = value.ok_or_else(|| malformed(func, "instruction result without a value"))?;
+            self.s.values[r] = v.into();
+        }
+        Ok(false)
+    }
+
+    /// Resolves a branch target and collects its arguments into `then_args` or `else_args`.
+    fn block_call(&mut self, dest: &BlockCall, then: bool) -> Result<clif::Block, BackendError> {
+        let func = self.func;
+        let target = self.block(dest.block)?;
+        if func.blocks[dest.block].params.len() != dest.args.len() {
+            return Err(malformed(
+                func,
+                &format!("wrong number of arguments for {}", dest.block),
+            ));
+        }
+        let mut args = std::mem::take(if then {
+            &mut self.s.then_args
+        } else {
+            &mut self.s.else_args
+        });
+        args.clear();
+        for &a in &dest.args {
+            args.push(BlockArg::Value(self.value(a)?));
+        }
+        *(if then {
+            &mut self.s.then_args
+        } else {
+            &mut self.s.else_args
+        }) = args;
+        Ok(target)
+    }
+
+    /// An integer constant of Cranelift type `ty` from zero-extended bits.
+    fn iconst(&mut self, ty: clif::Type, bits: u64) -> clif::Value {
+        let bits = if ty.bits() < 64 {
+            bits & ((1u64 << ty.bits()) - 1)
+        } else {
+            bits
+        };
+        self.b.ins().iconst(ty, bits as i64)
+    }
+
+    fn constant(&mut self, ty: Type, bits: u64) -> clif::Value {
+        match ty {
+            Type::Scalar(Scalar::F32) => self.b.ins().f32const(Ieee32::with_bits(bits as u32)),
+            Type::Scalar(Scalar::F64) => self.b.ins().f64const(Ieee64::with_bits(bits)),
+            Type::Scalar(s) => {
+                let bits = nacre_ir::semantics::normalize(ty, bits);
+                self.iconst(abi::scalar_type(s), bits)
+            }
+            Type::Ptr(..) => self.iconst(self.env.pointer, bits),
+        }
+    }
+
+    fn float_zero(&mut self, s: Scalar) -> clif::Value {
+        if s == Scalar::F32 {
+            self.b.ins().f32const(0.0)
+        } else {
+            self.b.ins().f64const(0.0)
+        }
+    }
+
+    fn unary(&mut self, op: UnaryOp, ty: Type, x: clif::Value) -> clif::Value {
+        let Type::Scalar(s) = ty else { return x };
+        let ins = self.b.ins();
+        if s == Scalar::Bool {
+            return match op {
+                UnaryOp::Not => ins.bxor_imm_u(x, 1),
+                _ => x,
+            };
+        }
+        if s.is_int() {
+            return match op {
+                UnaryOp::Neg => ins.ineg(x),
+                UnaryOp::Not => ins.bnot(x),
+                UnaryOp::Abs if s.is_signed_int() => ins.iabs(x),
+                UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => x,
+            };
+        }
+        match op {
+            UnaryOp::Neg => ins.fneg(x),
+            UnaryOp::Abs => ins.fabs(x),
+            UnaryOp::Sqrt => ins.sqrt(x),
+            UnaryOp::Floor => ins.floor(x),
+            UnaryOp::Ceil => ins.ceil(x),
+            UnaryOp::Not => x,
+        }
+    }
+
+    fn binary(&mut self, op: BinaryOp, ty: Type, x: clif::Value, y: clif::Value) -> clif::Value {
+        let Type::Scalar(s) = ty else { return x };
+        if s == Scalar::Bool {
+            let ins = self.b.ins();
+            return match op {
+                BinaryOp::And | BinaryOp::Mul | BinaryOp::Min => ins.band(x, y),
+                BinaryOp::Or | BinaryOp::Max => ins.bor(x, y),
+                BinaryOp::Xor | BinaryOp::Add | BinaryOp::Sub => ins.bxor(x, y),
+                BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr => x,
+            };
+        }
+        if s.is_int() {
+            let signed = s.is_signed_int();
+            if matches!(op, BinaryOp::Div | BinaryOp::Rem) {
+                return self.int_div(op, s, x, y);
+            }
+            let ins = self.b.ins();
+            return match op {
+                BinaryOp::Add => ins.iadd(x, y),
+                BinaryOp::Sub => ins.isub(x, y),
+                BinaryOp::Mul => ins.imul(x, y),
+                BinaryOp::And => ins.band(x, y),
+                BinaryOp::Or => ins.bor(x, y),
+                BinaryOp::Xor => ins.bxor(x, y),
+                // Cranelift masks shift amounts to the type's width, as Rust's wrapping shifts.
+                BinaryOp::Shl => ins.ishl(x, y),
+                BinaryOp::Shr if signed => ins.sshr(x, y),
+                BinaryOp::Shr => ins.ushr(x, y),
+                BinaryOp::Min if signed => ins.smin(x, y),
+                BinaryOp::Min => ins.umin(x, y),
+                BinaryOp::Max if signed => ins.smax(x, y),
+                BinaryOp::Max => ins.umax(x, y),
+                BinaryOp::Div | BinaryOp::Rem => x,
+            };
+        }
+        match op {
+            BinaryOp::Add => self.b.ins().fadd(x, y),
+            BinaryOp::Sub => self.b.ins().fsub(x, y),
+            BinaryOp::Mul => self.b.ins().fmul(x, y),
+            BinaryOp::Div => self.b.ins().fdiv(x, y),
+            BinaryOp::Rem => self.fmod(s, x, y),
+            BinaryOp::Min => self.float_min_max(false, x, y),
+            BinaryOp::Max => self.float_min_max(true, x, y),
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => x,
+        }
+    }
+
+    /// Integer division or remainder: traps on a zero divisor; `MIN / -1` wraps to `MIN` and
+    /// `MIN % -1` is 0 instead of faulting (the divisor -1 is replaced by 1 and the quotient
+    /// negated).
+    fn int_div(&mut self, op: BinaryOp, s: Scalar, x: clif::Value, y: clif::Value) -> clif::Value {
+        let trap = if op == BinaryOp::Div {
+            Trap::DivisionByZero
+        } else {
+            Trap::RemainderByZero
+        };
+        let trap_block = self.trap_block(trap);
+        let cont = self.b.create_block();
+        self.b.ins().brif(y, cont, &[], trap_block, &[]);
+        self.b.switch_to_block(cont);
+        if !s.is_signed_int() {
+            return match op {
+                BinaryOp::Div => self.b.ins().udiv(x, y),
+                _ => self.b.ins().urem(x, y),
+            };
+        }
+        let ty = abi::scalar_type(s);
+        let minus_one = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+        let one = self.iconst(ty, 1);
+        let divisor = self.b.ins().select(minus_one, one, y);
+        match op {
+            BinaryOp::Div => {
+                let quotient = self.b.ins().sdiv(x, divisor);
+                let negated = self.b.ins().ineg(x);
+                self.b.ins().select(minus_one, negated, quotient)
+            }
+            _ => self.b.ins().srem(x, divisor),
+        }
+    }
+
+    /// Rust's `f32::min`/`f64::min` (or `max`): a NaN operand is ignored.
+    fn float_min_max(&mut self, max: bool, x: clif::Value, y: clif::Value) -> clif::Value {
+        let r = if max {
+            self.b.ins().fmax(x, y)
+        } else {
+            self.b.ins().fmin(x, y)
+        };
+        let x_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let r = self.b.ins().select(x_nan, y, r);
+        let y_nan = self.b.ins().fcmp(FloatCC::Unordered, y, y);
+        self.b.ins().select(y_nan, x, r)
+    }
+
+    /// Float remainder (Rust's `%`), through a Rust helper.
+    fn fmod(&mut self, s: Scalar, x: clif::Value, y: clif::Value) -> clif::Value {
+        let (slot, ty, addr) = if s == Scalar::F32 {
+            (0, types::F32, runtime::fmod_f32 as *const () as usize)
+        } else {
+            (1, types::F64, runtime::fmod_f64 as *const () as usize)
+        };
+        let sig = match self.fmod_sigs[slot] {
+            Some(sig) => sig,
+            None => {
+                let mut sig = clif::Signature::new(self.env.call_conv);
+                sig.params.extend([AbiParam::new(ty), AbiParam::new(ty)]);
+                sig.returns.push(AbiParam::new(ty));
+                let sig = self.b.import_signature(sig);
+                self.fmod_sigs[slot] = Some(sig);
+                sig
+            }
+        };
+        let callee = self.iconst(self.env.pointer, addr as u64);
+        let call = self.b.ins().call_indirect(sig, callee, &[x, y]);
+        self.b.inst_results(call)[0]
+    }
+
+    fn fma(&mut self, ty: Type, x: clif::Value, y: clif::Value, z: clif::Value) -> clif::Value {
+        match ty {
+            Type::Scalar(s) if s.is_float() => self.b.ins().fma(x, y, z),
+            Type::Scalar(Scalar::Bool) => {
+                let p = self.b.ins().band(x, y);
+                self.b.ins().bxor(p, z)
+            }
+            _ => {
+                let p = self.b.ins().imul(x, y);
+                self.b.ins().iadd(p, z)
+            }
+        }
+    }
+
+    fn compare(&mut self, op: CmpOp, ty: Type, x: clif::Value, y: clif::Value) -> clif::Value {
+        match ty {
+            Type::Scalar(s) if s.is_float() => {
+                let cc = match op {
+                    CmpOp::Eq => FloatCC::Equal,
+                    CmpOp::Ne => FloatCC::NotEqual,
+                    CmpOp::Lt => FloatCC::LessThan,
+                    CmpOp::Le => FloatCC::LessThanOrEqual,
+                    CmpOp::Gt => FloatCC::GreaterThan,
+                    CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+                };
+                self.b.ins().fcmp(cc, x, y)
+            }
+            _ => {
+                let signed = matches!(ty, Type::Scalar(s) if s.is_signed_int());
+                let cc = match (op, signed) {
+                    (CmpOp::Eq, _) => IntCC::Equal,
+                    (CmpOp::Ne, _) => IntCC::NotEqual,
+                    (CmpOp::Lt, true) => IntCC::SignedLessThan,
+                    (CmpOp::Le, true) => IntCC::SignedLessThanOrEqual,
+                    (CmpOp::Gt, true) => IntCC::SignedGreaterThan,
+                    (CmpOp::Ge, true) => IntCC::SignedGreaterThanOrEqual,
+                    (CmpOp::Lt, false) => IntCC::UnsignedLessThan,
+                    (CmpOp::Le, false) => IntCC::UnsignedLessThanOrEqual,
+                    (CmpOp::Gt, false) => IntCC::UnsignedGreaterThan,
+                    (CmpOp::Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
+                };
+                self.b.ins().icmp(cc, x, y)
+            }
+        }
+    }
+
+    /// A conversion with Rust `as` semantics. Pointers convert as pointer-sized unsigned
+    /// integers; `bool` converts like a `u8` holding 0 or 1, and to `bool` means `!= 0`.
+    fn cast(&mut self, x: clif::Value, from: Type, to: Type) -> clif::Value {
+        if from.is_ptr() && to.is_ptr() {
+            return x;
+        }
+        let pointer = abi::pointer_scalar(self.env.pointer);
+        let fs = from.scalar().unwrap_or(pointer);
+        let ts = to.scalar().unwrap_or(pointer);
+        if fs == ts {
+            return x;
+        }
+        if ts == Scalar::Bool {
+            return if fs.is_float() {
+                let zero = self.float_zero(fs);
+                self.b.ins().fcmp(FloatCC::NotEqual, x, zero)
+            } else {
+                self.b.ins().icmp_imm_u(IntCC::NotEqual, x, 0)
+            };
+        }
+        let fs = if fs == Scalar::Bool { Scalar::U8 } else { fs };
+        let tty = abi::scalar_type(ts);
+        match (fs.is_float(), ts.is_float()) {
+            (false, false) => self.resize_int(x, fs, ts),
+            (false, true) => {
+                // Convert from at least 32 bits: not every target converts narrower registers.
+                let (x, fs) = match fs {
+                    Scalar::I8 | Scalar::I16 => (self.b.ins().sextend(types::I32, x), Scalar::I32),
+                    Scalar::U8 | Scalar::U16 => (self.b.ins().uextend(types::I32, x), Scalar::U32),
+                    _ => (x, fs),
+                };
+                if fs.is_signed_int() {
+                    self.b.ins().fcvt_from_sint(tty, x)
+                } else {
+                    self.b.ins().fcvt_from_uint(tty, x)
+                }
+            }
+            (true, true) if fs.bits() < ts.bits() => self.b.ins().fpromote(tty, x),
+            (true, true) => self.b.ins().fdemote(tty, x),
+            (true, false) => self.float_to_int(x, ts),
+        }
+    }
+
+    /// Integer to integer: truncate, or extend by the source's signedness.
+    fn resize_int(&mut self, x: clif::Value, fs: Scalar, ts: Scalar) -> clif::Value {
+        let tty = abi::scalar_type(ts);
+        match fs.bits().cmp(&ts.bits()) {
+            std::cmp::Ordering::Equal => x,
+            std::cmp::Ordering::Greater => self.b.ins().ireduce(tty, x),
+            std::cmp::Ordering::Less if fs.is_signed_int() => self.b.ins().sextend(tty, x),
+            std::cmp::Ordering::Less => self.b.ins().uextend(tty, x),
+        }
+    }
+
+    /// Float to integer, saturating, NaN to 0. Targets narrower than 32 bits convert to 32 bits
+    /// and clamp to their range (Cranelift converts to 32 or 64 bits only).
+    fn float_to_int(&mut self, x: clif::Value, ts: Scalar) -> clif::Value {
+        let tty = abi::scalar_type(ts);
+        let signed = ts.is_signed_int();
+        if ts.bits() >= 32 {
+            return if signed {
+                self.b.ins().fcvt_to_sint_sat(tty, x)
+            } else {
+                self.b.ins().fcvt_to_uint_sat(tty, x)
+            };
+        }
+        let bits = ts.bits();
+        let wide = if signed {
+            let w = self.b.ins().fcvt_to_sint_sat(types::I32, x);
+            let min = self.iconst(types::I32, (-(1i64 << (bits - 1))) as u64);
+            let max = self.iconst(types::I32, (1u64 << (bits - 1)) - 1);
+            let w = self.b.ins().smax(w, min);
+            self.b.ins().smin(w, max)
+        } else {
+            let w = self.b.ins().fcvt_to_uint_sat(types::I32, x);
+            let max = self.iconst(types::I32, (1u64 << bits) - 1);
+            self.b.ins().umin(w, max)
+        };
+        self.b.ins().ireduce(tty, wide)
+    }
+
+    /// `ptr + index * size_of(elem)`; signed indices are sign-extended.
+    fn elem_ptr(
+        &mut self,
+        ptr: clif::Value,
+        ptr_ty: Type,
+        index: clif::Value,
+        index_ty: Type,
+    ) -> clif::Value {
+        let pointer = self.env.pointer;
+        let size = ptr_ty.pointee().map_or(1, |s| s.bytes());
+        let index_bits = abi::clif_type(index_ty, pointer).bits();
+        let signed = matches!(index_ty, Type::Scalar(s) if s.is_signed_int());
+        let index = match index_bits.cmp(&pointer.bits()) {
+            std::cmp::Ordering::Equal => index,
+            std::cmp::Ordering::Greater => self.b.ins().ireduce(pointer, index),
+            std::cmp::Ordering::Less if signed => self.b.ins().sextend(pointer, index),
+            std::cmp::Ordering::Less => self.b.ins().uextend(pointer, index),
+        };
+        let offset = match size {
+            1 => index,
+            _ => self
+                .b
+                .ins()
+                .ishl_imm_u(index, i64::from(size.trailing_zeros())),
+        };
+        self.b.ins().iadd(ptr, offset)
+    }
+
+    /// A call of an IR function: the status pointer is passed on and checked afterwards.
+    fn call(
+        &mut self,
+        callee: FuncId,
+        args: &[Value],
+    ) -> Result<Option<clif::Value>, BackendError> {
+        let func_ref = self.func_ref(callee)?;
+        let mut call_args = std::mem::take(&mut self.s.call_args);
+        call_args.clear();
+        for &a in args {
+            call_args.push(self.value(a)?);
+        }
+        call_args.push(self.status);
+        let call = self.b.ins().call(func_ref, &call_args);
+        self.s.call_args = call_args;
+        let result = self.b.inst_results(call).first().copied();
+        let status = self
+            .b
+            .ins()
+            .load(types::I32, MemFlagsData::trusted(), self.status, 0);
+        let propagate = match self.propagate {
+            Some(block) => block,
+            None => {
+                let block = self.b.create_block();
+                self.propagate = Some(block);
+                block
+            }
+        };
+        let cont = self.b.create_block();
+        self.b.ins().brif(status, propagate, &[], cont, &[]);
+        self.b.switch_to_block(cont);
+        Ok(result)
+    }
+
+    /// The function reference for calling IR function `callee`, imported on first use.
+    fn func_ref(&mut self, callee: FuncId) -> Result<clif::FuncRef, BackendError> {
+        if let Some(r) = self.s.func_refs[callee].expand() {
+            return Ok(r);
+        }
+        let Some(&Some(id)) = self.env.func_ids.get(callee.index()) else {
+            return Err(BackendError::Unsupported {
+                backend: crate::target::BACKEND,
+                what: format!("calls to {callee}, which is not a host function"),
+            });
+        };
+        let sig = self
+            .b
+            .import_signature(self.env.signatures[callee.index()].clone());
+        let name = self
+            .b
+            .func
+            .declare_imported_user_function(UserExternalName {
+                namespace: 0,
+                index: id.as_u32(),
+            });
+        let r = self.b.import_function(ExtFuncData {
+            name: ExternalName::user(name),
+            signature: sig,
+            // All functions of a generation live in one arena, within direct-call range.
+            colocated: true,
+            patchable: false,
+        });
+        self.s.func_refs[callee] = r.into();
+        Ok(r)
+    }
+
+    /// A call of an external Rust function through its address (no status parameter).
+    fn call_extern(
+        &mut self,
+        ext: ExternId,
+        args: &[Value],
+    ) -> Result<Option<clif::Value>, BackendError> {
+        let func = self.func;
+        let decl = self
+            .env
+            .module
+            .externs
+            .get(ext)
+            .ok_or_else(|| malformed(func, &format!("unknown external function {ext}")))?;
+        let sig = match self.s.extern_sigs[ext].expand() {
+            Some(sig) => sig,
+            None => {
+                let env = self.env;
+                let native =
+                    abi::native_signature(&decl.signature, env.pointer, env.call_conv, false);
+                let sig = self.b.import_signature(native);
+                self.s.extern_sigs[ext] = sig.into();
+                sig
+            }
+        };
+        let mut call_args = std::mem::take(&mut self.s.call_args);
+        call_args.clear();
+        for &a in args {
+            call_args.push(self.value(a)?);
+        }
+        let callee = self.iconst(self.env.pointer, decl.addr as u64);
+        let call = self.b.ins().call_indirect(sig, callee, &call_args);
+        self.s.call_args = call_args;
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    /// The cold block that raises `trap`, created on first use.
+    fn trap_block(&mut self, trap: Trap) -> clif::Block {
+        if let Some(&(_, block)) = self.s.traps.iter().find(|(t, _)| *t == trap) {
+            return block;
+        }
+        let block = self.b.create_block();
+        self.s.traps.push((trap, block));
+        block
+    }
+
+    /// Fills the cold exit blocks: trap blocks store their code into `*status` and return,
+    /// the propagation block just returns.
+    fn emit_exits(&mut self) {
+        for i in 0..self.s.traps.len() {
+            let (trap, block) = self.s.traps[i];
+            self.b.switch_to_block(block);
+            self.b.set_cold_block(block);
+            let code = self.iconst(types::I32, u64::from(trap.code()));
+            self.b
+                .ins()
+                .store(MemFlagsData::trusted(), code, self.status, 0);
+            self.return_unspecified();
+        }
+        if let Some(block) = self.propagate {
+            self.b.switch_to_block(block);
+            self.b.set_cold_block(block);
+            self.return_unspecified();
+        }
+    }
+
+    /// Returns from a trapping function (the value is unspecified by the convention: zero).
+    fn return_unspecified(&mut self) {
+        match self.ret {
+            None => {
+                self.b.ins().return_(&[]);
+            }
+            Some(ty) => {
+                let zero = match ty {
+                    types::F32 => self.b.ins().f32const(0.0),
+                    types::F64 => self.b.ins().f64const(0.0),
+                    _ => self.b.ins().iconst(ty, 0),
+                };
+                self.b.ins().return_(&[zero]);
+            }
+        }
+    }
+}

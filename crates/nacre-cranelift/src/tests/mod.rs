@@ -1,0 +1,170 @@
+//! Tests of the Cranelift backend: every operator against [`nacre_ir::semantics`]
+//! ([`ops`]), control flow, calls and traps ([`control`]), and code memory and threads
+//! ([`memory`]).
+
+mod control;
+mod memory;
+mod ops;
+
+use crate::{CraneliftBackend, CraneliftOptions, OptLevel};
+use nacre_backend::{Backend, Executable};
+use nacre_ir::semantics::ScalarValue;
+use nacre_ir::{FuncKind, Function, FunctionBuilder, Module, Scalar, Signature, Type, Value};
+use std::sync::Arc;
+
+/// Both optimisation levels.
+const OPT_LEVELS: [OptLevel; 2] = [OptLevel::None, OptLevel::Speed];
+
+/// A backend at `opt_level`.
+fn backend(opt_level: OptLevel) -> CraneliftBackend {
+    CraneliftBackend::new(CraneliftOptions {
+        opt_level,
+        ..CraneliftOptions::default()
+    })
+    .expect("the host is supported")
+}
+
+/// A function built by `body` from the entry block's parameters.
+fn function(
+    name: &str,
+    params: &[Type],
+    ret: Option<Type>,
+    body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
+) -> Function {
+    let sig = Signature {
+        params: params.to_vec(),
+        ret,
+    };
+    let mut f = Function::new(name, FuncKind::Host, sig);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    body(&mut b, &p);
+    f
+}
+
+/// A module whose entry is `entry` (added first) followed by `others`.
+fn module(entry: Function, others: Vec<Function>) -> Module {
+    let mut m = Module::new();
+    let id = m.add_function(entry);
+    for f in others {
+        m.add_function(f);
+    }
+    m.entry = Some(id);
+    m
+}
+
+/// Verifies and compiles a module.
+fn compile(backend: &CraneliftBackend, m: Module) -> Arc<dyn Executable> {
+    let verified = nacre_ir::verify(m).expect("valid IR");
+    backend.compile(&verified).expect("compiles")
+}
+
+/// Compiles a single function.
+fn compile_fn(backend: &CraneliftBackend, f: Function) -> Arc<dyn Executable> {
+    compile(backend, module(f, Vec::new()))
+}
+
+/// Binds `$t` to the Rust type of an IR scalar (pointers are `u64`).
+macro_rules! with_rust_type {
+    ($s:expr, $t:ident => $body:expr) => {
+        match $s {
+            Scalar::Bool => {
+                type $t = bool;
+                $body
+            }
+            Scalar::I8 => {
+                type $t = i8;
+                $body
+            }
+            Scalar::I16 => {
+                type $t = i16;
+                $body
+            }
+            Scalar::I32 => {
+                type $t = i32;
+                $body
+            }
+            Scalar::I64 => {
+                type $t = i64;
+                $body
+            }
+            Scalar::U8 => {
+                type $t = u8;
+                $body
+            }
+            Scalar::U16 => {
+                type $t = u16;
+                $body
+            }
+            Scalar::U32 => {
+                type $t = u32;
+                $body
+            }
+            Scalar::U64 => {
+                type $t = u64;
+                $body
+            }
+            Scalar::F32 => {
+                type $t = f32;
+                $body
+            }
+            Scalar::F64 => {
+                type $t = f64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_rust_type;
+
+/// The scalar a value of `ty` travels as in native calls (pointers as `u64`).
+fn carrier(ty: Type) -> Scalar {
+    ty.scalar().unwrap_or(Scalar::U64)
+}
+
+/// Calls a compiled `fn(A) -> R` through its native entry; returns the result bits and status.
+///
+/// # Safety
+/// `entry` must be a function of that native signature.
+unsafe fn native1<A: ScalarValue, R: ScalarValue>(entry: *const u8, a: u64) -> (u64, u32) {
+    // SAFETY: the caller guarantees the signature.
+    let f = unsafe { std::mem::transmute::<*const u8, extern "C" fn(A, *mut u32) -> R>(entry) };
+    let mut status = 0;
+    let r = f(A::from_bits(a), &mut status);
+    (r.to_bits(), status)
+}
+
+/// Calls a compiled `fn(A, A) -> R` through its native entry.
+///
+/// # Safety
+/// `entry` must be a function of that native signature.
+unsafe fn native2<A: ScalarValue, R: ScalarValue>(entry: *const u8, a: u64, b: u64) -> (u64, u32) {
+    // SAFETY: the caller guarantees the signature.
+    let f = unsafe { std::mem::transmute::<*const u8, extern "C" fn(A, A, *mut u32) -> R>(entry) };
+    let mut status = 0;
+    let r = f(A::from_bits(a), A::from_bits(b), &mut status);
+    (r.to_bits(), status)
+}
+
+/// Calls a compiled `fn(C, A, A) -> A` through its native entry.
+///
+/// # Safety
+/// `entry` must be a function of that native signature.
+unsafe fn native3<C: ScalarValue, A: ScalarValue>(
+    entry: *const u8,
+    c: u64,
+    a: u64,
+    b: u64,
+) -> (u64, u32) {
+    // SAFETY: the caller guarantees the signature.
+    let f =
+        unsafe { std::mem::transmute::<*const u8, extern "C" fn(C, A, A, *mut u32) -> A>(entry) };
+    let mut status = 0;
+    let r = f(
+        C::from_bits(c),
+        A::from_bits(a),
+        A::from_bits(b),
+        &mut status,
+    );
+    (r.to_bits(), status)
+}
