@@ -18,7 +18,10 @@ pub struct FunctionBuilder<'f> {
 impl<'f> FunctionBuilder<'f> {
     /// A builder over `func`, positioned nowhere.
     pub fn new(func: &'f mut Function) -> FunctionBuilder<'f> {
-        FunctionBuilder { func, current: None }
+        FunctionBuilder {
+            func,
+            current: None,
+        }
     }
 
     /// The function being built.
@@ -31,7 +34,10 @@ impl<'f> FunctionBuilder<'f> {
     pub fn create_entry_block(&mut self) -> Vec<Value> {
         let block = self.create_block();
         let params: Vec<Type> = self.func.signature.params.clone();
-        let values = params.into_iter().map(|ty| self.append_block_param(block, ty)).collect();
+        let values = params
+            .into_iter()
+            .map(|ty| self.append_block_param(block, ty))
+            .collect();
         self.switch_to_block(block);
         values
     }
@@ -46,7 +52,10 @@ impl<'f> FunctionBuilder<'f> {
     /// Adds a parameter of type `ty` to `block`.
     pub fn append_block_param(&mut self, block: Block, ty: Type) -> Value {
         let n = self.func.blocks[block].params.len() as u32;
-        let v = self.func.values.push(ValueData { ty, def: ValueDef::Param(block, n) });
+        let v = self.func.values.push(ValueData {
+            ty,
+            def: ValueDef::Param(block, n),
+        });
         self.func.blocks[block].params.push(v);
         v
     }
@@ -96,7 +105,10 @@ impl<'f> FunctionBuilder<'f> {
         let terminator = kind.is_terminator();
         let inst = self.func.insts.push(InstData { kind, result: None });
         let result = result.map(|ty| {
-            let v = self.func.values.push(ValueData { ty, def: ValueDef::Result(inst) });
+            let v = self.func.values.push(ValueData {
+                ty,
+                def: ValueDef::Result(inst),
+            });
             self.func.insts[inst].result = Some(v);
             v
         });
@@ -108,7 +120,9 @@ impl<'f> FunctionBuilder<'f> {
     }
 
     fn value(&mut self, kind: InstKind, ty: Type) -> Value {
-        self.append(kind, Some(ty)).1.expect("append returns a result when given a type")
+        self.append(kind, Some(ty))
+            .1
+            .expect("append returns a result when given a type")
     }
 
     /// A constant.
@@ -176,13 +190,19 @@ impl<'f> FunctionBuilder<'f> {
     }
 
     /// A call to an external function returning `ret`.
-    pub fn call_extern(&mut self, ext: ExternId, args: Vec<Value>, ret: Option<Type>) -> Option<Value> {
+    pub fn call_extern(
+        &mut self,
+        ext: ExternId,
+        args: Vec<Value>,
+        ret: Option<Type>,
+    ) -> Option<Value> {
         self.append(InstKind::CallExtern(ext, args), ret).1
     }
 
     /// Terminates the current block with a jump.
     pub fn jump(&mut self, block: Block, args: Vec<Value>) -> Inst {
-        self.append(InstKind::Jump(BlockCall { block, args }), None).0
+        self.append(InstKind::Jump(BlockCall { block, args }), None)
+            .0
     }
 
     /// Terminates the current block with a two-way branch.
@@ -196,8 +216,14 @@ impl<'f> FunctionBuilder<'f> {
     ) -> Inst {
         let kind = InstKind::Branch {
             cond,
-            then_dest: BlockCall { block: then_block, args: then_args },
-            else_dest: BlockCall { block: else_block, args: else_args },
+            then_dest: BlockCall {
+                block: then_block,
+                args: then_args,
+            },
+            else_dest: BlockCall {
+                block: else_block,
+                args: else_args,
+            },
         };
         self.append(kind, None).0
     }
@@ -215,10 +241,20 @@ mod tests {
 
     #[test]
     fn builds_blocks_and_types() {
-        let mut f = Function::new("f", FuncKind::Host, Signature { params: vec![Type::I32], ret: Some(Type::BOOL) });
+        let mut f = Function::new(
+            "f",
+            FuncKind::Host,
+            Signature {
+                params: vec![Type::I32],
+                ret: Some(Type::BOOL),
+            },
+        );
         let mut b = FunctionBuilder::new(&mut f);
         let p = b.create_entry_block();
-        let one = b.constant(Const { ty: Type::I32, bits: 1 });
+        let one = b.constant(Const {
+            ty: Type::I32,
+            bits: 1,
+        });
         let sum = b.binary(BinaryOp::Add, p[0], one);
         let c = b.cmp(CmpOp::Lt, sum, p[0]);
         assert_eq!(b.value_type(sum), Type::I32);
@@ -234,7 +270,10 @@ mod tests {
         let mut b = FunctionBuilder::new(&mut f);
         b.create_entry_block();
         b.ret(None);
-        b.constant(Const { ty: Type::I32, bits: 7 });
+        b.constant(Const {
+            ty: Type::I32,
+            bits: 7,
+        });
         assert_eq!(f.layout.len(), 2);
     }
 }

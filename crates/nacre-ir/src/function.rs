@@ -97,7 +97,12 @@ pub struct Function {
 impl Function {
     /// An empty function with a name, kind and signature (no blocks yet).
     pub fn new(name: impl Into<String>, kind: FuncKind, signature: Signature) -> Function {
-        Function { name: name.into(), kind, signature, ..Function::default() }
+        Function {
+            name: name.into(),
+            kind,
+            signature,
+            ..Function::default()
+        }
     }
 
     /// The entry block, if the function has any block.
@@ -126,7 +131,10 @@ impl Function {
 
     /// Number of live instructions (those in laid-out blocks).
     pub fn live_inst_count(&self) -> usize {
-        self.layout.iter().map(|b| self.blocks[*b].insts.len()).sum()
+        self.layout
+            .iter()
+            .map(|b| self.blocks[*b].insts.len())
+            .sum()
     }
 
     /// Predecessor lists of all laid-out blocks (a predecessor appears once per edge).

@@ -142,7 +142,10 @@ pub enum InstKind {
 impl InstKind {
     /// True for jumps, branches and returns.
     pub fn is_terminator(&self) -> bool {
-        matches!(self, InstKind::Jump(_) | InstKind::Branch { .. } | InstKind::Return(_))
+        matches!(
+            self,
+            InstKind::Jump(_) | InstKind::Branch { .. } | InstKind::Return(_)
+        )
     }
 
     /// True if removing an unused instance of this instruction does not change behaviour.
@@ -186,9 +189,15 @@ impl InstKind {
                 f(*b);
                 f(*c)
             }
-            InstKind::Call(_, args) | InstKind::CallExtern(_, args) => args.iter().copied().for_each(f),
+            InstKind::Call(_, args) | InstKind::CallExtern(_, args) => {
+                args.iter().copied().for_each(f)
+            }
             InstKind::Jump(dest) => dest.args.iter().copied().for_each(f),
-            InstKind::Branch { cond, then_dest, else_dest } => {
+            InstKind::Branch {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
                 f(*cond);
                 then_dest.args.iter().copied().for_each(&mut f);
                 else_dest.args.iter().copied().for_each(f)
@@ -222,7 +231,11 @@ impl InstKind {
                 args.iter_mut().for_each(|a| *a = f(*a))
             }
             InstKind::Jump(dest) => dest.args.iter_mut().for_each(|a| *a = f(*a)),
-            InstKind::Branch { cond, then_dest, else_dest } => {
+            InstKind::Branch {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
                 *cond = f(*cond);
                 then_dest.args.iter_mut().for_each(|a| *a = f(*a));
                 else_dest.args.iter_mut().for_each(|a| *a = f(*a))
@@ -239,7 +252,11 @@ impl InstKind {
     pub fn successors(&self) -> impl Iterator<Item = &BlockCall> {
         let (a, b) = match self {
             InstKind::Jump(dest) => (Some(dest), None),
-            InstKind::Branch { then_dest, else_dest, .. } => (Some(then_dest), Some(else_dest)),
+            InstKind::Branch {
+                then_dest,
+                else_dest,
+                ..
+            } => (Some(then_dest), Some(else_dest)),
             _ => (None, None),
         };
         a.into_iter().chain(b)
@@ -249,7 +266,11 @@ impl InstKind {
     pub fn successors_mut(&mut self) -> impl Iterator<Item = &mut BlockCall> {
         let (a, b) = match self {
             InstKind::Jump(dest) => (Some(dest), None),
-            InstKind::Branch { then_dest, else_dest, .. } => (Some(then_dest), Some(else_dest)),
+            InstKind::Branch {
+                then_dest,
+                else_dest,
+                ..
+            } => (Some(then_dest), Some(else_dest)),
             _ => (None, None),
         };
         a.into_iter().chain(b)

@@ -34,7 +34,9 @@ pub mod verifier;
 
 pub use builder::FunctionBuilder;
 pub use entities::{Block, ExternId, FuncId, Inst, Value};
-pub use function::{BlockData, FuncKind, Function, InstData, LoopInfo, Signature, ValueData, ValueDef};
+pub use function::{
+    BlockData, FuncKind, Function, InstData, LoopInfo, Signature, ValueData, ValueDef,
+};
 pub use instructions::{BinaryOp, BlockCall, CmpOp, Const, InstKind, UnaryOp};
 pub use module::{DynCall, ExternFunc, Module};
 pub use passes::{PassOptions, PassStats};

@@ -129,9 +129,11 @@ fn write_function(f: &mut impl Write, func: &Function, module: Option<&Module>) 
                     f.write_char(')')?
                 }
                 InstKind::Jump(dest) => write!(f, "jump {dest}")?,
-                InstKind::Branch { cond, then_dest, else_dest } => {
-                    write!(f, "br {cond}, {then_dest}, {else_dest}")?
-                }
+                InstKind::Branch {
+                    cond,
+                    then_dest,
+                    else_dest,
+                } => write!(f, "br {cond}, {then_dest}, {else_dest}")?,
                 InstKind::Return(Some(v)) => write!(f, "return {v}")?,
                 InstKind::Return(None) => f.write_str("return")?,
             }

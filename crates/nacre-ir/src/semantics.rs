@@ -96,17 +96,50 @@ pub fn normalize(ty: Type, bits: u64) -> u64 {
 macro_rules! with_scalar {
     ($s:expr, $t:ident => $body:expr) => {
         match $s {
-            Scalar::Bool => { type $t = bool; $body }
-            Scalar::I8 => { type $t = i8; $body }
-            Scalar::I16 => { type $t = i16; $body }
-            Scalar::I32 => { type $t = i32; $body }
-            Scalar::I64 => { type $t = i64; $body }
-            Scalar::U8 => { type $t = u8; $body }
-            Scalar::U16 => { type $t = u16; $body }
-            Scalar::U32 => { type $t = u32; $body }
-            Scalar::U64 => { type $t = u64; $body }
-            Scalar::F32 => { type $t = f32; $body }
-            Scalar::F64 => { type $t = f64; $body }
+            Scalar::Bool => {
+                type $t = bool;
+                $body
+            }
+            Scalar::I8 => {
+                type $t = i8;
+                $body
+            }
+            Scalar::I16 => {
+                type $t = i16;
+                $body
+            }
+            Scalar::I32 => {
+                type $t = i32;
+                $body
+            }
+            Scalar::I64 => {
+                type $t = i64;
+                $body
+            }
+            Scalar::U8 => {
+                type $t = u8;
+                $body
+            }
+            Scalar::U16 => {
+                type $t = u16;
+                $body
+            }
+            Scalar::U32 => {
+                type $t = u32;
+                $body
+            }
+            Scalar::U64 => {
+                type $t = u64;
+                $body
+            }
+            Scalar::F32 => {
+                type $t = f32;
+                $body
+            }
+            Scalar::F64 => {
+                type $t = f64;
+                $body
+            }
         }
     };
 }
@@ -114,16 +147,46 @@ macro_rules! with_scalar {
 macro_rules! with_num {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
         match $s {
-            Scalar::I8 => { type $t = i8; $body }
-            Scalar::I16 => { type $t = i16; $body }
-            Scalar::I32 => { type $t = i32; $body }
-            Scalar::I64 => { type $t = i64; $body }
-            Scalar::U8 => { type $t = u8; $body }
-            Scalar::U16 => { type $t = u16; $body }
-            Scalar::U32 => { type $t = u32; $body }
-            Scalar::U64 => { type $t = u64; $body }
-            Scalar::F32 => { type $t = f32; $body }
-            Scalar::F64 => { type $t = f64; $body }
+            Scalar::I8 => {
+                type $t = i8;
+                $body
+            }
+            Scalar::I16 => {
+                type $t = i16;
+                $body
+            }
+            Scalar::I32 => {
+                type $t = i32;
+                $body
+            }
+            Scalar::I64 => {
+                type $t = i64;
+                $body
+            }
+            Scalar::U8 => {
+                type $t = u8;
+                $body
+            }
+            Scalar::U16 => {
+                type $t = u16;
+                $body
+            }
+            Scalar::U32 => {
+                type $t = u32;
+                $body
+            }
+            Scalar::U64 => {
+                type $t = u64;
+                $body
+            }
+            Scalar::F32 => {
+                type $t = f32;
+                $body
+            }
+            Scalar::F64 => {
+                type $t = f64;
+                $body
+            }
             Scalar::Bool => $other,
         }
     };
@@ -132,14 +195,38 @@ macro_rules! with_num {
 macro_rules! with_int {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
         match $s {
-            Scalar::I8 => { type $t = i8; $body }
-            Scalar::I16 => { type $t = i16; $body }
-            Scalar::I32 => { type $t = i32; $body }
-            Scalar::I64 => { type $t = i64; $body }
-            Scalar::U8 => { type $t = u8; $body }
-            Scalar::U16 => { type $t = u16; $body }
-            Scalar::U32 => { type $t = u32; $body }
-            Scalar::U64 => { type $t = u64; $body }
+            Scalar::I8 => {
+                type $t = i8;
+                $body
+            }
+            Scalar::I16 => {
+                type $t = i16;
+                $body
+            }
+            Scalar::I32 => {
+                type $t = i32;
+                $body
+            }
+            Scalar::I64 => {
+                type $t = i64;
+                $body
+            }
+            Scalar::U8 => {
+                type $t = u8;
+                $body
+            }
+            Scalar::U16 => {
+                type $t = u16;
+                $body
+            }
+            Scalar::U32 => {
+                type $t = u32;
+                $body
+            }
+            Scalar::U64 => {
+                type $t = u64;
+                $body
+            }
             _ => $other,
         }
     };
@@ -148,8 +235,14 @@ macro_rules! with_int {
 macro_rules! with_float {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
         match $s {
-            Scalar::F32 => { type $t = f32; $body }
-            Scalar::F64 => { type $t = f64; $body }
+            Scalar::F32 => {
+                type $t = f32;
+                $body
+            }
+            Scalar::F64 => {
+                type $t = f64;
+                $body
+            }
             _ => $other,
         }
     };
@@ -201,6 +294,7 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
     }
     with_int!(s, T => {
         let (x, y) = (dec::<T>(a), dec::<T>(b));
+        #[allow(clippy::unnecessary_cast)]
         let r: T = match op {
             BinaryOp::Add => x.wrapping_add(y),
             BinaryOp::Sub => x.wrapping_sub(y),
@@ -298,7 +392,10 @@ mod tests {
     #[test]
     fn wrapping_integer_arithmetic() {
         let max = enc(i32::MAX);
-        assert_eq!(binary(BinaryOp::Add, Scalar::I32, max, 1).unwrap(), enc(i32::MIN));
+        assert_eq!(
+            binary(BinaryOp::Add, Scalar::I32, max, 1).unwrap(),
+            enc(i32::MIN)
+        );
         let min = enc(i32::MIN);
         let m1 = enc(-1i32);
         assert_eq!(binary(BinaryOp::Div, Scalar::I32, min, m1).unwrap(), min);
@@ -308,8 +405,14 @@ mod tests {
 
     #[test]
     fn division_by_zero_traps() {
-        assert_eq!(binary(BinaryOp::Div, Scalar::U64, 5, 0), Err(Trap::DivisionByZero));
-        assert_eq!(binary(BinaryOp::Rem, Scalar::I8, 5, 0), Err(Trap::RemainderByZero));
+        assert_eq!(
+            binary(BinaryOp::Div, Scalar::U64, 5, 0),
+            Err(Trap::DivisionByZero)
+        );
+        assert_eq!(
+            binary(BinaryOp::Rem, Scalar::I8, 5, 0),
+            Err(Trap::RemainderByZero)
+        );
         let r = binary(BinaryOp::Div, Scalar::F64, enc(1f64), enc(0f64)).unwrap();
         assert_eq!(f64::from_bits(r), f64::INFINITY);
     }
