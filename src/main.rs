@@ -1,1 +1,33 @@
-fn main() {}
+//! The `nacre` command: runs the demo (default), benchmarks and stage dumps.
+
+mod demo;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Nacre, a tracing JIT compiler for Rust.
+#[derive(Parser)]
+#[command(name = "nacre", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Trace, compile and run the demo functions and check their results (the default).
+    Demo {
+        /// Backend: interp, cranelift (default) or c.
+        #[arg(long, default_value = "cranelift")]
+        backend: String,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Demo {
+        backend: "cranelift".into(),
+    }) {
+        Command::Demo { backend } => demo::run(&backend),
+    }
+}

@@ -86,12 +86,15 @@ pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper
         }
         Helper::Min(s) | Helper::Max(s) => {
             let f = d.scalar_type(s);
-            let op = if matches!(helper, Helper::Min(_)) {
-                '<'
+            // NaN operands are ignored; -0.0 orders below +0.0 (see nacre_ir::semantics).
+            let (op, zero) = if matches!(helper, Helper::Min(_)) {
+                ('<', "a : b")
             } else {
-                '>'
+                ('>', "b : a")
             };
-            format!("{qualifier}{f} {name}({f} a, {f} b) {{\n    return (a {op} b || b != b) ? a : b;\n}}\n")
+            format!(
+                "{qualifier}{f} {name}({f} a, {f} b) {{\n    if (b != b) return a;\n    if (a != a) return b;\n    if (a == b) return signbit(a) ? {zero};\n    return a {op} b ? a : b;\n}}\n"
+            )
         }
         Helper::FromBits(s) => {
             let f = d.scalar_type(s);

@@ -60,9 +60,9 @@ pub enum BinaryOp {
     Shl,
     /// Right shift (arithmetic for signed, logical for unsigned), amount masked.
     Shr,
-    /// Minimum (floats: Rust's `f64::min`, which ignores a NaN operand).
+    /// Minimum (floats: a NaN operand is ignored and -0.0 < +0.0, see [`crate::semantics::float_min`]).
     Min,
-    /// Maximum (floats: Rust's `f64::max`, which ignores a NaN operand).
+    /// Maximum (floats: a NaN operand is ignored and -0.0 < +0.0, see [`crate::semantics::float_max`]).
     Max,
 }
 

@@ -324,12 +324,77 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
             BinaryOp::Mul => x * y,
             BinaryOp::Div => x / y,
             BinaryOp::Rem => x % y,
-            BinaryOp::Min => x.min(y),
-            BinaryOp::Max => x.max(y),
+            BinaryOp::Min => float_min(x, y),
+            BinaryOp::Max => float_max(x, y),
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => x,
         };
         Ok(enc(r))
     }, else Ok(a)))
+}
+
+/// Float minimum: a NaN operand is ignored (as `f64::min`), and `-0.0` counts as smaller than
+/// `+0.0` (IEEE 754-2019 `minimumNumber`), so the result is fully specified.
+pub fn float_min<T: Float>(x: T, y: T) -> T {
+    if x.is_nan() {
+        y
+    } else if y.is_nan() {
+        x
+    } else if x == y {
+        if x.is_sign_negative() {
+            x
+        } else {
+            y
+        }
+    } else if x < y {
+        x
+    } else {
+        y
+    }
+}
+
+/// Float maximum: a NaN operand is ignored, and `+0.0` counts as larger than `-0.0`.
+pub fn float_max<T: Float>(x: T, y: T) -> T {
+    if x.is_nan() {
+        y
+    } else if y.is_nan() {
+        x
+    } else if x == y {
+        if x.is_sign_negative() {
+            y
+        } else {
+            x
+        }
+    } else if x > y {
+        x
+    } else {
+        y
+    }
+}
+
+/// The float operations [`float_min`] and [`float_max`] need.
+pub trait Float: Copy + PartialOrd {
+    /// True for NaN.
+    fn is_nan(self) -> bool;
+    /// True if the sign bit is set.
+    fn is_sign_negative(self) -> bool;
+}
+
+impl Float for f32 {
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    fn is_sign_negative(self) -> bool {
+        f32::is_sign_negative(self)
+    }
+}
+
+impl Float for f64 {
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    fn is_sign_negative(self) -> bool {
+        f64::is_sign_negative(self)
+    }
 }
 
 /// Fused multiply-add on floats (`a * b + c`, one rounding).

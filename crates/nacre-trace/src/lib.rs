@@ -1,1 +1,38 @@
+//! Tracing: run user code over traced values once and capture what it does as IR.
+//!
+//! - [`Val<T>`] and [`Ptr<T>`] are `Copy` handles. While a trace is being recorded they name IR
+//!   values and every operator on them appends an instruction; outside a trace they hold
+//!   concrete values and operators compute directly (*direct mode*: the same code runs as
+//!   plain Rust, which is handy in a debugger).
+//! - [`cf`] is the structured control-flow API that `#[jit]` rewrites `if`, `while`, `loop`,
+//!   `for`, `break`, `continue`, `return`, comparisons, `&&`/`||` and indexing into. A plain
+//!   `bool` condition or a Rust iterator runs natively while tracing (unrolling and
+//!   specialisation); a `Val<bool>` condition or a range of `Val`s records a branch or a loop.
+//! - [`Carry`] describes values that flow through traced control flow (they become block
+//!   parameters).
+//! - [`trace`] captures a whole function into an IR [`nacre_ir::Module`]; [`cf::call`] makes a
+//!   traced callee a separate IR function, [`cf::invoke`] calls a Rust `extern "C"` function at
+//!   run time.
 
+pub mod carry;
+pub mod cf;
+mod context;
+pub mod error;
+pub mod extern_fn;
+pub mod ptr;
+pub mod signature;
+pub mod val;
+
+pub use carry::{Carry, Slot};
+pub use error::TraceError;
+pub use extern_fn::ExternFn;
+pub use ptr::{Ptr, RawPtr};
+pub use signature::{direct_call, trace, HostValue, Param, Ret, TraceFn};
+pub use val::{select, Index, IntoVal, Val};
+
+/// Whether a trace is being recorded on this thread (otherwise values are concrete).
+pub fn is_tracing() -> bool {
+    context::is_tracing()
+}
+
+pub use nacre_ir::semantics::ScalarValue as Scalar;

@@ -1,1 +1,94 @@
+//! Nacre: a tracing JIT compiler for Rust.
+//!
+//! Write ordinary-looking Rust over traced values ([`Val<T>`], [`Ptr<T>`]) and mark it
+//! `#[jit]`; an [`Engine`] runs it once to capture what it does, builds an SSA IR, optimises it
+//! and compiles it with a backend (interpreter, Cranelift, C). The result is a typed
+//! [`Compiled`] callable.
+//!
+//! ```
+//! use nacre::prelude::*;
+//!
+//! #[jit]
+//! fn conditional_sum(n: Val<i32>) -> Val<i32> {
+//!     let mut sum = Val::new(0);
+//!     for i in 0..n {
+//!         if i % 3 == 0 {
+//!             sum += i;
+//!         }
+//!     }
+//!     sum
+//! }
+//!
+//! let engine = Engine::new(Options::default()).unwrap();
+//! let f = engine.compile(conditional_sum).unwrap();
+//! assert_eq!(f.call(10).unwrap(), 0 + 3 + 6 + 9);
+//! ```
 
+mod compiled;
+mod engine;
+mod error;
+mod options;
+
+pub use compiled::{Compiled, TierStats, Timings};
+pub use engine::{make_backend, optimize, trace_module, Engine};
+pub use error::Error;
+pub use options::{
+    BackendKind, COptions, DumpOptions, DumpTarget, FirstTier, OptLevel, Options, SecondTier,
+    Stage, Tiering,
+};
+
+pub use nacre_macros::{jit, kernel};
+pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, TraceError, Val};
+
+/// The IR, for inspection and dumps.
+pub use nacre_ir as ir;
+pub use nacre_ir::Trap;
+
+/// The names most programs need: `use nacre::prelude::*;`.
+pub mod prelude {
+    pub use crate::{jit, select, BackendKind, Compiled, Engine, Options, Ptr, RawPtr, Val};
+    pub use nacre_trace::cf::call;
+}
+
+/// Calls a Rust `extern "C"` function from traced code at run time:
+/// `invoke!(my_fn(a, b))` where `a`, `b` are `Val`s (up to six arguments).
+#[macro_export]
+macro_rules! invoke {
+    ($f:ident ( )) => {
+        $crate::cf::invoke(::core::stringify!($f), $crate::cf::extern_fn0($f), ())
+    };
+    ($f:ident ( $a:expr $(,)? )) => {
+        $crate::cf::invoke(::core::stringify!($f), $crate::cf::extern_fn1($f), ($a,))
+    };
+    ($f:ident ( $a:expr, $b:expr $(,)? )) => {
+        $crate::cf::invoke(::core::stringify!($f), $crate::cf::extern_fn2($f), ($a, $b))
+    };
+    ($f:ident ( $a:expr, $b:expr, $c:expr $(,)? )) => {
+        $crate::cf::invoke(
+            ::core::stringify!($f),
+            $crate::cf::extern_fn3($f),
+            ($a, $b, $c),
+        )
+    };
+    ($f:ident ( $a:expr, $b:expr, $c:expr, $d:expr $(,)? )) => {
+        $crate::cf::invoke(
+            ::core::stringify!($f),
+            $crate::cf::extern_fn4($f),
+            ($a, $b, $c, $d),
+        )
+    };
+    ($f:ident ( $a:expr, $b:expr, $c:expr, $d:expr, $e:expr $(,)? )) => {
+        $crate::cf::invoke(
+            ::core::stringify!($f),
+            $crate::cf::extern_fn5($f),
+            ($a, $b, $c, $d, $e),
+        )
+    };
+    ($f:ident ( $a:expr, $b:expr, $c:expr, $d:expr, $e:expr, $g:expr $(,)? )) => {
+        $crate::cf::invoke(
+            ::core::stringify!($f),
+            $crate::cf::extern_fn6($f),
+            ($a, $b, $c, $d, $e, $g),
+        )
+    };
+}

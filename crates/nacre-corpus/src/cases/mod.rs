@@ -1,0 +1,26 @@
+//! The corpus functions, grouped by what they exercise.
+
+pub mod algorithms;
+pub mod arith;
+pub mod arrays;
+pub mod calls;
+pub mod casts;
+pub mod compare;
+pub mod control;
+pub mod explosion;
+
+use crate::registry::Case;
+
+/// Every case, in a fixed order.
+pub fn all() -> Vec<Case> {
+    let mut v = Vec::new();
+    v.extend(arith::cases());
+    v.extend(casts::cases());
+    v.extend(compare::cases());
+    v.extend(control::cases());
+    v.extend(calls::cases());
+    v.extend(algorithms::cases());
+    v.extend(explosion::cases());
+    v.extend(arrays::cases());
+    v
+}

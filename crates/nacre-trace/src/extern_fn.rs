@@ -1,0 +1,205 @@
+//! Calls out of straight-line tracing: [`call`] traces a Rust function once as a separate IR
+//! function and calls it (recursion included); [`invoke`] calls a Rust `extern "C"` function at
+//! run time.
+
+use crate::context::{emit, with_tracer};
+use crate::signature::{begin_function, end_function, fn_name, HostValue, Param, Ret, TraceFn};
+use crate::val::{raw_of, value_of};
+use nacre_ir::{ExternFunc, FuncKind, Signature, Type};
+use std::any::TypeId;
+
+/// Arguments of [`call`] and [`invoke`]: a tuple of `Val`s and `Ptr`s.
+pub trait CallArgs: Copy {
+    /// The raw handles of the arguments.
+    fn raws(&self) -> Vec<u64>;
+}
+
+macro_rules! call_args {
+    ($($a:ident),*) => {
+        impl<$($a: Param),*> CallArgs for ($($a,)*) {
+            #[allow(non_snake_case)]
+            fn raws(&self) -> Vec<u64> {
+                let ($($a,)*) = *self;
+                vec![$($a.raw_param()),*]
+            }
+        }
+    };
+}
+call_args!();
+call_args!(A);
+call_args!(A, B);
+call_args!(A, B, C);
+call_args!(A, B, C, D);
+call_args!(A, B, C, D, E);
+call_args!(A, B, C, D, E, F);
+call_args!(A, B, C, D, E, F, G);
+call_args!(A, B, C, D, E, F, G, H);
+
+/// Calls traced function `f` as a separate IR function: it is traced once per trace (the
+/// first call) and every call site becomes an IR call, so recursion and large shared helpers
+/// cost nothing at trace time. Outside a trace it simply calls `f`.
+///
+/// Functions are identified by their Rust type, so `f` should be a function item or a closure
+/// that captures nothing; a capturing closure is traced again at each call site.
+pub fn call<Args: CallArgs, F: TraceFn<Args>>(f: F, args: Args) -> F::Ret {
+    let raws = args.raws();
+    if !crate::is_tracing() {
+        return f.call_raw(&raws);
+    }
+    let cacheable = std::mem::size_of::<F>() == 0;
+    let key = TypeId::of::<F>();
+    let known = if cacheable {
+        with_tracer(|t| t.callees.get(&key).copied()).flatten()
+    } else {
+        None
+    };
+    let id = match known {
+        Some(id) => id,
+        None => {
+            let sig = Signature {
+                params: F::param_types(),
+                ret: F::Ret::ir_type(),
+            };
+            let (id, params) = with_tracer(|t| {
+                let (id, params) = begin_function(t, fn_name::<F>(), sig, FuncKind::Host);
+                if cacheable {
+                    t.callees.insert(key, id);
+                }
+                (id, params)
+            })
+            .expect("tracing");
+            let ret = f.call_raw(&params);
+            with_tracer(|t| end_function(t, ret));
+            id
+        }
+    };
+    let ret_ty = F::Ret::ir_type();
+    let result = emit(|b| b.call(id, raws.into_iter().map(value_of).collect(), ret_ty));
+    F::Ret::from_raw_ret(result.map(raw_of).unwrap_or(0))
+}
+
+/// An `extern "C"` function pointer that traced code can call at run time.
+pub trait ExternFn<Args>: Copy + 'static {
+    /// The traced return type.
+    type Ret: Ret;
+    /// Parameter and return types.
+    fn signature() -> Signature;
+    /// The function's address.
+    fn addr(self) -> usize;
+    /// The trampoline that calls it with arguments as bits.
+    fn dyn_call() -> nacre_ir::DynCall;
+    /// Calls it directly on concrete arguments (direct mode).
+    fn call_direct(self, args: &[u64]) -> u64;
+}
+
+/// Host types that are also valid `extern "C"` argument and result types of traced calls.
+pub trait ExternValue: HostValue {
+    /// The traced type.
+    type Traced: Param;
+    /// The IR type.
+    fn ir_type() -> Type;
+}
+
+macro_rules! extern_value {
+    ($($t:ty),*) => {$(
+        impl ExternValue for $t {
+            type Traced = crate::val::Val<$t>;
+            fn ir_type() -> Type { Type::Scalar(<$t as nacre_ir::semantics::ScalarValue>::SCALAR) }
+        }
+    )*};
+}
+extern_value!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+/// Return types of extern functions.
+pub trait ExternRet: HostValue {
+    /// The traced type.
+    type Traced: Ret;
+}
+macro_rules! extern_ret {
+    ($($t:ty),*) => {$( impl ExternRet for $t { type Traced = crate::val::Val<$t>; } )*};
+}
+extern_ret!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+impl ExternRet for () {
+    type Traced = ();
+}
+
+fn ret_ir_type<R: ExternRet>() -> Option<Type> {
+    <R::Traced as Ret>::ir_type()
+}
+
+macro_rules! extern_fn_impl {
+    ($($a:ident),*) => {
+        impl<R: ExternRet, $($a: ExternValue),*> ExternFn<($($a::Traced,)*)> for extern "C" fn($($a),*) -> R {
+            type Ret = R::Traced;
+            fn signature() -> Signature {
+                Signature { params: vec![$($a::ir_type()),*], ret: ret_ir_type::<R>() }
+            }
+            fn addr(self) -> usize {
+                self as usize
+            }
+            fn dyn_call() -> nacre_ir::DynCall {
+                #[allow(unused_variables, unused_mut, non_snake_case)]
+                unsafe fn trampoline<R: ExternRet, $($a: ExternValue),*>(addr: usize, args: &[u64]) -> u64 {
+                    // SAFETY: `addr` was taken from a function pointer of exactly this type
+                    // (see `ExternFn::addr`), as the `DynCall` contract requires.
+                    let f: extern "C" fn($($a),*) -> R = unsafe { std::mem::transmute(addr) };
+                    let mut it = args.iter();
+                    $(let $a = $a::from_bits(*it.next().unwrap_or(&0));)*
+                    f($($a),*).to_bits()
+                }
+                trampoline::<R, $($a),*>
+            }
+            fn call_direct(self, args: &[u64]) -> u64 {
+                // SAFETY: the trampoline is called with this function's own address and one
+                // argument per parameter.
+                unsafe { Self::dyn_call()(self.addr(), args) }
+            }
+        }
+    };
+}
+extern_fn_impl!();
+extern_fn_impl!(A);
+extern_fn_impl!(A, B);
+extern_fn_impl!(A, B, C);
+extern_fn_impl!(A, B, C, D);
+extern_fn_impl!(A, B, C, D, E);
+extern_fn_impl!(A, B, C, D, E, F);
+
+/// Calls the Rust function `f` (named `name` in the IR) with traced arguments at run time.
+/// The `invoke!` macro of the `nacre` crate fills in the name and the function-pointer cast.
+pub fn invoke<Args: CallArgs, F: ExternFn<Args>>(name: &str, f: F, args: Args) -> F::Ret {
+    let raws = args.raws();
+    if !crate::is_tracing() {
+        return <F::Ret as Ret>::from_raw_ret(f.call_direct(&raws));
+    }
+    let sig = F::signature();
+    let ret = sig.ret;
+    let ext = ExternFunc {
+        name: name.to_string(),
+        signature: sig,
+        addr: f.addr(),
+        dyn_call: F::dyn_call(),
+    };
+    let id = with_tracer(|t| t.module.declare_extern(ext)).expect("tracing");
+    let result = emit(|b| b.call_extern(id, raws.into_iter().map(value_of).collect(), ret));
+    <F::Ret as Ret>::from_raw_ret(result.map(raw_of).unwrap_or(0))
+}
+
+macro_rules! extern_fn_coercions {
+    ($($name:ident($($a:ident),*);)*) => {$(
+        /// Coerces a function item to its `extern "C"` function pointer type (used by
+        /// `invoke!`, so that argument and result types are known at once).
+        pub fn $name<R, $($a),*>(f: extern "C" fn($($a),*) -> R) -> extern "C" fn($($a),*) -> R {
+            f
+        }
+    )*};
+}
+extern_fn_coercions! {
+    extern_fn0();
+    extern_fn1(A);
+    extern_fn2(A, B);
+    extern_fn3(A, B, C);
+    extern_fn4(A, B, C, D);
+    extern_fn5(A, B, C, D, E);
+    extern_fn6(A, B, C, D, E, F);
+}

@@ -1,0 +1,355 @@
+//! Signatures of traced functions: how Rust parameter and return types map to IR types and to
+//! host values, and the two ways to run a traced function: [`trace`] it into an IR module, or
+//! run it directly on concrete values ([`direct_call`]).
+
+use crate::carry::Carry;
+use crate::context::{self, FuncState, Tracer};
+use crate::error::TraceError;
+use crate::ptr::{Ptr, RawPtr};
+use crate::val::{raw_of, Val};
+use nacre_ir::semantics::ScalarValue;
+use nacre_ir::{FuncKind, Function, Module, Signature, Trap, Type};
+use std::cell::Cell;
+use std::collections::HashMap;
+
+/// A host-side value passed to or returned from compiled code.
+pub trait HostValue: Copy + Send + Sync + 'static {
+    /// The type of the value in the native calling convention (`bool` is `u8`, pointers
+    /// `usize`, no value is `()`).
+    type Abi: Copy;
+    /// The bits encoding (see [`nacre_ir::semantics`]).
+    fn to_bits(self) -> u64;
+    /// Decodes the bits encoding.
+    fn from_bits(bits: u64) -> Self;
+    /// Converts to the native calling convention.
+    fn to_abi(self) -> Self::Abi;
+    /// Converts from the native calling convention.
+    fn from_abi(abi: Self::Abi) -> Self;
+}
+
+macro_rules! host_scalar {
+    ($($t:ty),*) => {$(
+        impl HostValue for $t {
+            type Abi = $t;
+            fn to_bits(self) -> u64 { ScalarValue::to_bits(self) }
+            fn from_bits(bits: u64) -> Self { <$t as ScalarValue>::from_bits(bits) }
+            fn to_abi(self) -> $t { self }
+            fn from_abi(abi: $t) -> Self { abi }
+        }
+    )*};
+}
+host_scalar!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+impl HostValue for bool {
+    type Abi = u8;
+    fn to_bits(self) -> u64 {
+        self as u64
+    }
+    fn from_bits(bits: u64) -> Self {
+        bits & 1 != 0
+    }
+    fn to_abi(self) -> u8 {
+        self as u8
+    }
+    fn from_abi(abi: u8) -> Self {
+        abi & 1 != 0
+    }
+}
+
+impl<T: 'static> HostValue for RawPtr<T> {
+    type Abi = usize;
+    fn to_bits(self) -> u64 {
+        self.as_ptr() as usize as u64
+    }
+    fn from_bits(bits: u64) -> Self {
+        // SAFETY: a pointer returned by compiled code is handed back as-is; the caller that
+        // created the pointers it derives from vouched for them.
+        unsafe { RawPtr::new(bits as usize as *mut T) }
+    }
+    fn to_abi(self) -> usize {
+        self.as_ptr() as usize
+    }
+    fn from_abi(abi: usize) -> Self {
+        Self::from_bits(abi as u64)
+    }
+}
+
+impl HostValue for () {
+    type Abi = ();
+    fn to_bits(self) -> u64 {
+        0
+    }
+    fn from_bits(_: u64) -> Self {}
+    fn to_abi(self) {}
+    fn from_abi(_: ()) -> Self {}
+}
+
+/// A parameter type of a traced function: `Val<T>` or `Ptr<T>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a parameter of a traced function",
+    note = "parameters of traced functions are `Val<T>` and `Ptr<T>`"
+)]
+pub trait Param: Copy + 'static {
+    /// The host value a caller passes for it.
+    type Host: HostValue;
+    /// The IR type.
+    fn ir_type() -> Type;
+    /// Builds the parameter from a raw handle (IR value index or bits).
+    fn from_raw_param(raw: u64) -> Self;
+    /// The raw handle.
+    fn raw_param(self) -> u64;
+}
+
+impl<T: ScalarValue + HostValue> Param for Val<T> {
+    type Host = T;
+    fn ir_type() -> Type {
+        Type::Scalar(T::SCALAR)
+    }
+    fn from_raw_param(raw: u64) -> Self {
+        Val::from_raw(raw)
+    }
+    fn raw_param(self) -> u64 {
+        self.raw()
+    }
+}
+
+impl<T: ScalarValue> Param for Ptr<T> {
+    type Host = RawPtr<T>;
+    fn ir_type() -> Type {
+        Ptr::<T>::ir_type()
+    }
+    fn from_raw_param(raw: u64) -> Self {
+        Ptr::from_raw(raw)
+    }
+    fn raw_param(self) -> u64 {
+        self.raw()
+    }
+}
+
+/// A return type of a traced function: `Val<T>`, `Ptr<T>` or `()`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a traced function",
+    note = "traced functions return `Val<T>`, `Ptr<T>` or `()`"
+)]
+pub trait Ret: Carry {
+    /// The host value the caller gets.
+    type Host: HostValue;
+    /// The IR return type (`None` for `()`).
+    fn ir_type() -> Option<Type>;
+    /// The raw handle of the returned value.
+    fn raw_ret(self) -> Option<u64>;
+    /// Builds the value from a raw handle.
+    fn from_raw_ret(raw: u64) -> Self;
+}
+
+impl<T: ScalarValue + HostValue> Ret for Val<T> {
+    type Host = T;
+    fn ir_type() -> Option<Type> {
+        Some(Type::Scalar(T::SCALAR))
+    }
+    fn raw_ret(self) -> Option<u64> {
+        Some(self.raw())
+    }
+    fn from_raw_ret(raw: u64) -> Self {
+        Val::from_raw(raw)
+    }
+}
+
+impl<T: ScalarValue> Ret for Ptr<T> {
+    type Host = RawPtr<T>;
+    fn ir_type() -> Option<Type> {
+        Some(Ptr::<T>::ir_type())
+    }
+    fn raw_ret(self) -> Option<u64> {
+        Some(self.raw())
+    }
+    fn from_raw_ret(raw: u64) -> Self {
+        Ptr::from_raw(raw)
+    }
+}
+
+impl Ret for () {
+    type Host = ();
+    fn ir_type() -> Option<Type> {
+        None
+    }
+    fn raw_ret(self) -> Option<u64> {
+        None
+    }
+    fn from_raw_ret(_: u64) -> Self {}
+}
+
+/// A Rust function (or closure) over traced parameters that can be traced. `Args` is the tuple
+/// of its parameter types.
+pub trait TraceFn<Args>: Send + Sync + 'static {
+    /// The return type.
+    type Ret: Ret;
+    /// IR types of the parameters.
+    fn param_types() -> Vec<Type>;
+    /// Calls the function on parameters built from raw handles.
+    fn call_raw(&self, raws: &[u64]) -> Self::Ret;
+}
+
+macro_rules! trace_fn_impl {
+    ($($a:ident),*) => {
+        impl<Func, R: Ret, $($a: Param),*> TraceFn<($($a,)*)> for Func
+        where
+            Func: Fn($($a),*) -> R + Send + Sync + 'static,
+        {
+            type Ret = R;
+            fn param_types() -> Vec<Type> {
+                vec![$($a::ir_type()),*]
+            }
+            #[allow(unused_variables, unused_mut, non_snake_case)]
+            fn call_raw(&self, raws: &[u64]) -> R {
+                let mut it = raws.iter();
+                $(let $a = $a::from_raw_param(*it.next().unwrap_or(&0));)*
+                self($($a),*)
+            }
+        }
+    };
+}
+trace_fn_impl!();
+trace_fn_impl!(A);
+trace_fn_impl!(A, B);
+trace_fn_impl!(A, B, C);
+trace_fn_impl!(A, B, C, D);
+trace_fn_impl!(A, B, C, D, E);
+trace_fn_impl!(A, B, C, D, E, F);
+trace_fn_impl!(A, B, C, D, E, F, G);
+trace_fn_impl!(A, B, C, D, E, F, G, H);
+
+/// The IR name of a Rust function type: its last path segment, made printable.
+pub fn fn_name<F>() -> String {
+    let full = std::any::type_name::<F>();
+    let base = full.split('<').next().unwrap_or(full);
+    let mut segs: Vec<&str> = base.split("::").collect();
+    while segs.last() == Some(&"{{closure}}") && segs.len() > 1 {
+        segs.pop();
+    }
+    let last = segs.last().copied().unwrap_or("f");
+    let name: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if full.contains("{{closure}}") {
+        format!("{name}_closure")
+    } else {
+        name
+    }
+}
+
+/// Starts a new IR function in the tracer and returns its entry parameters as raw handles.
+pub(crate) fn begin_function(
+    t: &mut Tracer,
+    name: String,
+    sig: Signature,
+    kind: FuncKind,
+) -> (nacre_ir::FuncId, Vec<u64>) {
+    let id = t
+        .module
+        .add_function(Function::new(name.clone(), kind, sig.clone()));
+    let mut func = Function::new(name, kind, sig);
+    let params = nacre_ir::FunctionBuilder::new(&mut func).create_entry_block();
+    let current = func.entry();
+    t.funcs.push(FuncState {
+        id,
+        func,
+        current,
+        frames: Vec::new(),
+        traced_depth: 0,
+    });
+    (id, params.into_iter().map(raw_of).collect())
+}
+
+/// Emits the return of the function being traced and moves it into the module.
+pub(crate) fn end_function<R: Ret>(t: &mut Tracer, ret: R) {
+    let fs = t.func();
+    if fs.is_live() {
+        let v = ret.raw_ret().map(crate::val::value_of);
+        fs.builder().ret(v);
+    }
+    let fs = t.funcs.pop().expect("a function is being traced");
+    t.module.functions[fs.id] = fs.func;
+}
+
+/// Traces `f` into a new IR module whose entry is `f`.
+pub fn trace<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, TraceError> {
+    if context::is_tracing() {
+        return Err(TraceError::OutsideTrace(
+            "a trace cannot start while another trace is recorded on the same thread".into(),
+        ));
+    }
+    let tracer = Tracer {
+        module: Module::new(),
+        funcs: Vec::new(),
+        callees: HashMap::new(),
+        error: None,
+    };
+    let sig = Signature {
+        params: F::param_types(),
+        ret: F::Ret::ir_type(),
+    };
+    let ((), mut tracer) = context::run_tracer(tracer, || {
+        let params = context::with_tracer(|t| {
+            let (id, params) = begin_function(t, fn_name::<F>(), sig, FuncKind::Host);
+            t.module.entry = Some(id);
+            // A recursive `call(f, ..)` inside `f` calls the entry itself.
+            if std::mem::size_of::<F>() == 0 {
+                t.callees.insert(std::any::TypeId::of::<F>(), id);
+            }
+            params
+        })
+        .unwrap_or_default();
+        let ret = f.call_raw(&params);
+        context::with_tracer(|t| end_function(t, ret));
+    });
+    if let Some(e) = tracer.error.take() {
+        return Err(e);
+    }
+    debug_assert!(tracer.funcs.is_empty());
+    Ok(tracer.module)
+}
+
+thread_local! {
+    static DIRECT_RUNNER: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Payload of the unwind that carries a trap out of direct-mode code to [`direct_call`].
+pub(crate) struct DirectTrap(pub Trap);
+
+/// True while [`direct_call`] runs on this thread.
+pub(crate) fn in_direct_runner() -> bool {
+    DIRECT_RUNNER.with(|d| d.get() > 0)
+}
+
+/// Runs `f` directly on concrete arguments (bits encoding), without tracing: the user's code
+/// executes as plain Rust. A runtime error (division by zero) is returned as `Err`.
+pub fn direct_call<Args, F: TraceFn<Args>>(f: &F, args: &[u64]) -> Result<u64, Trap> {
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            DIRECT_RUNNER.with(|d| d.set(d.get() - 1));
+        }
+    }
+    DIRECT_RUNNER.with(|d| d.set(d.get() + 1));
+    let _depth = Depth;
+    let raws: Vec<u64> = F::param_types()
+        .iter()
+        .zip(args)
+        .map(|(ty, bits)| nacre_ir::semantics::normalize(*ty, *bits))
+        .collect();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.call_raw(&raws))) {
+        Ok(r) => Ok(r.raw_ret().unwrap_or(0)),
+        Err(payload) => match payload.downcast::<DirectTrap>() {
+            Ok(trap) => Err(trap.0),
+            Err(other) => std::panic::resume_unwind(other),
+        },
+    }
+}

@@ -1,0 +1,271 @@
+//! [`Engine`]: traces, optimises and compiles functions, and caches the results.
+
+use crate::compiled::{Compiled, Inner, SecondTierSlot, Tier, Timings};
+use crate::error::Error;
+use crate::options::{BackendKind, DumpTarget, FirstTier, OptLevel, Options, SecondTier, Stage};
+use nacre_backend::Backend;
+use nacre_ir::{Module, PassOptions, VerifiedModule};
+use nacre_trace::TraceFn;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The second tier's backend and the queue of the thread that runs its compiles.
+struct Background {
+    backend: Arc<dyn Backend>,
+    queue: Mutex<Sender<Job>>,
+}
+
+/// The JIT engine. Create one with [`Engine::new`], then [`Engine::compile`] traced functions.
+/// An engine is `Send + Sync`; compiled functions are cached per function.
+pub struct Engine {
+    options: Options,
+    backend: Arc<dyn Backend>,
+    /// The background tier (tiering only).
+    second: Option<Background>,
+    cache: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn cranelift(opt: OptLevel, keep_listing: bool) -> Result<Arc<dyn Backend>, Error> {
+    let opt_level = match opt {
+        OptLevel::None => nacre_cranelift::OptLevel::None,
+        OptLevel::Speed => nacre_cranelift::OptLevel::Speed,
+    };
+    Ok(Arc::new(nacre_cranelift::CraneliftBackend::new(
+        nacre_cranelift::CraneliftOptions {
+            opt_level,
+            keep_listing,
+        },
+    )?))
+}
+
+fn c_backend(options: &Options) -> Arc<dyn Backend> {
+    Arc::new(nacre_c::CBackend::new(nacre_c::COptions {
+        compiler: options.c.compiler.clone(),
+        flags: options.c.flags.clone(),
+        ..Default::default()
+    }))
+}
+
+/// Creates the backend selected by the options (the first tier under tiered compilation).
+pub fn make_backend(options: &Options) -> Result<Arc<dyn Backend>, Error> {
+    let keep_listing = options.dump.stages.contains(&Stage::Backend);
+    if let Some(t) = options.tiering {
+        return match t.first {
+            FirstTier::Interp => Ok(Arc::new(nacre_interp::Interpreter::new())),
+            FirstTier::CraneliftFast => cranelift(OptLevel::None, keep_listing),
+        };
+    }
+    match options.backend {
+        BackendKind::Interp => Ok(Arc::new(nacre_interp::Interpreter::new())),
+        BackendKind::Cranelift => cranelift(options.opt_level, keep_listing),
+        BackendKind::C => Ok(c_backend(options)),
+    }
+}
+
+/// Traces `f` into an IR module (the capture, before any pass).
+pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, Error> {
+    Ok(nacre_trace::trace(f)?)
+}
+
+/// Runs the optimisation passes on a captured module and verifies the result.
+pub fn optimize(mut module: Module, passes: &PassOptions) -> Result<VerifiedModule, Error> {
+    nacre_ir::passes::run_passes(&mut module, passes);
+    Ok(nacre_ir::verify(module)?)
+}
+
+impl Engine {
+    /// An engine with these options.
+    pub fn new(options: Options) -> Result<Engine, Error> {
+        options.validate()?;
+        let backend = make_backend(&options)?;
+        let second = match options.tiering {
+            None => None,
+            Some(t) => {
+                let b = match t.second {
+                    SecondTier::CraneliftSpeed => cranelift(OptLevel::Speed, false)?,
+                    SecondTier::C => c_backend(&options),
+                };
+                let (tx, rx) = channel::<Job>();
+                std::thread::Builder::new()
+                    .name("nacre-tier2".into())
+                    .spawn(move || rx.into_iter().for_each(|job| job()))
+                    .map_err(|e| {
+                        Error::InvalidOption(format!(
+                            "cannot start the background compile thread: {e}"
+                        ))
+                    })?;
+                Some(Background {
+                    backend: b,
+                    queue: Mutex::new(tx),
+                })
+            }
+        };
+        Ok(Engine {
+            options,
+            backend,
+            second,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The engine's options.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The backend that compiles functions (the first tier under tiered compilation).
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// Traces, optimises and compiles `f` (or returns the cached result for a function item or
+    /// non-capturing closure compiled before by this engine).
+    pub fn compile<Args: 'static, F: TraceFn<Args>>(
+        &self,
+        f: F,
+    ) -> Result<Compiled<Args, F::Ret>, Error> {
+        let cacheable = std::mem::size_of::<F>() == 0;
+        let key = TypeId::of::<F>();
+        if cacheable {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(hit) = cache.get(&key) {
+                if let Ok(inner) = hit.clone().downcast::<Inner>() {
+                    return Ok(Compiled {
+                        inner,
+                        _sig: PhantomData,
+                    });
+                }
+            }
+        }
+        let inner = Arc::new(self.build(f)?);
+        if cacheable {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.insert(key, inner.clone());
+        }
+        Ok(Compiled {
+            inner,
+            _sig: PhantomData,
+        })
+    }
+
+    fn build<Args, F: TraceFn<Args>>(&self, f: F) -> Result<Inner, Error> {
+        let name = nacre_trace::signature::fn_name::<F>();
+        if self.options.direct {
+            let run = move |args: &[u64]| nacre_trace::direct_call(&f, args);
+            return Ok(Inner {
+                first: Tier::Direct(Box::new(run)),
+                second: None,
+                timings: Timings::default(),
+                ir: None,
+                name,
+            });
+        }
+        let t0 = Instant::now();
+        let mut module = nacre_trace::trace(&f)?;
+        let t1 = Instant::now();
+        self.dump(&name, Stage::Trace, || module.to_string())?;
+        let mut pass_dumps = Vec::new();
+        let want_pass_dumps = self.wants(Stage::Passes);
+        nacre_ir::passes::run_passes_observed(
+            &mut module,
+            &self.options.passes,
+            &mut |pass: &str, m: &Module| {
+                if want_pass_dumps {
+                    pass_dumps.push(format!("; after {pass}\n{m}"));
+                }
+            },
+        );
+        if want_pass_dumps {
+            self.dump(&name, Stage::Passes, || pass_dumps.join("\n"))?;
+        }
+        let verified = nacre_ir::verify(module)?;
+        let t2 = Instant::now();
+        let ir = verified.module().to_string();
+        self.dump(&name, Stage::Ir, || ir.clone())?;
+        let exec = self.backend.compile(&verified)?;
+        let t3 = Instant::now();
+        if let Some(listing) = exec.listing() {
+            self.dump(&name, Stage::Backend, || listing.to_string())?;
+        }
+        let second = self.second.as_ref().map(|Background { backend, queue }| {
+            let slot = Arc::new(SecondTierSlot::default());
+            let job_slot = slot.clone();
+            let backend = backend.clone();
+            let job: Job = Box::new(move || {
+                let start = Instant::now();
+                match backend.compile(&verified) {
+                    Ok(exec) => {
+                        let tier = Tier::backend(exec);
+                        let native = tier.native_addr();
+                        let _ = job_slot.compile_time.set(start.elapsed());
+                        let _ = job_slot.tier.set(tier);
+                        if let Some(addr) = native {
+                            job_slot.native.store(addr, Ordering::Release);
+                        }
+                    }
+                    Err(e) => {
+                        let _ = job_slot.error.set(e.to_string());
+                    }
+                }
+            });
+            let sent = queue.lock().unwrap_or_else(|e| e.into_inner()).send(job);
+            if sent.is_err() {
+                let _ = slot
+                    .error
+                    .set("the background compile thread has stopped".into());
+            }
+            slot
+        });
+        let timings = Timings {
+            trace: t1 - t0,
+            passes: t2 - t1,
+            backend: t3 - t2,
+            total: t3 - t0,
+        };
+        Ok(Inner {
+            first: Tier::backend(exec),
+            second,
+            timings,
+            ir: Some(ir),
+            name,
+        })
+    }
+
+    fn wants(&self, stage: Stage) -> bool {
+        self.options.dump.stages.contains(&stage)
+    }
+
+    fn dump(&self, func: &str, stage: Stage, text: impl FnOnce() -> String) -> Result<(), Error> {
+        if !self.wants(stage) {
+            return Ok(());
+        }
+        let text = text();
+        match &self.options.dump.target {
+            DumpTarget::Console => {
+                eprintln!("==== {func}: {} ====\n{text}", stage.name());
+                Ok(())
+            }
+            DumpTarget::Dir(dir) => {
+                let path = dir.join(format!("{func}.{}.txt", stage.name()));
+                std::fs::create_dir_all(dir)
+                    .and_then(|()| std::fs::write(&path, text))
+                    .map_err(|source| Error::Dump { path, source })
+            }
+        }
+    }
+}

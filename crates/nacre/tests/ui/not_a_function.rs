@@ -1,0 +1,6 @@
+#[nacre::jit]
+struct Kernel {
+    size: usize,
+}
+
+fn main() {}
