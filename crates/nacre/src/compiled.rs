@@ -168,6 +168,11 @@ impl<Args, R> Compiled<Args, R> {
         }
     }
 
+    /// True if both handles refer to the same compilation (the engine's cache returned it).
+    pub fn is_same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The traced function's name.
     pub fn name(&self) -> &str {
         &self.inner.name

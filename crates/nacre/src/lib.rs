@@ -40,6 +40,7 @@ pub use options::{
 pub use nacre_macros::{jit, kernel};
 pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, TraceError, Val};
 
+pub use nacre_backend::BackendError;
 /// The IR, for inspection and dumps.
 pub use nacre_ir as ir;
 pub use nacre_ir::Trap;

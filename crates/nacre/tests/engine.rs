@@ -1,0 +1,240 @@
+//! The engine: compile and call on every backend, caching, threads, dumps, direct mode,
+//! tiered compilation, options and errors.
+
+use nacre::ir::PassOptions;
+use nacre::prelude::*;
+use nacre::{DumpOptions, DumpTarget, Error, Stage, Tiering, Trap};
+use std::time::Duration;
+
+#[jit]
+fn mix(a: Val<i32>, b: Val<i32>) -> Val<i32> {
+    let mut r = a;
+    for i in 0..(b & 63) {
+        if i % 2 == 0 {
+            r += i;
+        } else {
+            r -= 1;
+        }
+    }
+    r
+}
+
+fn mix_ref(a: i32, b: i32) -> i32 {
+    (0..(b & 63)).fold(a, |r, i| {
+        if i % 2 == 0 {
+            r.wrapping_add(i)
+        } else {
+            r.wrapping_sub(1)
+        }
+    })
+}
+
+#[jit]
+fn divide(a: Val<i64>, b: Val<i64>) -> Val<i64> {
+    a / b
+}
+
+#[test]
+fn every_backend_compiles_and_runs() {
+    for kind in BackendKind::ALL {
+        let engine = Engine::new(Options::with_backend(kind)).unwrap();
+        let f = engine.compile(mix).unwrap();
+        for (a, b) in [(0, 0), (5, 10), (-3, 63), (i32::MAX, 7)] {
+            assert_eq!(
+                f.call(a, b).unwrap(),
+                mix_ref(a, b),
+                "{} on ({a}, {b})",
+                kind.name()
+            );
+        }
+        let d = engine.compile(divide).unwrap();
+        assert_eq!(d.call(7, 2).unwrap(), 3);
+        assert!(
+            matches!(d.call(7, 0), Err(Error::Trap(Trap::DivisionByZero))),
+            "{}",
+            kind.name()
+        );
+        assert_eq!(d.call(i64::MIN, -1).unwrap(), i64::MIN);
+    }
+}
+
+#[test]
+fn compiled_functions_are_cached_per_function() {
+    let engine = Engine::new(Options::default()).unwrap();
+    let a = engine.compile(mix).unwrap();
+    let b = engine.compile(mix).unwrap();
+    assert!(a.is_same(&b));
+    let c = engine.compile(divide).unwrap();
+    assert_eq!(c.name(), "divide");
+    let other = Engine::new(Options::default()).unwrap();
+    assert!(!other.compile(mix).unwrap().is_same(&a));
+}
+
+#[test]
+fn callable_and_compilable_from_many_threads() {
+    let engine = Engine::new(Options::default()).unwrap();
+    let f = engine.compile(mix).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let f = f.clone();
+            let engine = &engine;
+            s.spawn(move || {
+                for i in 0..200 {
+                    assert_eq!(f.call(i, t).unwrap(), mix_ref(i, t));
+                }
+                let g = engine.compile(divide).unwrap();
+                assert_eq!(g.call(100, t as i64 + 1).unwrap(), 100 / (t as i64 + 1));
+            });
+        }
+    });
+}
+
+#[test]
+fn timings_cover_every_stage() {
+    let engine = Engine::new(Options::default()).unwrap();
+    let t = engine.compile(mix).unwrap().timings();
+    assert!(t.trace > Duration::ZERO && t.passes > Duration::ZERO && t.backend > Duration::ZERO);
+    assert!(t.total >= t.trace + t.passes + t.backend);
+}
+
+#[test]
+fn dumps_every_stage_to_a_folder() {
+    let dir = std::env::temp_dir().join(format!("nacre-dump-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = Options {
+        backend: BackendKind::C,
+        dump: DumpOptions {
+            stages: Stage::ALL.to_vec(),
+            target: DumpTarget::Dir(dir.clone()),
+        },
+        ..Options::default()
+    };
+    let engine = Engine::new(options).unwrap();
+    engine.compile(mix).unwrap();
+    let read = |stage: &str| std::fs::read_to_string(dir.join(format!("mix.{stage}.txt"))).unwrap();
+    assert!(read("trace").contains("function @mix(i32, i32) -> i32"));
+    assert!(read("passes").contains("; after "));
+    assert!(read("ir").contains("loop header"));
+    assert!(
+        read("backend").contains("nacre_entry"),
+        "the C source is the backend stage"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn direct_mode_runs_the_rust_code() {
+    let engine = Engine::new(Options {
+        direct: true,
+        ..Options::default()
+    })
+    .unwrap();
+    let f = engine.compile(mix).unwrap();
+    assert!(f.ir().is_none(), "nothing is traced in direct mode");
+    assert_eq!(f.call(3, 20).unwrap(), mix_ref(3, 20));
+    let d = engine.compile(divide).unwrap();
+    assert!(matches!(
+        d.call(1, 0),
+        Err(Error::Trap(Trap::DivisionByZero))
+    ));
+}
+
+#[test]
+fn passes_can_be_switched_off() {
+    let engine = Engine::new(Options {
+        passes: PassOptions::none(),
+        ..Options::default()
+    })
+    .unwrap();
+    let f = engine.compile(mix).unwrap();
+    assert_eq!(f.call(4, 9).unwrap(), mix_ref(4, 9));
+    assert!(
+        !f.ir().unwrap().contains("loop header"),
+        "loop analysis is off"
+    );
+}
+
+#[test]
+fn tiered_compilation_switches_tiers_without_blocking() {
+    for first in [nacre::FirstTier::Interp, nacre::FirstTier::CraneliftFast] {
+        for second in [nacre::SecondTier::CraneliftSpeed, nacre::SecondTier::C] {
+            let options = Options {
+                tiering: Some(Tiering { first, second }),
+                ..Options::default()
+            };
+            let engine = Engine::new(options).unwrap();
+            let f = engine.compile(mix).unwrap();
+            assert_eq!(f.call(1, 2).unwrap(), mix_ref(1, 2));
+            assert!(
+                f.wait_for_second_tier(Duration::from_secs(60)),
+                "{:?}",
+                f.tier_stats()
+            );
+            for i in 0..10 {
+                assert_eq!(f.call(i, 33).unwrap(), mix_ref(i, 33));
+            }
+            let stats = f.tier_stats().unwrap();
+            assert!(
+                stats.second_tier_ready && stats.second_tier_calls >= 10,
+                "{stats:?}"
+            );
+            assert_eq!(stats.first_tier_calls + stats.second_tier_calls, 11);
+            assert!(stats.second_tier_compile.is_some());
+        }
+    }
+}
+
+#[test]
+fn invalid_options_are_errors() {
+    let bad = Options {
+        c: nacre::COptions {
+            compiler: " ".into(),
+            flags: vec![],
+        },
+        ..Options::default()
+    };
+    assert!(matches!(Engine::new(bad), Err(Error::InvalidOption(_))));
+    let e = "gpu".parse::<BackendKind>().unwrap_err();
+    assert!(e.to_string().contains("unknown backend `gpu`"), "{e}");
+}
+
+#[test]
+fn c_compiler_failure_is_a_typed_error() {
+    let options = Options {
+        backend: BackendKind::C,
+        c: nacre::COptions {
+            compiler: "cc".into(),
+            flags: vec!["-fno-such-flag-for-nacre".into()],
+        },
+        ..Options::default()
+    };
+    let engine = Engine::new(options).unwrap();
+    match engine.compile(mix) {
+        Err(Error::Backend(nacre::BackendError::CCompiler {
+            message,
+            source_path,
+            ..
+        })) => {
+            assert!(message.contains("no-such-flag"), "{message}");
+            assert!(source_path.exists());
+        }
+        other => panic!("expected a C compiler error, got {other:?}"),
+    }
+}
+
+#[test]
+fn trace_errors_are_reported() {
+    #[jit]
+    fn diverging_host_value(a: Val<i32>) -> Val<i32> {
+        let mut count = 0u32;
+        if a > 0 {
+            count = 1;
+        }
+        a + count as i32
+    }
+    let engine = Engine::new(Options::default()).unwrap();
+    match engine.compile(diverging_host_value) {
+        Err(Error::Trace(nacre::TraceError::HostValueDiverges)) => {}
+        other => panic!("expected a trace error, got {other:?}"),
+    }
+}
