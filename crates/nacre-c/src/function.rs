@@ -428,6 +428,14 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 }
                 return Ok(());
             }
+            InstKind::GpuIndex(..)
+            | InstKind::Barrier
+            | InstKind::SharedAlloc { .. }
+            | InstKind::Launch(_) => {
+                return Err(self.ctx.unsupported(
+                    "GPU operations (kernels run on the CPU after nacre-gpu lowers them)",
+                ))
+            }
             InstKind::Jump(dest) => return self.jump(out, dest, next),
             InstKind::Branch {
                 cond,

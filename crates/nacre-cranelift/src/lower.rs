@@ -327,6 +327,16 @@ impl Lowerer<'_, '_> {
             }
             InstKind::Call(callee, args) => self.call(*callee, args)?,
             InstKind::CallExtern(ext, args) => self.call_extern(*ext, args)?,
+            InstKind::GpuIndex(..)
+            | InstKind::Barrier
+            | InstKind::SharedAlloc { .. }
+            | InstKind::Launch(_) => {
+                return Err(BackendError::Unsupported {
+                    backend: "cranelift",
+                    what: "GPU operations (kernels run on the CPU after nacre-gpu lowers them)"
+                        .into(),
+                })
+            }
             InstKind::Jump(dest) => {
                 let target = self.block_call(dest, true)?;
                 self.b.ins().jump(target, &self.s.then_args);

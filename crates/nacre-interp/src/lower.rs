@@ -1051,6 +1051,16 @@ impl<'a> FnLowerer<'a> {
                     d,
                 })
             }
+            InstKind::GpuIndex(..)
+            | InstKind::Barrier
+            | InstKind::SharedAlloc { .. }
+            | InstKind::Launch(_) => {
+                return Err(BackendError::Unsupported {
+                    backend: "interp",
+                    what: "GPU operations (kernels run on the CPU after nacre-gpu lowers them)"
+                        .into(),
+                })
+            }
             InstKind::Jump(_) | InstKind::Branch { .. } | InstKind::Return(_) => {
                 return Err(self.err("terminator in the middle of a block"));
             }

@@ -3,8 +3,10 @@
 
 use crate::entities::{Block, ExternId, FuncId, Inst, Value};
 use crate::function::{BlockData, Function, InstData, ValueData, ValueDef};
-use crate::instructions::{BinaryOp, BlockCall, CmpOp, Const, InstKind, UnaryOp};
-use crate::types::Type;
+use crate::instructions::{
+    BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, UnaryOp,
+};
+use crate::types::{Scalar, Type};
 
 /// Builds a function. Instructions are appended to the current block; creating blocks,
 /// parameters and values, and choosing result types, is done here.
@@ -197,6 +199,41 @@ impl<'f> FunctionBuilder<'f> {
         ret: Option<Type>,
     ) -> Option<Value> {
         self.append(InstKind::CallExtern(ext, args), ret).1
+    }
+
+    /// A GPU index or dimension (`u32`).
+    pub fn gpu_index(&mut self, index: GpuIndex, dim: Dim) -> Value {
+        self.value(InstKind::GpuIndex(index, dim), Type::U32)
+    }
+
+    /// A block-wide barrier.
+    pub fn barrier(&mut self) -> Inst {
+        self.append(InstKind::Barrier, None).0
+    }
+
+    /// A block-shared array of `len` elements of `elem`; returns the pointer to it.
+    pub fn shared_alloc(&mut self, elem: Scalar, len: u32) -> Value {
+        self.value(InstKind::SharedAlloc { elem, len }, Type::ptr(elem))
+    }
+
+    /// Launches `kernel` over a grid.
+    pub fn launch(
+        &mut self,
+        kernel: FuncId,
+        grid: [Value; 3],
+        block: [Value; 3],
+        args: Vec<Value>,
+    ) -> Inst {
+        self.append(
+            InstKind::Launch(Box::new(Launch {
+                kernel,
+                grid,
+                block,
+                args,
+            })),
+            None,
+        )
+        .0
     }
 
     /// Terminates the current block with a jump.

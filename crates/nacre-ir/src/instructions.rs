@@ -5,7 +5,7 @@
 //! are defined once, in [`crate::semantics`].
 
 use crate::entities::{Block, ExternId, FuncId, Value};
-use crate::types::Type;
+use crate::types::{Scalar, Type};
 use std::fmt;
 
 /// A constant: a type and its bits (see [`crate::semantics`] for the encoding).
@@ -84,6 +84,83 @@ pub enum CmpOp {
     Ge,
 }
 
+/// A GPU index intrinsic: which index or dimension.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum GpuIndex {
+    /// The thread's index within its block (`threadIdx`).
+    ThreadIdx,
+    /// The block's index within the grid (`blockIdx`).
+    BlockIdx,
+    /// Threads per block (`blockDim`).
+    BlockDim,
+    /// Blocks per grid (`gridDim`).
+    GridDim,
+}
+
+impl GpuIndex {
+    /// All index kinds.
+    pub const ALL: [GpuIndex; 4] = [
+        GpuIndex::ThreadIdx,
+        GpuIndex::BlockIdx,
+        GpuIndex::BlockDim,
+        GpuIndex::GridDim,
+    ];
+
+    /// The printer's name (`thread_idx`, `block_idx`, `block_dim`, `grid_dim`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            GpuIndex::ThreadIdx => "thread_idx",
+            GpuIndex::BlockIdx => "block_idx",
+            GpuIndex::BlockDim => "block_dim",
+            GpuIndex::GridDim => "grid_dim",
+        }
+    }
+}
+
+/// A grid dimension.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Dim {
+    /// x
+    X,
+    /// y
+    Y,
+    /// z
+    Z,
+}
+
+impl Dim {
+    /// All dimensions.
+    pub const ALL: [Dim; 3] = [Dim::X, Dim::Y, Dim::Z];
+
+    /// `x`, `y` or `z`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dim::X => "x",
+            Dim::Y => "y",
+            Dim::Z => "z",
+        }
+    }
+
+    /// 0, 1 or 2.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A kernel launch: the kernel, the grid and block sizes (three `u32` values each) and the
+/// kernel's arguments.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Launch {
+    /// The kernel (a function of kind [`crate::FuncKind::Kernel`]).
+    pub kernel: FuncId,
+    /// Blocks per grid in x, y, z.
+    pub grid: [Value; 3],
+    /// Threads per block in x, y, z.
+    pub block: [Value; 3],
+    /// The kernel's arguments.
+    pub args: Vec<Value>,
+}
+
 /// A jump target with the arguments for the target block's parameters.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct BlockCall {
@@ -124,6 +201,22 @@ pub enum InstKind {
     Call(FuncId, Vec<Value>),
     /// Call an external Rust function.
     CallExtern(ExternId, Vec<Value>),
+    /// A GPU index or dimension (kernels only); the result is `u32`.
+    GpuIndex(GpuIndex, Dim),
+    /// Block-wide barrier: every thread of the block reaches it before any continues, and
+    /// shared-memory writes before it are visible after it (kernels only).
+    Barrier,
+    /// A statically sized block-shared array of `len` elements (kernels only); the result is a
+    /// pointer to its first element. Each execution of a kernel sees one array per block.
+    SharedAlloc {
+        /// Element type.
+        elem: Scalar,
+        /// Number of elements.
+        len: u32,
+    },
+    /// Launches a kernel over a grid (host functions only); waits for it to complete.
+    /// Can fail at run time (see [`crate::Trap`]).
+    Launch(Box<Launch>),
     /// Terminator: jump to a block.
     Jump(BlockCall),
     /// Terminator: two-way branch on a `bool`.
@@ -159,13 +252,17 @@ impl InstKind {
             | InstKind::Cast(_)
             | InstKind::Select(..)
             | InstKind::ElemPtr(..)
-            | InstKind::Load(_) => true,
+            | InstKind::Load(_)
+            | InstKind::GpuIndex(..)
+            | InstKind::SharedAlloc { .. } => true,
             InstKind::Binary(op, a, _) => {
                 !(matches!(op, BinaryOp::Div | BinaryOp::Rem) && operand_ty(*a).is_int())
             }
             InstKind::Store(..)
             | InstKind::Call(..)
             | InstKind::CallExtern(..)
+            | InstKind::Barrier
+            | InstKind::Launch(_)
             | InstKind::Jump(_)
             | InstKind::Branch { .. }
             | InstKind::Return(_) => false,
@@ -175,7 +272,17 @@ impl InstKind {
     /// Calls `f` on every value operand, in order (including jump arguments).
     pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
         match self {
-            InstKind::Const(_) => {}
+            InstKind::Const(_)
+            | InstKind::GpuIndex(..)
+            | InstKind::Barrier
+            | InstKind::SharedAlloc { .. } => {}
+            InstKind::Launch(l) => l
+                .grid
+                .iter()
+                .chain(&l.block)
+                .chain(&l.args)
+                .copied()
+                .for_each(f),
             InstKind::Unary(_, a) | InstKind::Cast(a) | InstKind::Load(a) => f(*a),
             InstKind::Binary(_, a, b)
             | InstKind::Cmp(_, a, b)
@@ -213,7 +320,19 @@ impl InstKind {
     /// Calls `f` on every value operand, allowing it to be replaced.
     pub fn map_operands(&mut self, mut f: impl FnMut(Value) -> Value) {
         match self {
-            InstKind::Const(_) => {}
+            InstKind::Const(_)
+            | InstKind::GpuIndex(..)
+            | InstKind::Barrier
+            | InstKind::SharedAlloc { .. } => {}
+            InstKind::Launch(l) => {
+                let Launch {
+                    grid, block, args, ..
+                } = &mut **l;
+                grid.iter_mut()
+                    .chain(block.iter_mut())
+                    .chain(args.iter_mut())
+                    .for_each(|a| *a = f(*a))
+            }
             InstKind::Unary(_, a) | InstKind::Cast(a) | InstKind::Load(a) => *a = f(*a),
             InstKind::Binary(_, a, b)
             | InstKind::Cmp(_, a, b)

@@ -37,8 +37,10 @@ pub use entities::{Block, ExternId, FuncId, Inst, Value};
 pub use function::{
     BlockData, FuncKind, Function, InstData, LoopInfo, Signature, ValueData, ValueDef,
 };
-pub use instructions::{BinaryOp, BlockCall, CmpOp, Const, InstKind, UnaryOp};
-pub use module::{DynCall, ExternFunc, Module};
+pub use instructions::{
+    BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, UnaryOp,
+};
+pub use module::{DynCall, ExternFunc, LaunchBinding, LaunchFn, Module};
 pub use passes::{PassOptions, PassStats};
 pub use trap::Trap;
 pub use types::{AddressSpace, Scalar, Type};

@@ -3,6 +3,7 @@
 use crate::entities::{ExternId, FuncId};
 use crate::function::{Function, Signature};
 use cranelift_entity::PrimaryMap;
+use std::collections::HashMap;
 use std::fmt;
 
 /// Calls an external function through a monomorphized trampoline: `addr` is the function's
@@ -36,6 +37,25 @@ impl fmt::Debug for ExternFunc {
     }
 }
 
+/// The GPU runtime's launcher: `launch(handle, dims, args, status)`, where `handle` is the
+/// runtime's handle of the kernel, `dims` points to six `u32`s (grid x, y, z, then block x, y,
+/// z), `args` to one `u64` per kernel parameter in the bits encoding of
+/// [`crate::semantics`], and `status` to the caller's status word, which the launcher sets to
+/// a nonzero [`crate::Trap::code`] when the launch fails.
+pub type LaunchFn =
+    unsafe extern "C" fn(handle: usize, dims: *const u32, args: *const u64, status: *mut u32);
+
+/// How compiled host code launches kernels: set by a GPU runtime (after it compiled the
+/// module's kernels) before the host functions are compiled. Backends compile a
+/// [`crate::InstKind::Launch`] into a call of `launcher` with the kernel's handle.
+#[derive(Clone, Debug)]
+pub struct LaunchBinding {
+    /// The launcher.
+    pub launcher: LaunchFn,
+    /// The runtime's handle for each kernel of the module.
+    pub handles: HashMap<FuncId, usize>,
+}
+
 /// A compilation unit: functions (the entry and everything it calls) and external functions.
 #[derive(Clone, Debug, Default)]
 pub struct Module {
@@ -45,6 +65,9 @@ pub struct Module {
     pub externs: PrimaryMap<ExternId, ExternFunc>,
     /// The function a compiled callable enters.
     pub entry: Option<FuncId>,
+    /// How launches reach the GPU runtime (`None` until a runtime binds the kernels; a module
+    /// with launches cannot be compiled without it).
+    pub launch: Option<LaunchBinding>,
 }
 
 impl Module {

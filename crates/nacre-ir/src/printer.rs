@@ -128,6 +128,20 @@ fn write_function(f: &mut impl Write, func: &Function, module: Option<&Module>) 
                     write_args(f, args)?;
                     f.write_char(')')?
                 }
+                InstKind::GpuIndex(index, dim) => write!(f, "{}.{}", index.name(), dim.name())?,
+                InstKind::Barrier => f.write_str("barrier")?,
+                InstKind::SharedAlloc { elem, len } => write!(f, "shared_alloc.{elem} {len}")?,
+                InstKind::Launch(l) => {
+                    match module.and_then(|m| m.functions.get(l.kernel)) {
+                        Some(k) => write!(f, "launch @{}", k.name)?,
+                        None => write!(f, "launch {}", l.kernel)?,
+                    }
+                    let [gx, gy, gz] = l.grid;
+                    let [bx, by, bz] = l.block;
+                    write!(f, " grid({gx}, {gy}, {gz}) block({bx}, {by}, {bz}) (")?;
+                    write_args(f, &l.args)?;
+                    f.write_char(')')?
+                }
                 InstKind::Jump(dest) => write!(f, "jump {dest}")?,
                 InstKind::Branch {
                     cond,

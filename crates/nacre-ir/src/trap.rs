@@ -16,6 +16,13 @@ pub enum Trap {
     RemainderByZero = 2,
     /// Calls nested too deeply (the interpreter's call stack is bounded).
     StackOverflow = 3,
+    /// A kernel launch with an empty grid or block, or a block larger than the device allows.
+    InvalidLaunch = 4,
+    /// A kernel argument points to memory that is not a live `Array` (freed, or never
+    /// allocated through Nacre).
+    UnknownBuffer = 5,
+    /// The GPU device reported an error during a launch (details are logged by the runtime).
+    DeviceError = 6,
 }
 
 impl Trap {
@@ -30,6 +37,9 @@ impl Trap {
             1 => Some(Trap::DivisionByZero),
             2 => Some(Trap::RemainderByZero),
             3 => Some(Trap::StackOverflow),
+            4 => Some(Trap::InvalidLaunch),
+            5 => Some(Trap::UnknownBuffer),
+            6 => Some(Trap::DeviceError),
             _ => None,
         }
     }
@@ -41,6 +51,14 @@ impl fmt::Display for Trap {
             Trap::DivisionByZero => f.write_str("integer division by zero"),
             Trap::RemainderByZero => f.write_str("integer remainder by zero"),
             Trap::StackOverflow => f.write_str("call stack overflow (recursion too deep)"),
+            Trap::InvalidLaunch => {
+                f.write_str("invalid kernel launch: empty grid or block, or too many threads per block")
+            }
+            Trap::UnknownBuffer => f.write_str(
+                "a kernel argument points to memory that is not a live Array (freed or never allocated); \
+                 keep the Array alive until the launch completes",
+            ),
+            Trap::DeviceError => f.write_str("the GPU device reported an error during a kernel launch"),
         }
     }
 }

@@ -641,6 +641,69 @@ impl<'a> FuncVerifier<'a> {
                     rty,
                 )?;
             }
+            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. } => {
+                if func.kind != FuncKind::Kernel {
+                    return Err(type_err(
+                        "GPU intrinsics are only allowed in kernels".to_string(),
+                    ));
+                }
+                match &data.kind {
+                    InstKind::GpuIndex(..) => {
+                        expect("the result".into(), need_result()?, Type::U32)?
+                    }
+                    InstKind::SharedAlloc { elem, len } => {
+                        if *len == 0 {
+                            return Err(type_err(
+                                "a shared array needs at least one element".into(),
+                            ));
+                        }
+                        match need_result()? {
+                            Type::Ptr(e, _) if e == *elem => {}
+                            t => {
+                                return Err(type_err(format!(
+                                    "the result is {t}, expected a pointer to {elem}"
+                                )))
+                            }
+                        }
+                    }
+                    _ => no_result()?,
+                }
+            }
+            InstKind::Launch(l) => {
+                no_result()?;
+                if func.kind == FuncKind::Kernel {
+                    return Err(type_err("kernels cannot launch kernels".to_string()));
+                }
+                let Some(target) = self.module.functions.get(l.kernel) else {
+                    return Err(self.err(
+                        Call,
+                        format!(
+                            "{inst} in {block} launches {}, which does not exist",
+                            l.kernel
+                        ),
+                    ));
+                };
+                if target.kind != FuncKind::Kernel {
+                    return Err(self.err(
+                        Call,
+                        format!(
+                            "{inst} in {block} launches @{}, which is not a kernel",
+                            target.name
+                        ),
+                    ));
+                }
+                for v in l.grid.iter().chain(&l.block) {
+                    expect(format!("grid/block size {v}"), ty(*v), Type::U32)?;
+                }
+                self.check_call(
+                    inst,
+                    block,
+                    &format!("kernel @{}", target.name),
+                    &target.signature,
+                    &l.args,
+                    None,
+                )?;
+            }
             InstKind::Jump(dest) => {
                 no_result()?;
                 self.check_block_call(inst, block, dest)?;
@@ -781,6 +844,10 @@ fn op_name(kind: &InstKind) -> &'static str {
         InstKind::Store(..) => "store",
         InstKind::Call(..) => "call",
         InstKind::CallExtern(..) => "call_extern",
+        InstKind::GpuIndex(..) => "gpu_index",
+        InstKind::Barrier => "barrier",
+        InstKind::SharedAlloc { .. } => "shared_alloc",
+        InstKind::Launch(_) => "launch",
         InstKind::Jump(_) => "jump",
         InstKind::Branch { .. } => "br",
         InstKind::Return(_) => "return",

@@ -318,6 +318,10 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         | InstKind::Store(..)
         | InstKind::Call(..)
         | InstKind::CallExtern(..)
+        | InstKind::GpuIndex(..)
+        | InstKind::Barrier
+        | InstKind::SharedAlloc { .. }
+        | InstKind::Launch(_)
         | InstKind::Jump(_)
         | InstKind::Return(_) => Simplified::Keep,
     }
