@@ -1,5 +1,8 @@
 //! The C source of a whole module: [`emit_c`].
 //!
+//! GPU kernels are not printed (a GPU runtime compiles them); host code reaches them only
+//! through launches.
+//!
 //! Layout of the generated file, in this order:
 //!
 //! 1. the preamble (`#include <stdint.h>`, `<string.h>`, `<math.h>`);
@@ -7,18 +10,22 @@
 //! 3. when the module has external functions, the table [`EXTERNS_SYMBOL`] of their
 //!    addresses, which the loader fills in before the first call (the source itself stays
 //!    free of addresses, so it is deterministic);
-//! 4. forward declarations of all IR functions (so that calls and recursion need no ordering);
-//! 5. the IR functions, all `static`, in module order;
-//! 6. the exported [`ENTRY_SYMBOL`], which calls the entry function with the native calling
+//! 4. when host code launches kernels, the launcher pointer [`LAUNCHER_SYMBOL`] and the table
+//!    [`KERNEL_HANDLES_SYMBOL`] of the launched kernels' handles, filled in by the loader from
+//!    the module's [`nacre_ir::LaunchBinding`] (the source does not depend on the binding);
+//! 5. forward declarations of all host IR functions (so that calls and recursion need no
+//!    ordering);
+//! 6. the host IR functions, all `static`, in module order;
+//! 7. the exported [`ENTRY_SYMBOL`], which calls the entry function with the native calling
 //!    convention, and [`ARRAY_ENTRY_SYMBOL`], which decodes arguments from their bit encoding
 //!    (see [`nacre_ir::semantics`]), calls it and encodes the result.
 
 use crate::dialect::{CDialect, Dialect};
-use crate::function::{FunctionPrinter, ModuleContext};
+use crate::function::{FunctionPrinter, LaunchTables, ModuleContext};
 use crate::helpers::Helper;
 use crate::names::unique_names;
 use nacre_backend::BackendError;
-use nacre_ir::{FuncId, Module, Scalar, Type};
+use nacre_ir::{FuncId, FuncKind, InstKind, LaunchFn, Module, Scalar, Type};
 use std::collections::BTreeSet;
 
 /// The exported symbol of the entry function, with the native calling convention.
@@ -32,39 +39,147 @@ pub const ARRAY_ENTRY_SYMBOL: &str = "nacre_entry_array";
 /// [`nacre_ir::ExternId`] order; present only when the module declares external functions.
 pub const EXTERNS_SYMBOL: &str = "nacre_externs";
 
+/// The exported launcher pointer
+/// `void (*nacre_launcher)(uintptr_t, const uint32_t *, const uint64_t *, uint32_t *)` (see
+/// [`nacre_ir::LaunchFn`]); present only when host code launches kernels.
+pub const LAUNCHER_SYMBOL: &str = "nacre_launcher";
+
+/// The exported table `uintptr_t nacre_kernel_handles[N]` of the launched kernels' handles, in
+/// the order of [`launched_kernels`]; present only when host code launches kernels.
+pub const KERNEL_HANDLES_SYMBOL: &str = "nacre_kernel_handles";
+
 /// Prints a module as C99 source (GNU dialect). The output depends only on the module's
-/// structure, never on addresses or the environment.
+/// structure, never on addresses or the environment (not even on its launch binding: the
+/// loader fills in the launcher and the kernels' handles).
 ///
 /// Fails with [`BackendError::Codegen`] for a module without a valid entry or with malformed
-/// IR, and with [`BackendError::Unsupported`] for constructs plain C cannot express (GPU
-/// kernels).
+/// IR, and with [`BackendError::Unsupported`] for constructs plain C cannot express (a GPU
+/// kernel as the entry, calls of kernels, GPU intrinsics in host code).
 pub fn emit_c(module: &Module) -> Result<String, BackendError> {
     emit_with(&CDialect, module)
 }
 
+/// The kernels that host functions launch, without repetition, in module order: the order of
+/// the handle table [`KERNEL_HANDLES_SYMBOL`].
+pub fn launched_kernels(module: &Module) -> Vec<FuncId> {
+    let mut kernels = BTreeSet::new();
+    for func in module.functions.values() {
+        if func.kind != FuncKind::Host {
+            continue;
+        }
+        let insts = func
+            .layout
+            .iter()
+            .filter_map(|&b| func.blocks.get(b))
+            .flat_map(|b| &b.insts)
+            .filter_map(|&i| func.insts.get(i));
+        for data in insts {
+            if let InstKind::Launch(l) = &data.kind {
+                kernels.insert(l.kernel);
+            }
+        }
+    }
+    kernels.into_iter().collect()
+}
+
+/// What the loader writes into the launch globals: the launcher and the handle of every
+/// kernel of [`launched_kernels`], in order; `None` when host code launches no kernel.
+///
+/// Fails with [`BackendError::Unsupported`] when the module launches kernels but has no
+/// launch binding, or its binding has no handle for a launched kernel.
+pub fn launch_table(module: &Module) -> Result<Option<(LaunchFn, Vec<usize>)>, BackendError> {
+    let kernels = launched_kernels(module);
+    if kernels.is_empty() {
+        return Ok(None);
+    }
+    let unbound = |why: String| BackendError::Unsupported {
+        backend: CDialect.backend_name(),
+        what: format!(
+            "kernel launches without a launch binding ({why}); the kernels must be prepared \
+             by a GPU runtime (nacre-gpu) first"
+        ),
+    };
+    let binding = module
+        .launch
+        .as_ref()
+        .ok_or_else(|| unbound("the module has none".to_string()))?;
+    let handles = kernels
+        .iter()
+        .map(|k| {
+            binding.handles.get(k).copied().ok_or_else(|| {
+                let name = module.functions.get(*k).map_or("?", |f| f.name.as_str());
+                unbound(format!("it has no handle for kernel @{name}"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some((binding.launcher, handles)))
+}
+
+/// The C identifier of every function, indexed by [`FuncId`]. Host functions are named first,
+/// so that their identifiers do not depend on the module's kernels.
+fn function_names(module: &Module) -> Vec<String> {
+    let host = module
+        .functions
+        .iter()
+        .filter(|(_, f)| f.kind == FuncKind::Host);
+    let kernels = module
+        .functions
+        .iter()
+        .filter(|(_, f)| f.kind != FuncKind::Host);
+    let order: Vec<(FuncId, &str)> = host
+        .chain(kernels)
+        .map(|(id, f)| (id, f.name.as_str()))
+        .collect();
+    let unique = unique_names(order.iter().map(|&(_, name)| name));
+    let mut names = vec![String::new(); module.functions.len()];
+    for ((id, _), name) in order.into_iter().zip(unique) {
+        if let Some(slot) = names.get_mut(id.as_u32() as usize) {
+            *slot = name;
+        }
+    }
+    names
+}
+
 /// Prints a module for the host dialect `d`.
 fn emit_with(d: &CDialect, module: &Module) -> Result<String, BackendError> {
-    let names = unique_names(module.functions.values().map(|f| f.name.as_str()));
+    let names = function_names(module);
+    let kernels = launched_kernels(module);
     let mut ctx = ModuleContext {
         dialect: d,
         module,
         names: &names,
         extern_table: Some(EXTERNS_SYMBOL),
+        launch_tables: Some(LaunchTables {
+            launcher: LAUNCHER_SYMBOL,
+            handles: KERNEL_HANDLES_SYMBOL,
+            kernels: &kernels,
+        }),
         helpers: BTreeSet::new(),
     };
     let entry = module
         .entry
         .ok_or_else(|| ctx.codegen("the module has no entry function"))?;
-    if module.functions.get(entry).is_none() {
-        return Err(ctx.codegen(format!("the entry {entry} does not exist")));
+    match module.functions.get(entry) {
+        None => return Err(ctx.codegen(format!("the entry {entry} does not exist"))),
+        Some(f) if f.kind != FuncKind::Host => {
+            return Err(ctx.unsupported(format!("GPU kernel @{} as an entry function", f.name)))
+        }
+        Some(_) => {}
     }
 
+    // Kernels are compiled by a GPU runtime, not here.
+    let host = || {
+        module
+            .functions
+            .iter()
+            .filter(|(_, f)| f.kind == FuncKind::Host)
+    };
     let mut definitions = Vec::with_capacity(module.functions.len());
-    for id in module.functions.keys() {
+    for (id, _) in host() {
         definitions.push(FunctionPrinter::new(&mut ctx, id)?.print()?);
     }
     let mut declarations = String::new();
-    for (id, func) in module.functions.iter() {
+    for (id, func) in host() {
         let qualifier = d
             .function_qualifier(func.kind)
             .map_err(|w| ctx.unsupported(w))?;
@@ -95,6 +210,28 @@ fn emit_with(d: &CDialect, module: &Module) -> Result<String, BackendError> {
             module.externs.len()
         ));
     }
+    if !kernels.is_empty() {
+        out.push_str("/* Kernel launches, filled in by the loader: handles ");
+        for (i, &k) in kernels.iter().enumerate() {
+            let name: String = module
+                .functions
+                .get(k)
+                .map_or("", |f| f.name.as_str())
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            out.push_str(&format!("{}[{i}] @{name}", if i > 0 { ", " } else { "" }));
+        }
+        let (u32_type, u64_type, address) = (
+            d.scalar_type(Scalar::U32),
+            d.scalar_type(Scalar::U64),
+            d.address_type(),
+        );
+        out.push_str(&format!(
+            ". */\nvoid (*{LAUNCHER_SYMBOL})({address}, const {u32_type} *, const {u64_type} *, {u32_type} *);\n{address} {KERNEL_HANDLES_SYMBOL}[{}];\n\n",
+            kernels.len()
+        ));
+    }
     out.push_str(&declarations);
     for def in definitions {
         out.push('\n');
@@ -103,17 +240,6 @@ fn emit_with(d: &CDialect, module: &Module) -> Result<String, BackendError> {
     out.push('\n');
     out.push_str(&exports);
     Ok(out)
-}
-
-/// The unsigned type of the same width.
-fn unsigned_of(s: Scalar) -> Scalar {
-    match s {
-        Scalar::I8 => Scalar::U8,
-        Scalar::I16 => Scalar::U16,
-        Scalar::I32 => Scalar::U32,
-        Scalar::I64 => Scalar::U64,
-        other => other,
-    }
 }
 
 /// The exported entry and array trampoline.
@@ -159,19 +285,7 @@ fn exports(ctx: &mut ModuleContext<'_, CDialect>, entry: FuncId) -> Result<Strin
     match func.signature.ret {
         None => out.push_str(&format!("    {call};\n    return 0;\n")),
         Some(ty) => {
-            let bits = match ty {
-                Type::Scalar(s @ (Scalar::F32 | Scalar::F64)) => {
-                    ctx.helpers.insert(Helper::ToBits(s));
-                    let widen = if s == Scalar::F32 { "(uint64_t)" } else { "" };
-                    format!("{widen}{}(r)", Helper::ToBits(s).name())
-                }
-                Type::Scalar(s) if s.is_signed_int() && s.bits() < 64 => {
-                    format!("(uint64_t)({})r", ctx.dialect.scalar_type(unsigned_of(s)))
-                }
-                Type::Scalar(Scalar::U64) => "r".to_string(),
-                Type::Scalar(_) => "(uint64_t)r".to_string(),
-                Type::Ptr(..) => "(uint64_t)(uintptr_t)r".to_string(),
-            };
+            let bits = ctx.bits_of(ty, "r");
             out.push_str(&format!(
                 "    {} = {call};\n    return {bits};\n",
                 ctx.declaration(ty, "r")?

@@ -1,9 +1,11 @@
 //! [`CExecutable`]: a loaded shared library built from generated C.
 
-use crate::emit::{ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL};
+use crate::emit::{
+    ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL, KERNEL_HANDLES_SYMBOL, LAUNCHER_SYMBOL,
+};
 use libloading::Library;
 use nacre_backend::{BackendError, Executable};
-use nacre_ir::{Module, Trap};
+use nacre_ir::{LaunchFn, Module, Trap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -27,11 +29,14 @@ fn load_error(symbol: &str, e: libloading::Error) -> BackendError {
 
 impl CExecutable {
     /// Resolves the entry points of a library built from `source` (the output of
-    /// [`crate::emit_c`] for `module`) and fills in its table of external functions.
+    /// [`crate::emit_c`] for `module`) and fills in its table of external functions and, when
+    /// host code launches kernels, its launch globals from `launch` (the output of
+    /// [`crate::emit::launch_table`] for `module`).
     pub(crate) fn new(
         library: Library,
         module: &Module,
         source: String,
+        launch: Option<(LaunchFn, Vec<usize>)>,
     ) -> Result<CExecutable, BackendError> {
         let arity = module
             .entry_function()
@@ -55,6 +60,27 @@ impl CExecutable {
                 let table: *mut usize = *table;
                 for (i, (_, ext)) in module.externs.iter().enumerate() {
                     table.add(i).write(ext.addr);
+                }
+            }
+        }
+        if let Some((launcher, handles)) = launch {
+            // SAFETY: for a module whose host code launches kernels, the generated source
+            // defines `nacre_launcher` as a function pointer (pointer-sized, like `usize`) and
+            // `nacre_kernel_handles` as an array of one `uintptr_t` per launched kernel, which
+            // is `handles.len()` (both come from `launched_kernels`); nothing reads them before
+            // this function returns.
+            unsafe {
+                let slot = library
+                    .get::<*mut usize>(LAUNCHER_SYMBOL)
+                    .map_err(|e| load_error(LAUNCHER_SYMBOL, e))?;
+                let slot: *mut usize = *slot;
+                slot.write(launcher as usize);
+                let table = library
+                    .get::<*mut usize>(KERNEL_HANDLES_SYMBOL)
+                    .map_err(|e| load_error(KERNEL_HANDLES_SYMBOL, e))?;
+                let table: *mut usize = *table;
+                for (i, &handle) in handles.iter().enumerate() {
+                    table.add(i).write(handle);
                 }
             }
         }
@@ -96,8 +122,9 @@ impl Executable for CExecutable {
         let result = unsafe { (self.array_entry)(args.as_ptr(), &mut status) };
         match status {
             0 => Ok(result),
-            code => Err(Trap::from_code(code)
-                .unwrap_or_else(|| panic!("generated code wrote unknown trap code {code}"))),
+            // Generated code writes only trap codes; a launcher (foreign code) might write
+            // another nonzero value, which counts as a device error.
+            code => Err(Trap::from_code(code).unwrap_or(Trap::DeviceError)),
         }
     }
 

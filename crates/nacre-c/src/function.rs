@@ -11,7 +11,9 @@
 //! least 32 bits wide, so that small types are not promoted to `int` and overflow), shift
 //! amounts are masked, `MIN / -1` and `MIN % -1` are special-cased, division by zero stores the
 //! trap code into `*status` and returns, and casts that C leaves undefined use helpers.
-//! Everything that depends on the target language goes through [`Dialect`].
+//! A kernel launch fills local `dims`/`args` arrays and calls the launcher named by
+//! [`LaunchTables`], then checks the status like a call. Everything that depends on the target
+//! language goes through [`Dialect`].
 
 use crate::dialect::{Dialect, MathFn};
 use crate::helpers::Helper;
@@ -19,8 +21,8 @@ use crate::literal::literal;
 use crate::moves::{sequentialize, Source, Step};
 use nacre_backend::BackendError;
 use nacre_ir::{
-    BinaryOp, Block, BlockCall, CmpOp, FuncId, Function, Inst, InstKind, Module, Scalar, Trap,
-    Type, UnaryOp, Value,
+    BinaryOp, Block, BlockCall, CmpOp, FuncId, FuncKind, Function, Inst, InstKind, Module, Scalar,
+    Trap, Type, UnaryOp, Value,
 };
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -36,8 +38,24 @@ pub struct ModuleContext<'a, D: Dialect + ?Sized> {
     /// The name of the table of external-function addresses, or `None` when the target cannot
     /// call external functions.
     pub extern_table: Option<&'a str>,
+    /// Where kernel launches find the launcher and the kernels' handles, or `None` when the
+    /// target cannot launch kernels.
+    pub launch_tables: Option<LaunchTables<'a>>,
     /// The helpers used so far.
     pub helpers: BTreeSet<Helper>,
+}
+
+/// The loader-filled globals through which host code launches kernels (see
+/// [`nacre_ir::LaunchBinding`]).
+#[derive(Copy, Clone, Debug)]
+pub struct LaunchTables<'a> {
+    /// The name of the launcher, a function pointer
+    /// `void (*)(uintptr_t handle, const uint32_t *dims, const uint64_t *args, uint32_t *status)`.
+    pub launcher: &'a str,
+    /// The name of the table of kernel handles (`uintptr_t[]`).
+    pub handles: &'a str,
+    /// The kernels with an entry in the handle table, in table order.
+    pub kernels: &'a [FuncId],
 }
 
 impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
@@ -86,6 +104,31 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
         })
     }
 
+    /// An expression of type `uint64_t` holding the bits of `expr`, a value of type `ty`, in
+    /// the encoding of [`nacre_ir::semantics`]: integers and `bool` zero-extended, floats by
+    /// their bit pattern, pointers as addresses.
+    pub fn bits_of(&mut self, ty: Type, expr: &str) -> String {
+        let u64_type = self.dialect.scalar_type(Scalar::U64);
+        match ty {
+            Type::Scalar(s @ (Scalar::F32 | Scalar::F64)) => {
+                self.helpers.insert(Helper::ToBits(s));
+                let widen = if s == Scalar::F32 {
+                    format!("({u64_type})")
+                } else {
+                    String::new()
+                };
+                format!("{widen}{}({expr})", Helper::ToBits(s).name())
+            }
+            Type::Scalar(s) if s.is_signed_int() && s.bits() < 64 => format!(
+                "({u64_type})({}){expr}",
+                self.dialect.scalar_type(unsigned_of(s))
+            ),
+            Type::Scalar(Scalar::U64) => expr.to_string(),
+            Type::Scalar(_) => format!("({u64_type}){expr}"),
+            Type::Ptr(..) => format!("({u64_type})({}){expr}", self.dialect.address_type()),
+        }
+    }
+
     /// The spelling of an optional return type (`void` for none).
     pub fn return_type(&self, ret: Option<Type>) -> Result<String, BackendError> {
         ret.map_or_else(|| Ok("void".to_string()), |t| self.c_type(t))
@@ -132,6 +175,17 @@ fn wide(s: Scalar) -> Scalar {
         Scalar::U32
     } else {
         Scalar::U64
+    }
+}
+
+/// The unsigned type of the same width.
+fn unsigned_of(s: Scalar) -> Scalar {
+    match s {
+        Scalar::I8 => Scalar::U8,
+        Scalar::I16 => Scalar::U16,
+        Scalar::I32 => Scalar::U32,
+        Scalar::I64 => Scalar::U64,
+        other => other,
     }
 }
 
@@ -428,10 +482,8 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 }
                 return Ok(());
             }
-            InstKind::GpuIndex(..)
-            | InstKind::Barrier
-            | InstKind::SharedAlloc { .. }
-            | InstKind::Launch(_) => {
+            InstKind::Launch(l) => return self.launch(out, inst, l),
+            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. } => {
                 return Err(self.ctx.unsupported(
                     "GPU operations (kernels run on the CPU after nacre-gpu lowers them)",
                 ))
@@ -693,6 +745,12 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             .functions
             .get(callee)
             .ok_or_else(|| self.err(format_args!("{inst} calls unknown {callee}")))?;
+        if func.kind == FuncKind::Kernel {
+            return Err(self.ctx.unsupported(format!(
+                "calls to GPU kernel @{} (kernels are launched)",
+                func.name
+            )));
+        }
         let what = format!("@{}", func.name);
         let mut args = self.args(args, &func.signature.params, &what)?;
         self.check_result(result, func.signature.ret, &what)?;
@@ -702,6 +760,75 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             Some(r) => line(out, 1, format_args!("{r} = {call};")),
             None => line(out, 1, format_args!("{call};")),
         }
+        line(out, 1, format_args!("if (*status) {}", self.trap_return));
+        Ok(())
+    }
+
+    /// Prints a kernel launch: the sizes and the arguments' bits go into local arrays, the
+    /// launcher is called with the kernel's handle and this function's status, and a nonzero
+    /// status leaves the function as after a trapping call.
+    fn launch(
+        &mut self,
+        out: &mut String,
+        inst: Inst,
+        l: &nacre_ir::Launch,
+    ) -> Result<(), BackendError> {
+        let Some(tables) = self.ctx.launch_tables else {
+            return Err(self.ctx.unsupported("kernel launches"));
+        };
+        let kernel = self
+            .ctx
+            .module
+            .functions
+            .get(l.kernel)
+            .filter(|k| k.kind == FuncKind::Kernel)
+            .ok_or_else(|| self.err(format_args!("{inst} launches {}, not a kernel", l.kernel)))?;
+        let slot = tables
+            .kernels
+            .iter()
+            .position(|&k| k == l.kernel)
+            .ok_or_else(|| self.err(format_args!("no handle slot for @{}", kernel.name)))?;
+        let mut dims = Vec::with_capacity(6);
+        for &v in l.grid.iter().chain(&l.block) {
+            if self.ty(v)? != Type::U32 {
+                return Err(self.err(format_args!("grid or block size {v} is not a u32")));
+            }
+            dims.push(v.to_string());
+        }
+        let what = format!("kernel @{}", kernel.name);
+        let args = self.args(&l.args, &kernel.signature.params, &what)?;
+        let u32_type = self.scalar_type(Scalar::U32);
+        let u64_type = self.scalar_type(Scalar::U64);
+        line(out, 1, "{");
+        line(
+            out,
+            2,
+            format_args!("{u32_type} dims[6] = {{ {} }};", dims.join(", ")),
+        );
+        if args.is_empty() {
+            // C has no empty arrays; the launcher reads no argument.
+            line(out, 2, format_args!("{u64_type} args[1] = {{ 0 }};"));
+        } else {
+            line(out, 2, format_args!("{u64_type} args[{}];", args.len()));
+        }
+        for (i, (&v, &ty)) in l.args.iter().zip(&kernel.signature.params).enumerate() {
+            let bits = self.ctx.bits_of(ty, &v.to_string());
+            line(out, 2, format_args!("args[{i}] = {bits};"));
+        }
+        let comment: String = kernel
+            .name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        line(
+            out,
+            2,
+            format_args!(
+                "{}({}[{slot}], dims, args, status); /* launch @{comment} */",
+                tables.launcher, tables.handles
+            ),
+        );
+        line(out, 1, "}");
         line(out, 1, format_args!("if (*status) {}", self.trap_return));
         Ok(())
     }

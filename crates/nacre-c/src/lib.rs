@@ -7,6 +7,13 @@
 //! `bool` is `uint8_t`, a trap stores its code into `*status` and returns, and callers check
 //! the status after every call.
 //!
+//! GPU kernels are skipped (a GPU runtime compiles them; the entry must be a host function). A
+//! kernel launch in host code fills local arrays with the sizes and the arguments' bits and
+//! calls the module's [`nacre_ir::LaunchBinding`] launcher through a loader-filled pointer,
+//! with the kernel's handle from a loader-filled table and the function's status pointer; a
+//! module with launches but without a binding, or without a handle for a launched kernel, is
+//! [`nacre_backend::BackendError::Unsupported`].
+//!
 //! The crate is organised one concept per module:
 //!
 //! - [`dialect`]: the target-specific spelling of C-family source ([`Dialect`], [`CDialect`]),
@@ -35,7 +42,10 @@ mod tests;
 
 pub use compile::COptions;
 pub use dialect::{CDialect, Dialect};
-pub use emit::{emit_c, ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL};
+pub use emit::{
+    emit_c, ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL, KERNEL_HANDLES_SYMBOL,
+    LAUNCHER_SYMBOL,
+};
 pub use executable::CExecutable;
 
 use nacre_backend::{Backend, BackendError, Executable};
@@ -63,9 +73,11 @@ impl CBackend {
     /// concrete type).
     pub fn compile_module(&self, module: &VerifiedModule) -> Result<CExecutable, BackendError> {
         let module = module.module();
+        // Checked first: a module whose launches cannot be bound is not worth compiling.
+        let launch = emit::launch_table(module)?;
         let source = emit_c(module)?;
         let library = compile::compile_and_load(&self.options, &source)?;
-        CExecutable::new(library, module, source)
+        CExecutable::new(library, module, source, launch)
     }
 }
 

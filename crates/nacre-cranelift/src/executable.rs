@@ -44,10 +44,9 @@ impl Executable for CraneliftExecutable {
             unsafe { (self.trampoline)(self.entry as *const u8, args.as_ptr(), &mut status) };
         match status {
             0 => Ok(bits),
-            code => {
-                debug_assert!(Trap::from_code(code).is_some(), "unknown trap code {code}");
-                Err(Trap::from_code(code).unwrap_or(Trap::DivisionByZero))
-            }
+            // Generated code writes only trap codes; a launcher (foreign code) might write
+            // another nonzero value, which counts as a device error.
+            code => Err(Trap::from_code(code).unwrap_or(Trap::DeviceError)),
         }
     }
 

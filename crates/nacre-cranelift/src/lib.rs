@@ -6,6 +6,12 @@
 //! the entry function is also reachable through an array trampoline that serves
 //! [`nacre_backend::Executable::call`].
 //!
+//! GPU kernels ([`nacre_ir::FuncKind::Kernel`]) are skipped (a GPU runtime compiles them; the
+//! entry must be a host function). A kernel launch in host code calls the module's
+//! [`nacre_ir::LaunchBinding`] launcher with the kernel's handle, the sizes and arguments in a
+//! stack slot and the function's status pointer; a module with launches but without a binding,
+//! or without a handle for a launched kernel, is [`BackendError::Unsupported`].
+//!
 //! Compilation is cheap by design: Cranelift contexts are reused across compilations (one set
 //! per worker), and code goes into long-lived JIT modules that are freed in generations once
 //! no executable uses them any more.

@@ -9,10 +9,16 @@
 //! that stores the trap code into the function's `status` pointer and returns; after every
 //! call of an IR function the status is loaded and a nonzero value branches to a cold block
 //! that returns (propagating the callee's trap).
+//!
+//! Kernel launches: the six sizes and the arguments' bits are stored into one stack slot of
+//! the function (sized for its largest launch), and the module's launcher (see
+//! [`nacre_ir::LaunchBinding`]) is called through its address with the kernel's handle and the
+//! function's own `status` pointer, which is then checked as after an IR call.
 
 use crate::abi;
 use crate::runtime;
-use crate::target::codegen_error;
+use crate::target::{codegen_error, BACKEND};
+use crate::trampoline::encode;
 use cranelift_codegen::entity::packed_option::PackedOption;
 use cranelift_codegen::entity::packed_option::ReservedValue;
 use cranelift_codegen::entity::{EntityRef, SecondaryMap};
@@ -20,15 +26,19 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
     self as clif, types, AbiParam, BlockArg, ExtFuncData, ExternalName, InstBuilder, MemFlagsData,
-    UserExternalName,
+    StackSlotData, StackSlotKind, UserExternalName,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use nacre_backend::BackendError;
 use nacre_ir::{
-    BinaryOp, Block, BlockCall, CmpOp, ExternId, FuncId, Function, Inst, InstKind, Module, Scalar,
-    Trap, Type, UnaryOp, Value,
+    BinaryOp, Block, BlockCall, CmpOp, ExternId, FuncId, FuncKind, Function, Inst, InstKind,
+    Launch, Module, Scalar, Trap, Type, UnaryOp, Value,
 };
+
+/// Bytes of the six `u32` grid and block sizes at the start of the launch slot; the
+/// arguments (one `u64` each) follow.
+const LAUNCH_DIMS_BYTES: u32 = 24;
 
 /// What the translation of a function needs to know about the module it belongs to.
 pub(crate) struct ModuleEnv<'a> {
@@ -99,6 +109,8 @@ pub(crate) fn lower_function(
         ret: func.signature.ret.map(|ty| abi::clif_type(ty, env.pointer)),
         propagate: None,
         fmod_sigs: [None; 2],
+        launch_slot: None,
+        launch_sig: None,
     };
     match lowerer.run(entry, entry_is_target) {
         Ok(()) => {
@@ -148,6 +160,17 @@ fn reverse_postorder(func: &Function, entry: Block, s: &mut LowerScratch) -> boo
     entry_is_target
 }
 
+/// The error for a launch the module's binding cannot serve.
+fn unbound_launch(why: String) -> BackendError {
+    BackendError::Unsupported {
+        backend: BACKEND,
+        what: format!(
+            "kernel launches without a launch binding ({why}); the kernels must be prepared \
+             by a GPU runtime (nacre-gpu) first"
+        ),
+    }
+}
+
 fn malformed(func: &Function, what: &str) -> BackendError {
     codegen_error(format!("malformed IR in function @{}: {what}", func.name))
 }
@@ -166,6 +189,11 @@ struct Lowerer<'e, 'f> {
     propagate: Option<clif::Block>,
     /// Signatures of the `f32`/`f64` remainder helpers, once imported.
     fmod_sigs: [Option<clif::SigRef>; 2],
+    /// The stack slot holding the sizes and arguments of a launch, once needed, and how many
+    /// arguments it has room for.
+    launch_slot: Option<(clif::StackSlot, usize)>,
+    /// The launcher's signature, once imported.
+    launch_sig: Option<clif::SigRef>,
 }
 
 impl Lowerer<'_, '_> {
@@ -327,12 +355,13 @@ impl Lowerer<'_, '_> {
             }
             InstKind::Call(callee, args) => self.call(*callee, args)?,
             InstKind::CallExtern(ext, args) => self.call_extern(*ext, args)?,
-            InstKind::GpuIndex(..)
-            | InstKind::Barrier
-            | InstKind::SharedAlloc { .. }
-            | InstKind::Launch(_) => {
+            InstKind::Launch(l) => {
+                self.launch(l)?;
+                None
+            }
+            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. } => {
                 return Err(BackendError::Unsupported {
-                    backend: "cranelift",
+                    backend: BACKEND,
                     what: "GPU operations (kernels run on the CPU after nacre-gpu lowers them)"
                         .into(),
                 })
@@ -750,6 +779,13 @@ impl Lowerer<'_, '_> {
         let call = self.b.ins().call(func_ref, &call_args);
         self.s.call_args = call_args;
         let result = self.b.inst_results(call).first().copied();
+        self.check_status();
+        Ok(result)
+    }
+
+    /// After a call that may have trapped: loads the status and returns (propagating the
+    /// trap) when it is nonzero; continues in a new block otherwise.
+    fn check_status(&mut self) {
         let status = self
             .b
             .ins()
@@ -765,7 +801,116 @@ impl Lowerer<'_, '_> {
         let cont = self.b.create_block();
         self.b.ins().brif(status, propagate, &[], cont, &[]);
         self.b.switch_to_block(cont);
-        Ok(result)
+    }
+
+    /// A kernel launch: stores the sizes and the arguments' bits into the launch slot, calls
+    /// the module's launcher with the kernel's handle and this function's status pointer, and
+    /// propagates a failed launch like a trap of a callee.
+    fn launch(&mut self, l: &Launch) -> Result<(), BackendError> {
+        let func = self.func;
+        let module = self.env.module;
+        let binding = module
+            .launch
+            .as_ref()
+            .ok_or_else(|| unbound_launch("the module has none".to_string()))?;
+        let kernel = module
+            .functions
+            .get(l.kernel)
+            .filter(|k| k.kind == FuncKind::Kernel)
+            .ok_or_else(|| malformed(func, &format!("{} is not a kernel", l.kernel)))?;
+        let handle = *binding.handles.get(&l.kernel).ok_or_else(|| {
+            unbound_launch(format!("it has no handle for kernel @{}", kernel.name))
+        })?;
+        if kernel.signature.params.len() != l.args.len() {
+            return Err(malformed(
+                func,
+                &format!(
+                    "launch of @{} with the wrong number of arguments",
+                    kernel.name
+                ),
+            ));
+        }
+        let pointer = self.env.pointer;
+        let (slot, capacity) = self.launch_slot()?;
+        if l.args.len() > capacity {
+            return Err(malformed(func, "a launch outside the layout"));
+        }
+        let base = self.b.ins().stack_addr(pointer, slot, 0);
+        let mut offset = 0i32;
+        for &v in l.grid.iter().chain(&l.block) {
+            let (x, ty) = self.operand(v)?;
+            if ty != Type::U32 {
+                return Err(malformed(
+                    func,
+                    &format!("grid or block size {v} is not a u32"),
+                ));
+            }
+            self.b.ins().store(MemFlagsData::trusted(), x, base, offset);
+            offset += 4;
+        }
+        for &v in &l.args {
+            let (x, ty) = self.operand(v)?;
+            let bits = encode(&mut self.b, x, ty, pointer);
+            self.b
+                .ins()
+                .store(MemFlagsData::trusted(), bits, base, offset);
+            // Cannot overflow: the slot's size, which bounds the offsets, fits in an i32.
+            offset += 8;
+        }
+        let args = self
+            .b
+            .ins()
+            .stack_addr(pointer, slot, LAUNCH_DIMS_BYTES as i32);
+        let sig = match self.launch_sig {
+            Some(sig) => sig,
+            None => {
+                let mut sig = clif::Signature::new(self.env.call_conv);
+                sig.params.extend([AbiParam::new(pointer); 4]);
+                let sig = self.b.import_signature(sig);
+                self.launch_sig = Some(sig);
+                sig
+            }
+        };
+        let handle = self.iconst(pointer, handle as u64);
+        let launcher = self.iconst(pointer, binding.launcher as usize as u64);
+        self.b
+            .ins()
+            .call_indirect(sig, launcher, &[handle, base, args, self.status]);
+        self.check_status();
+        Ok(())
+    }
+
+    /// The function's launch slot and its capacity in arguments, created on first use with
+    /// room for the sizes and the arguments of the largest launch in the layout.
+    fn launch_slot(&mut self) -> Result<(clif::StackSlot, usize), BackendError> {
+        if let Some(slot) = self.launch_slot {
+            return Ok(slot);
+        }
+        let func = self.func;
+        let max_args = func
+            .layout
+            .iter()
+            .filter_map(|&b| func.blocks.get(b))
+            .flat_map(|b| &b.insts)
+            .filter_map(|&i| match func.insts.get(i).map(|d| &d.kind) {
+                Some(InstKind::Launch(l)) => Some(l.args.len()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let size = u32::try_from(max_args)
+            .ok()
+            .and_then(|n| n.checked_mul(8))
+            .and_then(|n| n.checked_add(LAUNCH_DIMS_BYTES))
+            .filter(|&n| i32::try_from(n).is_ok())
+            .ok_or_else(|| malformed(func, "too many kernel arguments"))?;
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            size,
+            3,
+        ));
+        self.launch_slot = Some((slot, max_args));
+        Ok((slot, max_args))
     }
 
     /// The function reference for calling IR function `callee`, imported on first use.
@@ -775,7 +920,7 @@ impl Lowerer<'_, '_> {
         }
         let Some(&Some(id)) = self.env.func_ids.get(callee.index()) else {
             return Err(BackendError::Unsupported {
-                backend: crate::target::BACKEND,
+                backend: BACKEND,
                 what: format!("calls to {callee}, which is not a host function"),
             });
         };

@@ -75,8 +75,9 @@ pub(crate) fn build_trampoline(
     b.finalize(frontend);
 }
 
-/// Encodes a result as 64 bits: integers zero-extended, floats as their bits.
-fn encode(
+/// Encodes a value of IR type `ty` as 64 bits (the encoding of [`nacre_ir::semantics`]):
+/// integers, `bool` and pointers zero-extended, floats as their bits.
+pub(crate) fn encode(
     b: &mut FunctionBuilder<'_>,
     r: clif::Value,
     ty: Type,

@@ -12,7 +12,7 @@
 //! are normalised on entry.
 
 use crate::mem::{load, store};
-use crate::ops::{CallOp, Op, Reg};
+use crate::ops::{CallOp, LaunchOp, Op, Reg};
 use crate::program::{LoweredFunc, Program};
 use nacre_ir::{semantics, Trap};
 use thiserror::Error;
@@ -74,6 +74,10 @@ impl Scratch {
         }
     }
 }
+
+/// Kernel launches with at most this many arguments encode them in an array on the host
+/// stack; longer argument lists use the run's reusable buffer.
+const STACK_LAUNCH_ARGS: usize = 16;
 
 /// Why the inner loop handed control back to [`run`].
 enum Exit {
@@ -180,6 +184,50 @@ fn bits64(x: f64) -> u64 {
     x.to_bits()
 }
 
+/// Launches a kernel: encodes the sizes and arguments (registers already hold the bits
+/// encoding of [`nacre_ir::semantics`]) and calls the module's launcher; a nonzero status
+/// is the launch's trap ([`Trap::DeviceError`] for codes no trap has).
+#[inline(never)]
+fn launch(
+    prog: &Program,
+    f: &LoweredFunc,
+    regs: &[u64],
+    l: LaunchOp,
+    ext_args: &mut Vec<u64>,
+) -> Result<(), Trap> {
+    let kernel = &prog.launches[l.kernel as usize];
+    let start = l.args as usize;
+    let (sizes, args) = f.arg_pool[start..start + 6 + l.nargs as usize].split_at(6);
+    let mut dims = [0u32; 6];
+    for (d, &r) in dims.iter_mut().zip(sizes) {
+        // A `u32` register holds its value zero-extended.
+        *d = regs[r as usize] as u32;
+    }
+    let mut small = [0u64; STACK_LAUNCH_ARGS];
+    let bits: &[u64] = if args.len() <= STACK_LAUNCH_ARGS {
+        for (b, &r) in small.iter_mut().zip(args) {
+            *b = regs[r as usize];
+        }
+        &small[..args.len()]
+    } else {
+        ext_args.clear();
+        ext_args.extend(args.iter().map(|&r| regs[r as usize]));
+        ext_args
+    };
+    let mut status = 0u32;
+    // SAFETY: `kernel.launcher` and `kernel.handle` come from the module's `LaunchBinding`,
+    // whose contract (see `nacre_ir::LaunchFn`) is that the launcher accepts the handles the
+    // runtime gave for the module's kernels, six `u32` sizes and one `u64` per kernel
+    // parameter in the bits encoding, and a status word to write. Lowering checked that this
+    // launch passes exactly as many arguments as the kernel has parameters; `dims`, `bits` and
+    // `status` are live, non-null and aligned for the duration of the call.
+    unsafe { (kernel.launcher)(kernel.handle, dims.as_ptr(), bits.as_ptr(), &mut status) };
+    match status {
+        0 => Ok(()),
+        code => Err(Trap::from_code(code).unwrap_or(Trap::DeviceError)),
+    }
+}
+
 /// Runs `f`'s code on its frame `regs` from `*pc` until a call or a return.
 fn execute(
     prog: &Program,
@@ -276,6 +324,7 @@ fn execute(
                 let result = unsafe { (ext.dyn_call)(ext.addr, ext_args) };
                 regs[c.d as usize] = result & ext.ret_mask;
             }
+            Op::Launch(l) => launch(prog, f, regs, l, ext_args)?,
 
             Op::IAdd8(r) => bin!(r, |x, y| u64::from((x as u8).wrapping_add(y as u8))),
             Op::IAdd16(r) => bin!(r, |x, y| u64::from((x as u16).wrapping_add(y as u16))),

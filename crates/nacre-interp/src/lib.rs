@@ -12,6 +12,14 @@
 //! [`ExecError::StackOverflow`]). Calls to external functions go through their
 //! [`nacre_ir::DynCall`] trampolines.
 //!
+//! # Kernels and launches
+//! GPU kernels ([`nacre_ir::FuncKind::Kernel`]) are not lowered (a GPU runtime compiles them;
+//! the entry must be a host function). A `launch` in host code encodes the grid and block
+//! sizes and the arguments' bits in small arrays and calls the module's
+//! [`nacre_ir::LaunchBinding`] launcher with the kernel's handle; a nonzero status it writes is
+//! the launch's trap. A module with launches but without a binding, or without a handle for a
+//! launched kernel, is [`BackendError::Unsupported`].
+//!
 //! An executable holds no mutable state: it is `Send + Sync` and may be called from many
 //! threads at once. Each thread keeps one reusable register buffer, so a call does not
 //! allocate once the buffer has grown to fit.

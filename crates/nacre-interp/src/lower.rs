@@ -11,15 +11,15 @@
 
 use crate::moves::sequentialize;
 use crate::ops::{
-    AddrOp, CallOp, CmpJmp, CondJmp, GenBin, GenCast, GenFma, GenUn, Jmp, Nothing, Op, Reg, RetVal,
-    StoreOp, Target, R2, R3, R4,
+    AddrOp, CallOp, CmpJmp, CondJmp, GenBin, GenCast, GenFma, GenUn, Jmp, LaunchOp, Nothing, Op,
+    Reg, RetVal, StoreOp, Target, R2, R3, R4,
 };
-use crate::program::{ExternEntry, LoweredFunc, Program};
+use crate::program::{ExternEntry, LaunchEntry, LoweredFunc, Program};
 use nacre_backend::BackendError;
 use nacre_ir::semantics::normalize;
 use nacre_ir::{
-    BinaryOp, Block, BlockCall, CmpOp, ExternId, FuncId, Function, Inst, InstData, InstKind,
-    Module, Scalar, Type, UnaryOp, Value,
+    BinaryOp, Block, BlockCall, CmpOp, ExternId, FuncId, FuncKind, Function, Inst, InstData,
+    InstKind, Launch, Module, Scalar, Type, UnaryOp, Value,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -31,13 +31,29 @@ pub(crate) fn type_mask(ty: Type) -> u64 {
     normalize(ty, u64::MAX)
 }
 
-/// Lowers every function of `module`; the module's entry becomes the program's entry.
+/// Lowers every host function of `module`; the module's entry (a host function) becomes the
+/// program's entry. Kernels are skipped: a GPU runtime compiles them, and host code reaches
+/// them only through launches, which go through the module's [`nacre_ir::LaunchBinding`].
 pub(crate) fn lower_module(module: &Module) -> Result<Program, BackendError> {
     let entry = module.entry.ok_or_else(|| BackendError::Unsupported {
         backend: BACKEND,
         what: "modules without an entry function".to_string(),
     })?;
-    let func_index: HashMap<FuncId, u32> = module.functions.keys().zip(0u32..).collect();
+    if let Some(f) = module.functions.get(entry) {
+        if f.kind == FuncKind::Kernel {
+            return Err(BackendError::Unsupported {
+                backend: BACKEND,
+                what: format!("GPU kernel @{} as an entry function", f.name),
+            });
+        }
+    }
+    let func_index: HashMap<FuncId, u32> = module
+        .functions
+        .iter()
+        .filter(|(_, f)| f.kind == FuncKind::Host)
+        .map(|(id, _)| id)
+        .zip(0u32..)
+        .collect();
     let extern_index: HashMap<ExternId, u32> = module.externs.keys().zip(0u32..).collect();
     let externs = module
         .externs
@@ -49,12 +65,36 @@ pub(crate) fn lower_module(module: &Module) -> Result<Program, BackendError> {
         })
         .collect();
     let extern_names = module.externs.values().map(|e| e.name.clone()).collect();
+    // Every kernel the binding has a handle for, in module order; a launch of any other
+    // kernel is rejected when it is lowered.
+    let mut launch_index: HashMap<FuncId, u32> = HashMap::new();
+    let mut launches = Vec::new();
+    if let Some(binding) = &module.launch {
+        for (id, f) in module.functions.iter() {
+            if let (FuncKind::Kernel, Some(&handle)) = (f.kind, binding.handles.get(&id)) {
+                let index = u32::try_from(launches.len()).map_err(|_| BackendError::Codegen {
+                    backend: BACKEND,
+                    message: "too many kernels".to_string(),
+                })?;
+                launch_index.insert(id, index);
+                launches.push(LaunchEntry {
+                    name: f.name.clone(),
+                    launcher: binding.launcher,
+                    handle,
+                });
+            }
+        }
+    }
+    let index = Indices {
+        funcs: &func_index,
+        externs: &extern_index,
+        launches: &launch_index,
+    };
     let funcs = module
         .functions
         .values()
-        .map(|func| {
-            FnLowerer::new(module, func, &func_index, &extern_index).and_then(|l| l.lower())
-        })
+        .filter(|f| f.kind == FuncKind::Host)
+        .map(|func| FnLowerer::new(module, func, &index).and_then(|l| l.lower()))
         .collect::<Result<Vec<_>, _>>()?;
     let entry = func_index
         .get(&entry)
@@ -67,8 +107,30 @@ pub(crate) fn lower_module(module: &Module) -> Result<Program, BackendError> {
         funcs,
         externs,
         extern_names,
+        launches,
         entry: entry as usize,
     })
+}
+
+/// The program-wide numbering of functions, externs and launched kernels.
+struct Indices<'a> {
+    /// Host functions, numbered in module order.
+    funcs: &'a HashMap<FuncId, u32>,
+    /// External functions.
+    externs: &'a HashMap<ExternId, u32>,
+    /// Kernels that have a launch handle.
+    launches: &'a HashMap<FuncId, u32>,
+}
+
+/// The error for a launch the module's binding cannot serve.
+fn unbound_launch(why: String) -> BackendError {
+    BackendError::Unsupported {
+        backend: BACKEND,
+        what: format!(
+            "kernel launches without a launch binding ({why}); the kernels must be prepared \
+             by a GPU runtime (nacre-gpu) first"
+        ),
+    }
 }
 
 /// Comparison kinds after canonicalisation (`Gt`/`Ge` become `Lt`/`Le` with swapped operands).
@@ -394,8 +456,7 @@ enum Cond {
 struct FnLowerer<'a> {
     module: &'a Module,
     func: &'a Function,
-    func_index: &'a HashMap<FuncId, u32>,
-    extern_index: &'a HashMap<ExternId, u32>,
+    index: &'a Indices<'a>,
     /// Slot of every value used or defined in live code.
     slots: HashMap<Value, Reg>,
     /// Number of uses of each value in live code.
@@ -421,14 +482,12 @@ impl<'a> FnLowerer<'a> {
     fn new(
         module: &'a Module,
         func: &'a Function,
-        func_index: &'a HashMap<FuncId, u32>,
-        extern_index: &'a HashMap<ExternId, u32>,
+        index: &'a Indices<'a>,
     ) -> Result<FnLowerer<'a>, BackendError> {
         let mut l = FnLowerer {
             module,
             func,
-            func_index,
-            extern_index,
+            index,
             slots: HashMap::new(),
             uses: HashMap::new(),
             live: func.layout.iter().copied().collect(),
@@ -997,10 +1056,16 @@ impl<'a> FnLowerer<'a> {
                 )
             }
             InstKind::Call(f, args) => {
-                let callee = *self
-                    .func_index
-                    .get(f)
-                    .ok_or_else(|| self.err(format!("call to unknown {f}")))?;
+                let callee = match (self.index.funcs.get(f), self.module.functions.get(*f)) {
+                    (Some(&callee), _) => callee,
+                    (None, Some(g)) if g.kind == FuncKind::Kernel => {
+                        return Err(BackendError::Unsupported {
+                            backend: BACKEND,
+                            what: format!("calls to GPU kernel @{} (kernels are launched)", g.name),
+                        })
+                    }
+                    (None, _) => return Err(self.err(format!("call to unknown {f}"))),
+                };
                 let nparams = self
                     .module
                     .functions
@@ -1025,7 +1090,8 @@ impl<'a> FnLowerer<'a> {
             }
             InstKind::CallExtern(e, args) => {
                 let callee = *self
-                    .extern_index
+                    .index
+                    .externs
                     .get(e)
                     .ok_or_else(|| self.err(format!("call to unknown {e}")))?;
                 let nparams = self
@@ -1051,12 +1117,10 @@ impl<'a> FnLowerer<'a> {
                     d,
                 })
             }
-            InstKind::GpuIndex(..)
-            | InstKind::Barrier
-            | InstKind::SharedAlloc { .. }
-            | InstKind::Launch(_) => {
+            InstKind::Launch(l) => self.launch(l)?,
+            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. } => {
                 return Err(BackendError::Unsupported {
-                    backend: "interp",
+                    backend: BACKEND,
                     what: "GPU operations (kernels run on the CPU after nacre-gpu lowers them)"
                         .into(),
                 })
@@ -1067,6 +1131,45 @@ impl<'a> FnLowerer<'a> {
         };
         self.code.push(op);
         Ok(())
+    }
+
+    /// A kernel launch: the six sizes and the arguments go to the argument pool, the kernel
+    /// must have a handle in the module's launch binding.
+    fn launch(&mut self, l: &Launch) -> Result<Op, BackendError> {
+        if self.module.launch.is_none() {
+            return Err(unbound_launch("the module has none".to_string()));
+        }
+        let kernel = self
+            .module
+            .functions
+            .get(l.kernel)
+            .filter(|k| k.kind == FuncKind::Kernel)
+            .ok_or_else(|| self.err(format!("launch of {}, which is not a kernel", l.kernel)))?;
+        let Some(&index) = self.index.launches.get(&l.kernel) else {
+            return Err(unbound_launch(format!(
+                "it has no handle for kernel @{}",
+                kernel.name
+            )));
+        };
+        if kernel.signature.params.len() != l.args.len() {
+            return Err(self.err(format!(
+                "launch of @{} passes the wrong number of arguments",
+                kernel.name
+            )));
+        }
+        for &v in l.grid.iter().chain(&l.block) {
+            if self.ty(v)? != Type::U32 {
+                return Err(self.err(format!("grid or block size {v} is not a u32")));
+            }
+        }
+        let (args, _) = self.push_args(&l.grid)?;
+        self.push_args(&l.block)?;
+        let (_, nargs) = self.push_args(&l.args)?;
+        Ok(Op::Launch(LaunchOp {
+            kernel: index,
+            args,
+            nargs,
+        }))
     }
 
     fn pointee(&self, p: Value) -> Result<Scalar, BackendError> {

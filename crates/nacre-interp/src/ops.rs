@@ -106,6 +106,18 @@ pub(crate) struct CallOp {
     pub d: Reg,
 }
 
+/// A kernel launch. The caller's argument pool holds, from `args`, the six grid and block
+/// size slots (grid x, y, z, then block x, y, z) followed by `nargs` kernel argument slots.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct LaunchOp {
+    /// Index of the launched kernel in [`crate::program::Program::launches`].
+    pub kernel: u32,
+    /// Start of the size and argument slots in the caller's argument pool.
+    pub args: u32,
+    /// Number of kernel arguments (after the six sizes).
+    pub nargs: u32,
+}
+
 /// Pointer plus scaled index.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(crate) struct AddrOp {
@@ -236,6 +248,20 @@ impl Operands for CallOp {
     }
 }
 
+impl Operands for LaunchOp {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (start, n) = (u64::from(self.args), u64::from(self.nargs));
+        write!(
+            f,
+            "{m} #{} dims[{start}..{}] args[{}..{}]",
+            self.kernel,
+            start + 6,
+            start + 6,
+            start + 6 + n
+        )
+    }
+}
+
 impl Operands for AddrOp {
     fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -332,6 +358,8 @@ define_ops! {
     Call(CallOp) = "call";
     /// Call an external function.
     CallExtern(CallOp) = "call_extern";
+    /// Launch a kernel through the module's launcher; a failed launch traps.
+    Launch(LaunchOp) = "launch";
 
     /// 8-bit wrapping add.
     IAdd8(R3) = "iadd8";

@@ -7,7 +7,7 @@
 //! scratch slot used to break parallel-move cycles and to receive ignored call results.
 
 use crate::ops::{Op, Reg};
-use nacre_ir::DynCall;
+use nacre_ir::{DynCall, LaunchFn};
 use std::fmt::Write;
 
 /// A lowered IR function.
@@ -42,6 +42,17 @@ pub(crate) struct ExternEntry {
     pub ret_mask: u64,
 }
 
+/// A kernel that host code launches, with what is needed to launch it.
+#[derive(Clone, Debug)]
+pub(crate) struct LaunchEntry {
+    /// The kernel's name, for the listing.
+    pub name: String,
+    /// The module's launcher (see [`nacre_ir::LaunchBinding`]).
+    pub launcher: LaunchFn,
+    /// The GPU runtime's handle of the kernel.
+    pub handle: usize,
+}
+
 /// A whole lowered module.
 #[derive(Clone, Debug)]
 pub(crate) struct Program {
@@ -51,6 +62,8 @@ pub(crate) struct Program {
     pub externs: Vec<ExternEntry>,
     /// Names of the externs, for the listing.
     pub extern_names: Vec<String>,
+    /// The launched kernels; [`crate::ops::LaunchOp::kernel`] indexes this.
+    pub launches: Vec<LaunchEntry>,
     /// Index of the entry function.
     pub entry: usize,
 }
@@ -102,6 +115,30 @@ impl Program {
                             let _ = write!(out, "{sep}r{a}");
                         }
                         out.push(')');
+                    }
+                    Op::Launch(l) => {
+                        let kernel = self.launches.get(l.kernel as usize);
+                        let _ = write!(out, "launch @{}", kernel.map_or("?", |k| k.name.as_str()));
+                        let start = l.args as usize;
+                        let regs = func
+                            .arg_pool
+                            .get(start..start.saturating_add(6 + l.nargs as usize))
+                            .unwrap_or(&[]);
+                        let list = |rs: &[Reg]| {
+                            rs.iter()
+                                .map(|r| format!("r{r}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        };
+                        let (dims, args) = regs.split_at(regs.len().min(6));
+                        let (grid, block) = dims.split_at(dims.len().min(3));
+                        let _ = write!(
+                            out,
+                            " grid({}) block({}) args({})",
+                            list(grid),
+                            list(block),
+                            list(args)
+                        );
                     }
                     _ => {
                         let _ = write!(out, "{op}");

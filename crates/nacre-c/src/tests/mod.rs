@@ -1,6 +1,7 @@
-//! Tests of the C backend: emitted-source snapshots and execution against
-//! [`nacre_ir::semantics`].
+//! Tests of the C backend: emitted-source snapshots, execution against
+//! [`nacre_ir::semantics`], and kernel launches.
 
+mod launch;
 mod ops;
 mod programs;
 mod snapshots;

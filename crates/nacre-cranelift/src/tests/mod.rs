@@ -1,8 +1,9 @@
 //! Tests of the Cranelift backend: every operator against [`nacre_ir::semantics`]
-//! ([`ops`]), control flow, calls and traps ([`control`]), and code memory and threads
-//! ([`memory`]).
+//! ([`ops`]), control flow, calls and traps ([`control`]), kernel launches ([`launch`]), and
+//! code memory and threads ([`memory`]).
 
 mod control;
+mod launch;
 mod memory;
 mod ops;
 

@@ -3,8 +3,10 @@
 //! - [`conformance`]: every operator on every type against [`nacre_ir::semantics`].
 //! - [`programs`]: loops, block parameters, memory, calls, recursion, externs and traps,
 //!   against plain Rust.
+//! - [`launch`]: kernel launches through a recording launcher, and skipped kernels.
 
 mod conformance;
+mod launch;
 mod programs;
 
 use crate::{InterpExecutable, Interpreter};
