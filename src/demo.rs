@@ -86,7 +86,43 @@ pub fn run(backend: &str) -> Result<()> {
         }
         other => bail!("div(1, 0): expected a division-by-zero error, got {other:?}"),
     }
+    kernels(kind)?;
     println!("all demo results ok");
+    Ok(())
+}
+
+/// vecAdd and blockSum launched through `Array`s on the best available device (the CPU here:
+/// full grid semantics, blocks over all cores).
+fn kernels(kind: BackendKind) -> Result<()> {
+    use nacre::gpu::Array;
+    use nacre_corpus::kernels::{run_block_sum, run_vec_add_bounded};
+    let engine = Engine::new(Options::with_backend(kind)).context("creating the engine")?;
+    println!("Kernels on the CPU device (grid mode):");
+    let n = 1_000_000usize;
+    let a = Array::copy(&(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
+    let b = Array::copy(&vec![0.5f32; n])?;
+    let c = Array::<f32>::alloc_unified(n)?;
+    let f = engine
+        .compile(run_vec_add_bounded)
+        .context("compiling vec_add")?;
+    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32)?;
+    check("vec_add: c[999_999]", c.as_slice()[n - 1], 999_999.5f32)?;
+    let ok = c
+        .as_slice()
+        .iter()
+        .enumerate()
+        .all(|(i, x)| *x == i as f32 + 0.5);
+    check("vec_add: all 1M elements", ok, true)?;
+
+    let input = Array::copy(&vec![1.0f32; n])?;
+    let blocks = n.div_ceil(256);
+    let sums = Array::<f32>::alloc_unified(blocks)?;
+    let f = engine
+        .compile(run_block_sum)
+        .context("compiling block_sum")?;
+    f.call(input.ptr(), sums.ptr(), n as u32)?;
+    let total: f32 = sums.as_slice().iter().sum();
+    check("block_sum (shared memory, barriers)", total, n as f32)?;
     Ok(())
 }
 

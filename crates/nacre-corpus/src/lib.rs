@@ -6,7 +6,9 @@
 //!
 //! Functions bound their own work (loop counts are masked) so that random inputs stay cheap.
 
+pub mod bench;
 pub mod cases;
+pub mod kernels;
 mod registry;
 
 pub use registry::{all, edge_values, find, Case, CaseKind, Outcome};

@@ -28,6 +28,21 @@ pub enum TraceError {
     /// tracing API, e.g. a `Val` created by one trace used in another).
     #[error("traced value used outside of its trace: {0}")]
     OutsideTrace(String),
+    /// The same Rust function is used both as a kernel (launched) and as a host function
+    /// (called).
+    #[error("function `{name}` is used both as a kernel and as a host function")]
+    KindMismatch {
+        /// The function's name.
+        name: String,
+    },
+    /// A kernel was given a non-unit return type or otherwise cannot be launched.
+    #[error("cannot launch `{name}`: {reason}")]
+    BadKernel {
+        /// The kernel's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// A function called through `call` is being traced re-entrantly with a different signature.
     #[error("function `{name}` was traced with two different signatures")]
     SignatureMismatch {

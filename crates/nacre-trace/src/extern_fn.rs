@@ -46,6 +46,16 @@ pub fn call<Args: CallArgs, F: TraceFn<Args>>(f: F, args: Args) -> F::Ret {
     if !crate::is_tracing() {
         return f.call_raw(&raws);
     }
+    let id = traced_function(&f, FuncKind::Host);
+    let ret_ty = F::Ret::ir_type();
+    let result = emit(|b| b.call(id, raws.into_iter().map(value_of).collect(), ret_ty));
+    F::Ret::from_raw_ret(result.map(raw_of).unwrap_or(0))
+}
+
+/// The IR function of `f` in the module being traced: traced now (as a function of `kind`) on
+/// first use, found in the trace's cache afterwards (for function items and non-capturing
+/// closures).
+pub(crate) fn traced_function<Args, F: TraceFn<Args>>(f: &F, kind: FuncKind) -> nacre_ir::FuncId {
     let cacheable = std::mem::size_of::<F>() == 0;
     let key = TypeId::of::<F>();
     let known = if cacheable {
@@ -53,29 +63,32 @@ pub fn call<Args: CallArgs, F: TraceFn<Args>>(f: F, args: Args) -> F::Ret {
     } else {
         None
     };
-    let id = match known {
-        Some(id) => id,
-        None => {
-            let sig = Signature {
-                params: F::param_types(),
-                ret: F::Ret::ir_type(),
-            };
-            let (id, params) = with_tracer(|t| {
-                let (id, params) = begin_function(t, fn_name::<F>(), sig, FuncKind::Host);
-                if cacheable {
-                    t.callees.insert(key, id);
-                }
-                (id, params)
-            })
-            .expect("tracing");
-            let ret = f.call_raw(&params);
-            with_tracer(|t| end_function(t, ret));
-            id
+    if let Some(id) = known {
+        let actual = with_tracer(|t| t.module.functions[id].kind).unwrap_or(kind);
+        if actual != kind {
+            with_tracer(|t| {
+                t.fail(crate::TraceError::KindMismatch {
+                    name: fn_name::<F>(),
+                });
+            });
         }
+        return id;
+    }
+    let sig = Signature {
+        params: F::param_types(),
+        ret: F::Ret::ir_type(),
     };
-    let ret_ty = F::Ret::ir_type();
-    let result = emit(|b| b.call(id, raws.into_iter().map(value_of).collect(), ret_ty));
-    F::Ret::from_raw_ret(result.map(raw_of).unwrap_or(0))
+    let (id, params) = with_tracer(|t| {
+        let (id, params) = begin_function(t, fn_name::<F>(), sig, kind);
+        if cacheable {
+            t.callees.insert(key, id);
+        }
+        (id, params)
+    })
+    .expect("tracing");
+    let ret = f.call_raw(&params);
+    with_tracer(|t| end_function(t, ret));
+    id
 }
 
 /// An `extern "C"` function pointer that traced code can call at run time.

@@ -19,6 +19,7 @@ pub mod cf;
 mod context;
 pub mod error;
 pub mod extern_fn;
+pub mod gpu;
 pub mod ptr;
 pub mod signature;
 pub mod val;

@@ -252,10 +252,18 @@ pub(crate) fn begin_function(
     sig: Signature,
     kind: FuncKind,
 ) -> (nacre_ir::FuncId, Vec<u64>) {
+    // Names are unique within a module (two closures of one function share a base name).
+    let taken = |n: &str| t.module.functions.values().any(|f| f.name == n);
+    let mut unique = name.clone();
+    let mut k = 1;
+    while taken(&unique) {
+        unique = format!("{name}_{k}");
+        k += 1;
+    }
     let id = t
         .module
-        .add_function(Function::new(name.clone(), kind, sig.clone()));
-    let mut func = Function::new(name, kind, sig);
+        .add_function(Function::new(unique.clone(), kind, sig.clone()));
+    let mut func = Function::new(unique, kind, sig);
     let params = nacre_ir::FunctionBuilder::new(&mut func).create_entry_block();
     let current = func.entry();
     t.funcs.push(FuncState {

@@ -91,6 +91,8 @@ pub(crate) struct SecondTierSlot {
 }
 
 pub(crate) struct Inner {
+    /// Compiled kernels the host code launches; kept alive as long as the function.
+    pub _kernels: Option<nacre_gpu::CpuKernels>,
     pub first: Tier,
     pub second: Option<Arc<SecondTierSlot>>,
     pub timings: Timings,

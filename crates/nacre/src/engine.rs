@@ -4,7 +4,7 @@ use crate::compiled::{Compiled, Inner, SecondTierSlot, Tier, Timings};
 use crate::error::Error;
 use crate::options::{BackendKind, DumpTarget, FirstTier, OptLevel, Options, SecondTier, Stage};
 use nacre_backend::Backend;
-use nacre_ir::{Module, PassOptions, VerifiedModule};
+use nacre_ir::{FuncKind, Module, PassOptions, VerifiedModule};
 use nacre_trace::TraceFn;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -168,6 +168,7 @@ impl Engine {
         if self.options.direct {
             let run = move |args: &[u64]| nacre_trace::direct_call(&f, args);
             return Ok(Inner {
+                _kernels: None,
                 first: Tier::Direct(Box::new(run)),
                 second: None,
                 timings: Timings::default(),
@@ -193,6 +194,16 @@ impl Engine {
         if want_pass_dumps {
             self.dump(&name, Stage::Passes, || pass_dumps.join("\n"))?;
         }
+        let has_kernels = module
+            .functions
+            .values()
+            .any(|f| f.kind == FuncKind::Kernel);
+        let kernels = if has_kernels {
+            let mode = self.options.gpu.cpu_mode;
+            Some(nacre_gpu::prepare_cpu(&mut module, &*self.backend, mode)?)
+        } else {
+            None
+        };
         let verified = nacre_ir::verify(module)?;
         let t2 = Instant::now();
         let ir = verified.module().to_string();
@@ -238,6 +249,7 @@ impl Engine {
             total: t3 - t0,
         };
         Ok(Inner {
+            _kernels: kernels,
             first: Tier::backend(exec),
             second,
             timings,

@@ -18,6 +18,9 @@ pub enum Error {
     /// The backend could not compile the IR.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// Preparing the kernels of a module, or GPU memory, failed.
+    #[error(transparent)]
+    Gpu(#[from] nacre_gpu::GpuError),
     /// The compiled function raised a runtime error.
     #[error("runtime error: {0}")]
     Trap(#[from] Trap),

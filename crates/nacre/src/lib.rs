@@ -33,14 +33,21 @@ pub use compiled::{Compiled, TierStats, Timings};
 pub use engine::{make_backend, optimize, trace_module, Engine};
 pub use error::Error;
 pub use options::{
-    BackendKind, COptions, DumpOptions, DumpTarget, FirstTier, OptLevel, Options, SecondTier,
-    Stage, Tiering,
+    BackendKind, COptions, DumpOptions, DumpTarget, FirstTier, GpuOptions, OptLevel, Options,
+    SecondTier, Stage, Tiering,
 };
 
 pub use nacre_macros::{jit, kernel};
 pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, TraceError, Val};
 
 pub use nacre_backend::BackendError;
+/// The GPU programming model: kernels, launches, indices, barriers, shared arrays and
+/// unified-memory arrays.
+pub mod gpu {
+    pub use nacre_gpu::{buffer_bytes, Array, CpuDevice, CpuMode, Device, GpuError};
+    pub use nacre_trace::gpu::*;
+}
+
 /// The IR, for inspection and dumps.
 pub use nacre_ir as ir;
 pub use nacre_ir::Trap;

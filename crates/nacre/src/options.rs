@@ -97,7 +97,11 @@ impl Default for COptions {
     fn default() -> Self {
         COptions {
             compiler: "cc".into(),
-            flags: vec!["-O2".into()],
+            flags: vec![
+                "-O2".into(),
+                "-march=native".into(),
+                "-fvect-cost-model=dynamic".into(),
+            ],
         }
     }
 }
@@ -149,6 +153,13 @@ pub struct DumpOptions {
     pub target: DumpTarget,
 }
 
+/// How kernels run on the CPU.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct GpuOptions {
+    /// Serial (grid = block = 1, for grid-stride kernels) or full grid semantics (default).
+    pub cpu_mode: nacre_gpu::CpuMode,
+}
+
 /// Options of an [`crate::Engine`].
 #[derive(Clone, PartialEq, Debug, Default)]
 pub struct Options {
@@ -162,6 +173,8 @@ pub struct Options {
     pub c: COptions,
     /// Stage dumps.
     pub dump: DumpOptions,
+    /// How kernels launched by traced host functions execute.
+    pub gpu: GpuOptions,
     /// Tiered compilation; when set, `backend` and `opt_level` are not used.
     pub tiering: Option<Tiering>,
     /// Direct mode: no tracing or compilation; calls run the user's Rust code on concrete

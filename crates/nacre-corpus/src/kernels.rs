@@ -1,0 +1,766 @@
+//! The kernel corpus: the seed's GPU kernels, each with a traced host function that launches
+//! it and a check against plain Rust. Shared by the CPU execution tests and, later, the CUDA
+//! and Metal backends.
+
+use nacre::gpu::{
+    block_dim, block_dim_x, block_idx, block_idx_x, global_id_x, global_size_x, grid_dim_x, launch,
+    shared_array, sync_threads, thread_idx, thread_idx_x, Array, Block, Grid,
+};
+use nacre::prelude::*;
+use nacre::{kernel, Engine};
+
+/// One kernel case.
+pub struct KernelCase {
+    /// A unique name.
+    pub name: &'static str,
+    /// True if the kernel is correct with grid = block = 1 (grid-stride loops), so it also
+    /// runs in the serial CPU mode.
+    pub grid_stride: bool,
+    /// Compiles the host function on `engine`, runs it on data of size `n` (approximately;
+    /// kernels round as they need) and compares with plain Rust.
+    pub check: fn(&Engine, usize) -> Result<(), String>,
+}
+
+impl std::fmt::Debug for KernelCase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelCase")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+fn random_f32(n: usize, seed: u32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(12345);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x % 2000) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+fn compare_f32(what: &str, got: &[f32], want: &[f32], tol: f32) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: length {} vs {}", got.len(), want.len()));
+    }
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if (g - w).abs() > tol * (1.0 + w.abs()) {
+            return Err(format!("{what}[{i}]: got {g}, expected {w}"));
+        }
+    }
+    Ok(())
+}
+
+fn compare<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    got: &[T],
+    want: &[T],
+) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: length {} vs {}", got.len(), want.len()));
+    }
+    match got.iter().zip(want).position(|(g, w)| g != w) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what}[{i}]: got {:?}, expected {:?}",
+            got[i], want[i]
+        )),
+    }
+}
+
+// ---- index queries ---------------------------------------------------------------------
+
+/// Writes `threadIdx.x`, `blockIdx.x`, `blockDim.x` and `gridDim.x` of every thread.
+#[kernel]
+pub fn index_queries(out: Ptr<u32>) {
+    let gid = global_id_x();
+    out[gid * 4] = thread_idx_x();
+    out[gid * 4 + 1] = block_idx_x();
+    out[gid * 4 + 2] = block_dim_x();
+    out[gid * 4 + 3] = grid_dim_x();
+}
+
+/// Launches [`index_queries`] on `blocks` × 64 threads.
+#[jit]
+pub fn run_index_queries(out: Ptr<u32>, blocks: Val<u32>) {
+    launch(index_queries, Grid::new(blocks), Block::new(64u32), (out,));
+}
+
+fn check_index_queries(engine: &Engine, n: usize) -> Result<(), String> {
+    let blocks = (n / 64).clamp(1, 64) as u32;
+    let f = engine.compile(run_index_queries).map_err(err)?;
+    let out = Array::<u32>::alloc_unified(blocks as usize * 64 * 4).map_err(err)?;
+    f.call(out.ptr(), blocks).map_err(err)?;
+    let want: Vec<u32> = (0..blocks * 64)
+        .flat_map(|g| [g % 64, g / 64, 64, blocks])
+        .collect();
+    compare("index queries", out.as_slice(), &want)
+}
+
+/// The global thread index, 3D: each thread writes its linear id at its 3D position.
+#[kernel]
+pub fn index_3d(out: Ptr<u32>) {
+    let t = thread_idx();
+    let b = block_idx();
+    let bd = block_dim();
+    let gd = nacre::gpu::grid_dim();
+    let x = b.x * bd.x + t.x;
+    let y = b.y * bd.y + t.y;
+    let z = b.z * bd.z + t.z;
+    let width = gd.x * bd.x;
+    let height = gd.y * bd.y;
+    out[(z * height + y) * width + x] = x + y * 1000 + z * 1_000_000;
+}
+
+/// Launches [`index_3d`] on a 2×3×2 grid of 4×2×2 blocks.
+#[jit]
+pub fn run_index_3d(out: Ptr<u32>) {
+    launch(
+        index_3d,
+        Grid::new3(2u32, 3u32, 2u32),
+        Block::new3(4u32, 2u32, 2u32),
+        (out,),
+    );
+}
+
+fn check_index_3d(engine: &Engine, _: usize) -> Result<(), String> {
+    let (w, h, d) = (8u32, 6u32, 4u32);
+    let f = engine.compile(run_index_3d).map_err(err)?;
+    let out = Array::<u32>::alloc_unified((w * h * d) as usize).map_err(err)?;
+    f.call(out.ptr()).map_err(err)?;
+    let want: Vec<u32> = (0..d)
+        .flat_map(|z| (0..h).flat_map(move |y| (0..w).map(move |x| x + y * 1000 + z * 1_000_000)))
+        .collect();
+    compare("3D index", out.as_slice(), &want)
+}
+
+/// Only barriers: every thread writes, syncs, reads its neighbour's value.
+#[kernel]
+pub fn sync_only(out: Ptr<u32>) {
+    let tile = shared_array::<u32, 128>();
+    let t = thread_idx_x();
+    tile[t] = t * 3;
+    sync_threads();
+    sync_threads();
+    let next = (t + 1) % block_dim_x();
+    out[global_id_x()] = tile[next];
+}
+
+/// Launches [`sync_only`] with 128 threads per block.
+#[jit]
+pub fn run_sync_only(out: Ptr<u32>, blocks: Val<u32>) {
+    launch(sync_only, Grid::new(blocks), Block::new(128u32), (out,));
+}
+
+fn check_sync_only(engine: &Engine, n: usize) -> Result<(), String> {
+    let blocks = (n / 128).clamp(1, 256) as u32;
+    let f = engine.compile(run_sync_only).map_err(err)?;
+    let out = Array::<u32>::alloc_unified(blocks as usize * 128).map_err(err)?;
+    f.call(out.ptr(), blocks).map_err(err)?;
+    let want: Vec<u32> = (0..blocks * 128)
+        .map(|g| ((g % 128 + 1) % 128) * 3)
+        .collect();
+    compare("sync only", out.as_slice(), &want)
+}
+
+/// A bounds check against `n`: threads past the end do nothing.
+#[kernel]
+pub fn bounded_index(out: Ptr<u32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        out[i] = i * 2 + 1;
+    }
+}
+
+/// Launches [`bounded_index`] over `n` with 256-thread blocks.
+#[jit]
+pub fn run_bounded_index(out: Ptr<u32>, n: Val<u32>) {
+    let blocks = (n + 255) / 256;
+    launch(
+        bounded_index,
+        Grid::new(blocks),
+        Block::new(256u32),
+        (out, n),
+    );
+}
+
+fn check_bounded_index(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1) as u32 | 1;
+    let f = engine.compile(run_bounded_index).map_err(err)?;
+    let out = Array::<u32>::alloc_unified(n as usize).map_err(err)?;
+    f.call(out.ptr(), n).map_err(err)?;
+    let want: Vec<u32> = (0..n).map(|i| i * 2 + 1).collect();
+    compare("bounded index", out.as_slice(), &want)
+}
+
+// ---- vector kernels --------------------------------------------------------------------
+
+/// `c = a + b` with exactly one thread per element (no bounds check).
+#[kernel]
+pub fn vec_add(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>) {
+    let i = global_id_x();
+    c[i] = a[i] + b[i];
+}
+
+/// Launches [`vec_add`] with a fixed 256 threads per block over `blocks` blocks.
+#[jit]
+pub fn run_vec_add(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>, blocks: Val<u32>) {
+    launch(vec_add, Grid::new(blocks), Block::new(256u32), (a, b, c));
+}
+
+fn check_vec_add(engine: &Engine, n: usize) -> Result<(), String> {
+    let blocks = n.div_ceil(256).max(1);
+    let n = blocks * 256;
+    let (x, y) = (random_f32(n, 1), random_f32(n, 2));
+    let (a, b) = (Array::copy(&x).map_err(err)?, Array::copy(&y).map_err(err)?);
+    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let f = engine.compile(run_vec_add).map_err(err)?;
+    f.call(a.ptr(), b.ptr(), c.ptr(), blocks as u32)
+        .map_err(err)?;
+    let want: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
+    compare("vec_add", c.as_slice(), &want)
+}
+
+/// Launches [`vec_add`] with the grid computed from `n` (a multiple of 256).
+#[jit]
+pub fn run_vec_add_dynamic(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>, n: Val<u32>) {
+    launch(vec_add, Grid::new(n / 256), Block::new(256u32), (a, b, c));
+}
+
+fn check_vec_add_dynamic(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.div_ceil(256).max(1) * 256;
+    let (x, y) = (random_f32(n, 3), random_f32(n, 4));
+    let (a, b) = (Array::copy(&x).map_err(err)?, Array::copy(&y).map_err(err)?);
+    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let f = engine.compile(run_vec_add_dynamic).map_err(err)?;
+    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32).map_err(err)?;
+    let want: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
+    compare("vec_add_dynamic", c.as_slice(), &want)
+}
+
+/// `c = a + b` with a bounds check.
+#[kernel]
+pub fn vec_add_bounded(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        c[i] = a[i] + b[i];
+    }
+}
+
+/// Launches [`vec_add_bounded`] over any `n`.
+#[jit]
+pub fn run_vec_add_bounded(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>, n: Val<u32>) {
+    launch(
+        vec_add_bounded,
+        Grid::new((n + 255) / 256),
+        Block::new(256u32),
+        (a, b, c, n),
+    );
+}
+
+fn check_vec_add_bounded(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1) | 1;
+    let (x, y) = (random_f32(n, 5), random_f32(n, 6));
+    let (a, b) = (Array::copy(&x).map_err(err)?, Array::copy(&y).map_err(err)?);
+    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let f = engine.compile(run_vec_add_bounded).map_err(err)?;
+    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32).map_err(err)?;
+    let want: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
+    compare("vec_add_bounded", c.as_slice(), &want)
+}
+
+/// `a *= s` in place.
+#[kernel]
+pub fn vec_scale(a: Ptr<f32>, s: Val<f32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        a[i] = a[i] * s;
+    }
+}
+
+/// Launches [`vec_scale`].
+#[jit]
+pub fn run_vec_scale(a: Ptr<f32>, s: Val<f32>, n: Val<u32>) {
+    launch(
+        vec_scale,
+        Grid::new((n + 127) / 128),
+        Block::new(128u32),
+        (a, s, n),
+    );
+}
+
+fn check_vec_scale(engine: &Engine, n: usize) -> Result<(), String> {
+    let x = random_f32(n.max(1), 7);
+    let a = Array::copy(&x).map_err(err)?;
+    let f = engine.compile(run_vec_scale).map_err(err)?;
+    f.call(a.ptr(), 2.5, x.len() as u32).map_err(err)?;
+    let want: Vec<f32> = x.iter().map(|v| v * 2.5).collect();
+    compare("vec_scale", a.as_slice(), &want)
+}
+
+/// `y = alpha * x + y` with a bounds check.
+#[kernel]
+pub fn saxpy(alpha: Val<f32>, x: Ptr<f32>, y: Ptr<f32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        y[i] = alpha * x[i] + y[i];
+    }
+}
+
+/// Launches [`saxpy`].
+#[jit]
+pub fn run_saxpy(alpha: Val<f32>, x: Ptr<f32>, y: Ptr<f32>, n: Val<u32>) {
+    launch(
+        saxpy,
+        Grid::new((n + 255) / 256),
+        Block::new(256u32),
+        (alpha, x, y, n),
+    );
+}
+
+fn check_saxpy(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let (xv, yv) = (random_f32(n, 8), random_f32(n, 9));
+    let (x, y) = (
+        Array::copy(&xv).map_err(err)?,
+        Array::copy(&yv).map_err(err)?,
+    );
+    let f = engine.compile(run_saxpy).map_err(err)?;
+    f.call(1.5, x.ptr(), y.ptr(), n as u32).map_err(err)?;
+    let want: Vec<f32> = xv.iter().zip(&yv).map(|(a, b)| 1.5 * a + b).collect();
+    compare("saxpy", y.as_slice(), &want)
+}
+
+/// Nested ifs sorting values into four buckets.
+#[kernel]
+pub fn classify(v: Ptr<f32>, out: Ptr<u32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        let x = v[i];
+        if x < 0.0 {
+            if x < -0.5 {
+                out[i] = 0u32;
+            } else {
+                out[i] = 1u32;
+            }
+        } else if x < 0.5 {
+            out[i] = 2u32;
+        } else {
+            out[i] = 3u32;
+        }
+    }
+}
+
+/// Launches [`classify`].
+#[jit]
+pub fn run_classify(v: Ptr<f32>, out: Ptr<u32>, n: Val<u32>) {
+    launch(
+        classify,
+        Grid::new((n + 63) / 64),
+        Block::new(64u32),
+        (v, out, n),
+    );
+}
+
+fn check_classify(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let xv = random_f32(n, 10);
+    let v = Array::copy(&xv).map_err(err)?;
+    let out = Array::<u32>::alloc_unified(n).map_err(err)?;
+    let f = engine.compile(run_classify).map_err(err)?;
+    f.call(v.ptr(), out.ptr(), n as u32).map_err(err)?;
+    let want: Vec<u32> = xv
+        .iter()
+        .map(|&x| match x {
+            x if x < -0.5 => 0,
+            x if x < 0.0 => 1,
+            x if x < 0.5 => 2,
+            _ => 3,
+        })
+        .collect();
+    compare("classify", out.as_slice(), &want)
+}
+
+// ---- shared memory ---------------------------------------------------------------------
+
+/// Inclusive prefix sum within each block of 256 (Hillis–Steele scan in shared memory).
+#[kernel]
+pub fn prefix_sum(data: Ptr<i32>) {
+    let tile = shared_array::<i32, 256>();
+    let t = thread_idx_x();
+    let i = global_id_x();
+    tile[t] = data[i];
+    sync_threads();
+    let mut offset = Val::new(1u32);
+    while offset < 256u32 {
+        let mut add = Val::new(0i32);
+        if t >= offset {
+            add = tile[t - offset];
+        }
+        sync_threads();
+        tile[t] = tile[t] + add;
+        sync_threads();
+        offset *= 2u32;
+    }
+    data[i] = tile[t];
+}
+
+/// Launches [`prefix_sum`] over `blocks` blocks of 256.
+#[jit]
+pub fn run_prefix_sum(data: Ptr<i32>, blocks: Val<u32>) {
+    launch(prefix_sum, Grid::new(blocks), Block::new(256u32), (data,));
+}
+
+fn check_prefix_sum(engine: &Engine, n: usize) -> Result<(), String> {
+    let blocks = n.div_ceil(256).clamp(1, 1024);
+    let input: Vec<i32> = (0..blocks * 256)
+        .map(|i| ((i * 7919) % 201) as i32 - 100)
+        .collect();
+    let data = Array::copy(&input).map_err(err)?;
+    let f = engine.compile(run_prefix_sum).map_err(err)?;
+    f.call(data.ptr(), blocks as u32).map_err(err)?;
+    let want: Vec<i32> = input
+        .chunks(256)
+        .flat_map(|c| {
+            c.iter().scan(0i32, |acc, x| {
+                *acc += x;
+                Some(*acc)
+            })
+        })
+        .collect();
+    compare("prefix sum", data.as_slice(), &want)
+}
+
+/// Block sum: each block reduces 256 elements in shared memory (tree reduction with
+/// barriers) and writes its sum to `out[blockIdx.x]`.
+#[kernel]
+pub fn block_sum(input: Ptr<f32>, out: Ptr<f32>, n: Val<u32>) {
+    let sdata = shared_array::<f32, 256>();
+    let t = thread_idx_x();
+    let i = global_id_x();
+    let mut v = Val::new(0.0f32);
+    if i < n {
+        v = input[i];
+    }
+    sdata[t] = v;
+    sync_threads();
+    let mut s = block_dim_x() / 2;
+    while s > 0u32 {
+        if t < s {
+            sdata[t] = sdata[t] + sdata[t + s];
+        }
+        sync_threads();
+        s /= 2u32;
+    }
+    if t == 0u32 {
+        out[block_idx_x()] = sdata[0u32];
+    }
+}
+
+/// Launches [`block_sum`] over `n` elements (256 per block).
+#[jit]
+pub fn run_block_sum(input: Ptr<f32>, out: Ptr<f32>, n: Val<u32>) {
+    launch(
+        block_sum,
+        Grid::new((n + 255) / 256),
+        Block::new(256u32),
+        (input, out, n),
+    );
+}
+
+fn check_block_sum(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let blocks = n.div_ceil(256);
+    let xv = random_f32(n, 11);
+    let input = Array::copy(&xv).map_err(err)?;
+    let out = Array::<f32>::alloc_unified(blocks).map_err(err)?;
+    let f = engine.compile(run_block_sum).map_err(err)?;
+    f.call(input.ptr(), out.ptr(), n as u32).map_err(err)?;
+    let want: Vec<f32> = xv.chunks(256).map(|c| c.iter().sum()).collect();
+    compare_f32("block sums", out.as_slice(), &want, 1e-4)
+}
+
+/// Matrix transpose through a 16×16 shared tile (2D grid and blocks).
+#[kernel]
+pub fn transpose(input: Ptr<f32>, out: Ptr<f32>, width: Val<u32>, height: Val<u32>) {
+    let tile = shared_array::<f32, { 16 * 17 }>();
+    let t = thread_idx();
+    let b = block_idx();
+    let x = b.x * 16 + t.x;
+    let y = b.y * 16 + t.y;
+    if x < width && y < height {
+        tile[t.y * 17 + t.x] = input[y * width + x];
+    }
+    sync_threads();
+    let tx = b.y * 16 + t.x;
+    let ty = b.x * 16 + t.y;
+    if tx < height && ty < width {
+        out[ty * height + tx] = tile[t.x * 17 + t.y];
+    }
+}
+
+/// Launches [`transpose`] on a `width` × `height` matrix.
+#[jit]
+pub fn run_transpose(input: Ptr<f32>, out: Ptr<f32>, width: Val<u32>, height: Val<u32>) {
+    let grid = Grid::new3((width + 15) / 16, (height + 15) / 16, 1u32);
+    launch(
+        transpose,
+        grid,
+        Block::new3(16u32, 16u32, 1u32),
+        (input, out, width, height),
+    );
+}
+
+fn check_transpose(engine: &Engine, n: usize) -> Result<(), String> {
+    let width = ((n as f64).sqrt() as u32).clamp(1, 512) + 3;
+    let height = width / 2 + 5;
+    let m: Vec<f32> = (0..width * height).map(|i| i as f32).collect();
+    let input = Array::copy(&m).map_err(err)?;
+    let out = Array::<f32>::alloc_unified(m.len()).map_err(err)?;
+    let f = engine.compile(run_transpose).map_err(err)?;
+    f.call(input.ptr(), out.ptr(), width, height).map_err(err)?;
+    let mut want = vec![0f32; m.len()];
+    for y in 0..height {
+        for x in 0..width {
+            want[(x * height + y) as usize] = m[(y * width + x) as usize];
+        }
+    }
+    compare("transpose", out.as_slice(), &want)
+}
+
+// ---- grid-stride kernels (also correct with grid = block = 1) ---------------------------
+
+/// Grid-stride `y = alpha * x + y`.
+#[kernel]
+pub fn saxpy_grid_stride(alpha: Val<f32>, x: Ptr<f32>, y: Ptr<f32>, n: Val<u32>) {
+    let stride = global_size_x();
+    let mut i = global_id_x();
+    while i < n {
+        y[i] = alpha * x[i] + y[i];
+        i += stride;
+    }
+}
+
+/// Launches [`saxpy_grid_stride`] on `blocks` × 256 threads.
+#[jit]
+pub fn run_saxpy_grid_stride(
+    alpha: Val<f32>,
+    x: Ptr<f32>,
+    y: Ptr<f32>,
+    n: Val<u32>,
+    blocks: Val<u32>,
+) {
+    launch(
+        saxpy_grid_stride,
+        Grid::new(blocks),
+        Block::new(256u32),
+        (alpha, x, y, n),
+    );
+}
+
+fn check_saxpy_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let (xv, yv) = (random_f32(n, 12), random_f32(n, 13));
+    let (x, y) = (
+        Array::copy(&xv).map_err(err)?,
+        Array::copy(&yv).map_err(err)?,
+    );
+    let f = engine.compile(run_saxpy_grid_stride).map_err(err)?;
+    f.call(2.0, x.ptr(), y.ptr(), n as u32, 7).map_err(err)?;
+    let want: Vec<f32> = xv.iter().zip(&yv).map(|(a, b)| 2.0 * a + b).collect();
+    compare("saxpy grid-stride", y.as_slice(), &want)
+}
+
+/// Grid-stride `c = a + b`.
+#[kernel]
+pub fn vec_add_grid_stride(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>, n: Val<u32>) {
+    let stride = global_size_x();
+    let mut i = global_id_x();
+    while i < n {
+        c[i] = a[i] + b[i];
+        i += stride;
+    }
+}
+
+/// Launches [`vec_add_grid_stride`] on `blocks` × 256 threads.
+#[jit]
+pub fn run_vec_add_grid_stride(
+    a: Ptr<f32>,
+    b: Ptr<f32>,
+    c: Ptr<f32>,
+    n: Val<u32>,
+    blocks: Val<u32>,
+) {
+    launch(
+        vec_add_grid_stride,
+        Grid::new(blocks),
+        Block::new(256u32),
+        (a, b, c, n),
+    );
+}
+
+fn check_vec_add_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let (xv, yv) = (random_f32(n, 14), random_f32(n, 15));
+    let (a, b) = (
+        Array::copy(&xv).map_err(err)?,
+        Array::copy(&yv).map_err(err)?,
+    );
+    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let f = engine.compile(run_vec_add_grid_stride).map_err(err)?;
+    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32, 5)
+        .map_err(err)?;
+    let want: Vec<f32> = xv.iter().zip(&yv).map(|(p, q)| p + q).collect();
+    compare("vec_add grid-stride", c.as_slice(), &want)
+}
+
+/// Grid-stride logistic map: `iters` steps of `v = 3.9 v (1 - v)` per element.
+#[kernel]
+pub fn logistic(v: Ptr<f32>, n: Val<u32>, iters: Val<u32>) {
+    let stride = global_size_x();
+    let mut i = global_id_x();
+    while i < n {
+        let mut x = v[i];
+        for _ in 0u32..iters {
+            x = 3.9 * x * (1.0 - x);
+        }
+        v[i] = x;
+        i += stride;
+    }
+}
+
+/// Launches [`logistic`] on `blocks` × 256 threads.
+#[jit]
+pub fn run_logistic(v: Ptr<f32>, n: Val<u32>, iters: Val<u32>, blocks: Val<u32>) {
+    launch(
+        logistic,
+        Grid::new(blocks),
+        Block::new(256u32),
+        (v, n, iters),
+    );
+}
+
+fn check_logistic(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.clamp(1, 1 << 16);
+    let xv: Vec<f32> = (0..n).map(|i| 0.1 + 0.8 * (i as f32 / n as f32)).collect();
+    let v = Array::copy(&xv).map_err(err)?;
+    let f = engine.compile(run_logistic).map_err(err)?;
+    f.call(v.ptr(), n as u32, 64, 3).map_err(err)?;
+    let want: Vec<f32> = xv
+        .iter()
+        .map(|&x0| (0..64).fold(x0, |x, _| 3.9 * x * (1.0 - x)))
+        .collect();
+    compare("logistic", v.as_slice(), &want)
+}
+
+/// The seed's large-batch case: vec_add over at least 16M elements (the old fixed-size
+/// buffers truncated it).
+fn check_large_batch(engine: &Engine, _: usize) -> Result<(), String> {
+    let n = 1usize << 24;
+    let a = Array::copy(&vec![1.5f32; n]).map_err(err)?;
+    let bv: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let b = Array::copy(&bv).map_err(err)?;
+    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let f = engine.compile(run_vec_add_grid_stride).map_err(err)?;
+    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32, 1024)
+        .map_err(err)?;
+    let want: Vec<f32> = bv.iter().map(|x| x + 1.5).collect();
+    compare("large batch", c.as_slice(), &want)
+}
+
+/// Every kernel case.
+pub fn all() -> Vec<KernelCase> {
+    vec![
+        KernelCase {
+            name: "index_queries",
+            grid_stride: false,
+            check: check_index_queries,
+        },
+        KernelCase {
+            name: "index_3d",
+            grid_stride: false,
+            check: check_index_3d,
+        },
+        KernelCase {
+            name: "sync_only",
+            grid_stride: false,
+            check: check_sync_only,
+        },
+        KernelCase {
+            name: "bounded_index",
+            grid_stride: false,
+            check: check_bounded_index,
+        },
+        KernelCase {
+            name: "vec_add",
+            grid_stride: false,
+            check: check_vec_add,
+        },
+        KernelCase {
+            name: "vec_add_dynamic",
+            grid_stride: false,
+            check: check_vec_add_dynamic,
+        },
+        KernelCase {
+            name: "vec_add_bounded",
+            grid_stride: false,
+            check: check_vec_add_bounded,
+        },
+        KernelCase {
+            name: "vec_scale",
+            grid_stride: false,
+            check: check_vec_scale,
+        },
+        KernelCase {
+            name: "saxpy",
+            grid_stride: false,
+            check: check_saxpy,
+        },
+        KernelCase {
+            name: "classify",
+            grid_stride: false,
+            check: check_classify,
+        },
+        KernelCase {
+            name: "prefix_sum",
+            grid_stride: false,
+            check: check_prefix_sum,
+        },
+        KernelCase {
+            name: "block_sum",
+            grid_stride: false,
+            check: check_block_sum,
+        },
+        KernelCase {
+            name: "transpose",
+            grid_stride: false,
+            check: check_transpose,
+        },
+        KernelCase {
+            name: "saxpy_grid_stride",
+            grid_stride: true,
+            check: check_saxpy_grid_stride,
+        },
+        KernelCase {
+            name: "vec_add_grid_stride",
+            grid_stride: true,
+            check: check_vec_add_grid_stride,
+        },
+        KernelCase {
+            name: "logistic",
+            grid_stride: true,
+            check: check_logistic,
+        },
+        KernelCase {
+            name: "large_batch",
+            grid_stride: true,
+            check: check_large_batch,
+        },
+    ]
+}

@@ -1,0 +1,84 @@
+//! The kernel corpus on the CPU: every kernel on every CPU backend in grid mode (full GPU
+//! semantics), and the grid-stride kernels also in serial mode (grid = block = 1).
+
+use nacre::gpu::CpuMode;
+use nacre::{BackendKind, Engine, GpuOptions, Options};
+use nacre_corpus::kernels::all;
+
+fn run(kind: BackendKind, mode: CpuMode) {
+    let options = Options {
+        gpu: GpuOptions { cpu_mode: mode },
+        ..Options::with_backend(kind)
+    };
+    let engine = Engine::new(options).expect("engine");
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for case in all() {
+        if mode == CpuMode::Serial && !case.grid_stride {
+            continue;
+        }
+        for n in [1usize, 300, 5000] {
+            if case.name == "large_batch" && (n != 1 || kind == BackendKind::Interp) {
+                continue;
+            }
+            ran += 1;
+            if let Err(e) = (case.check)(&engine, n) {
+                failures.push(format!("{} (n = {n}): {e}", case.name));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures on {} / {mode:?}:\n{}",
+        failures.len(),
+        kind.name(),
+        failures.join("\n")
+    );
+    assert!(ran >= 9, "only {ran} kernel runs");
+}
+
+#[test]
+fn kernels_on_cranelift_grid() {
+    run(BackendKind::Cranelift, CpuMode::Grid);
+}
+
+#[test]
+fn kernels_on_cranelift_serial() {
+    run(BackendKind::Cranelift, CpuMode::Serial);
+}
+
+#[test]
+fn kernels_on_interpreter_grid() {
+    run(BackendKind::Interp, CpuMode::Grid);
+}
+
+#[test]
+fn kernels_on_interpreter_serial() {
+    run(BackendKind::Interp, CpuMode::Serial);
+}
+
+#[test]
+fn kernels_on_c_grid() {
+    run(BackendKind::C, CpuMode::Grid);
+}
+
+#[test]
+fn kernels_on_c_serial() {
+    run(BackendKind::C, CpuMode::Serial);
+}
+
+#[test]
+fn kernel_corpus_has_the_seed_kernels() {
+    let names: Vec<_> = all().iter().map(|c| c.name).collect();
+    for k in [
+        "vec_add",
+        "saxpy",
+        "block_sum",
+        "logistic",
+        "transpose",
+        "large_batch",
+        "prefix_sum",
+    ] {
+        assert!(names.contains(&k), "{k} missing");
+    }
+}

@@ -1,0 +1,62 @@
+//! The context block: how the executor tells a step function which block it runs.
+//!
+//! A step function (see [`super::lower`]) has the signature `(args: ptr<u64>, ctx: ptr<u64>)
+//! -> u32`. `args` holds one `u64` per kernel parameter in the bits encoding of
+//! [`nacre_ir::semantics`]; `ctx` points to [`CTX_WORDS`] `u64` words laid out as below. The
+//! executor writes them, the step function only reads them. This module is the single
+//! definition of the layout, shared by the lowering and the executor.
+//!
+//! | word | constant | meaning |
+//! | --- | --- | --- |
+//! | 0, 1, 2 | [`BLOCK_IDX`] | `blockIdx` x, y, z |
+//! | 3, 4, 5 | [`BLOCK_DIM`] | `blockDim` x, y, z |
+//! | 6, 7, 8 | [`GRID_DIM`] | `gridDim` x, y, z |
+//! | 9 | [`BLOCK_THREADS`] | threads per block (`blockDim` x·y·z, at least 1) |
+//! | 10 | [`SHARED_BASE`] | address of the block's shared memory ([`super::StepInfo::shared_bytes`] bytes, 8-aligned) |
+//! | 11 | [`STATE_BASE`] | address of the per-thread state area (threads × [`super::StepInfo::state_words`] words) |
+//! | 12 | [`ROUND`] | 0 on a block's first round, then 1, 2, ... |
+//! | 13 | [`BARRIERS_OPEN`] | 1 if threads waiting at a barrier resume this round, 0 if only threads at a yield do |
+//!
+//! Thread indices are not in the context: the step function loops over the threads of the
+//! block itself and derives `threadIdx` from its loop counter.
+//!
+//! The per-thread state area of a kernel with barriers holds, for thread `t`, the words
+//! `t * state_words .. (t + 1) * state_words`: word [`PHASE_SLOT`] is the thread's resume
+//! phase (0: finished, `k`: waiting at barrier or yield `k`), the other words hold the values
+//! that are live across barriers, one value per word.
+//!
+//! A step function returns the bitwise or of [`AT_BARRIER`] and [`AT_YIELD`] over the
+//! threads that stopped in the round (0 when all have finished). The executor calls it again
+//! while the result is nonzero, with [`BARRIERS_OPEN`] set to 1 exactly when the previous
+//! round left no thread at a yield.
+
+/// First of three words: the block's index in x, y, z.
+pub const BLOCK_IDX: usize = 0;
+/// First of three words: threads per block in x, y, z.
+pub const BLOCK_DIM: usize = 3;
+/// First of three words: blocks per grid in x, y, z.
+pub const GRID_DIM: usize = 6;
+/// Threads per block (the product of the block dimensions).
+pub const BLOCK_THREADS: usize = 9;
+/// Address of the block's shared memory.
+pub const SHARED_BASE: usize = 10;
+/// Address of the per-thread state area.
+pub const STATE_BASE: usize = 11;
+/// The round of the block: 0 on its first step call.
+pub const ROUND: usize = 12;
+/// Whether threads waiting at a barrier resume this round (1) or only threads at a yield
+/// (0): a barrier opens once every thread of the block has reached a barrier or finished.
+pub const BARRIERS_OPEN: usize = 13;
+/// Number of context words.
+pub const CTX_WORDS: usize = 14;
+
+/// Bit of a step function's result: some thread waits at a barrier.
+pub const AT_BARRIER: u32 = 1;
+/// Bit of a step function's result: some thread waits at a yield (see
+/// [`super::lower`], grid-stride loops).
+pub const AT_YIELD: u32 = 2;
+
+/// The state word holding a thread's resume phase.
+pub const PHASE_SLOT: usize = 0;
+/// Alignment, in bytes, of each shared array within the block's shared memory.
+pub const SHARED_ALIGN: u64 = 8;

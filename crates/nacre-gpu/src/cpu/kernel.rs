@@ -1,0 +1,151 @@
+//! [`CpuKernel`]: a kernel compiled for the CPU, ready to launch.
+
+use crate::cpu::lower::StepInfo;
+use crate::cpu::CpuMode;
+use nacre_backend::Executable;
+use nacre_ir::{Module, Trap};
+use std::fmt;
+use std::sync::Arc;
+
+/// The native signature of every step function: `(args, ctx, status) -> more rounds`, the
+/// native calling convention of `nacre-backend` applied to `(ptr<u64>, ptr<u64>) -> u32`.
+pub(crate) type StepFn =
+    unsafe extern "C" fn(args: *const u64, ctx: *mut u64, status: *mut u32) -> u32;
+
+/// A kernel compiled for the CPU: its step function (see [`crate::cpu::lower`]) compiled by a
+/// backend, and what the executor needs to run it.
+///
+/// Its address (see [`CpuKernel::handle`]) is the handle that compiled host code passes to
+/// [`crate::cpu::cpu_launch`]; it must stay alive as long as that code can run.
+pub struct CpuKernel {
+    name: String,
+    exec: Arc<dyn Executable>,
+    entry: Option<StepFn>,
+    info: StepInfo,
+    mode: CpuMode,
+    step_module: Module,
+}
+
+impl CpuKernel {
+    /// Wraps a compiled step module.
+    pub(crate) fn new(
+        name: String,
+        exec: Arc<dyn Executable>,
+        info: StepInfo,
+        mode: CpuMode,
+        step_module: Module,
+    ) -> CpuKernel {
+        let entry = exec.native_entry().map(|p| {
+            // SAFETY: the executable's entry is the step function, whose IR signature is
+            // `(ptr<u64>, ptr<u64>) -> u32`; under the native calling convention of
+            // `nacre-backend` that is exactly `StepFn` (pointers as addresses, a trailing
+            // status pointer, the `u32` result).
+            unsafe { std::mem::transmute::<*const u8, StepFn>(p) }
+        });
+        CpuKernel {
+            name,
+            exec,
+            entry,
+            info,
+            mode,
+            step_module,
+        }
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The step function's layout: parameters, shared bytes, state words, barriers.
+    pub fn info(&self) -> &StepInfo {
+        &self.info
+    }
+
+    /// How launches run.
+    pub fn mode(&self) -> CpuMode {
+        self.mode
+    }
+
+    /// The step module that was compiled (after passes), for inspection and dumps.
+    pub fn step_module(&self) -> &Module {
+        &self.step_module
+    }
+
+    /// The backend's listing of the compiled step module, if it keeps one.
+    pub fn listing(&self) -> Option<&str> {
+        self.exec.listing()
+    }
+
+    /// True if the step function runs as native code (otherwise through
+    /// [`Executable::call`], e.g. on the interpreter).
+    pub fn is_native(&self) -> bool {
+        self.entry.is_some()
+    }
+
+    /// The handle of this kernel for [`crate::cpu::cpu_launch`]: its address.
+    pub fn handle(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as usize
+    }
+
+    /// Launches the kernel over `grid` blocks of `block` threads with `args` (one `u64` per
+    /// parameter, bits-encoded; pointers as addresses) and waits for it to finish.
+    ///
+    /// Fails with [`Trap::InvalidLaunch`] for an empty grid or block, a block of more than
+    /// [`crate::cpu::MAX_BLOCK_THREADS`] threads or the wrong number of arguments, with
+    /// [`Trap::UnknownBuffer`] if a pointer argument is not in a live [`crate::Array`], and
+    /// with the kernel's own trap if one of its threads traps (the launch stops then).
+    ///
+    /// # Safety
+    /// Kernels index their pointer arguments unchecked: every access the kernel makes for
+    /// these arguments and this grid must be inside the arrays, and no other code may access
+    /// the arrays while the launch runs.
+    pub unsafe fn launch(&self, grid: [u32; 3], block: [u32; 3], args: &[u64]) -> Result<(), Trap> {
+        if args.len() != self.info.params.len() {
+            return Err(Trap::InvalidLaunch);
+        }
+        let dims = [grid[0], grid[1], grid[2], block[0], block[1], block[2]];
+        // SAFETY: `args` has one slot per parameter; the rest is the caller's contract.
+        unsafe { self.launch_raw(dims, args.as_ptr()) }
+            .map_err(|code| Trap::from_code(code).unwrap_or(Trap::DeviceError))
+    }
+
+    /// One call of the step function: `Ok(nonzero)` if some thread waits at a barrier,
+    /// `Err(code)` if the kernel trapped.
+    ///
+    /// # Safety
+    /// `args` holds one slot per parameter and `ctx` a context block (see
+    /// [`crate::cpu::ctx`]) whose shared and state areas are large enough.
+    #[inline]
+    pub(crate) unsafe fn step(&self, args: *const u64, ctx: *mut u64) -> Result<u32, u32> {
+        match self.entry {
+            Some(step) => {
+                let mut status = 0u32;
+                // SAFETY: `step` has the `StepFn` signature (see `new`); the arguments are
+                // valid per this function's contract.
+                let more = unsafe { step(args, ctx, &mut status) };
+                if status == 0 {
+                    Ok(more)
+                } else {
+                    Err(status)
+                }
+            }
+            None => self
+                .exec
+                .call(&[args as u64, ctx as u64])
+                .map(|more| more as u32)
+                .map_err(Trap::code),
+        }
+    }
+}
+
+impl fmt::Debug for CpuKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuKernel")
+            .field("name", &self.name)
+            .field("info", &self.info)
+            .field("mode", &self.mode)
+            .field("native", &self.is_native())
+            .finish_non_exhaustive()
+    }
+}

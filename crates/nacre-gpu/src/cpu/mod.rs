@@ -1,0 +1,43 @@
+//! Kernels on the CPU.
+//!
+//! A kernel runs on the CPU in three steps:
+//!
+//! 1. [`lower`]: the kernel becomes a host *step function* `(args: ptr<u64>, ctx: ptr<u64>)
+//!    -> u32` without GPU operations, which runs one round of one block (every thread up to
+//!    its next barrier) and which every CPU backend compiles like any host function;
+//! 2. [`prepare_cpu`]: every kernel of a module is lowered, optimised and compiled into a
+//!    [`CpuKernel`], and the module's launches are bound to [`cpu_launch`];
+//! 3. the executor (`exec`): a launch checks its grid and its pointer arguments, then runs
+//!    the blocks as [`CpuMode`] says, calling the step function through one native
+//!    signature (or through [`nacre_backend::Executable::call`] on the interpreter).
+//!
+//! [`ctx`] defines the context block the executor passes to step functions.
+
+pub mod ctx;
+mod emit;
+mod exec;
+mod kernel;
+mod liveness;
+pub mod lower;
+mod prepare;
+mod ssa_repair;
+mod stride_loops;
+
+pub use exec::{cpu_launch, MAX_BLOCK_THREADS};
+pub use kernel::CpuKernel;
+pub use lower::{lower_kernel, step_signature, LoweredKernel, StepInfo, MAX_SHARED_BYTES};
+pub use prepare::{prepare_cpu, step_module, CpuKernels};
+
+/// How launches run on the CPU.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub enum CpuMode {
+    /// One block of one thread (`gridDim = blockDim = 1`) on the calling thread, whatever
+    /// the launch asks for: the seed's fallback. Correct only for grid-stride kernels (every
+    /// thread loops over the whole index range with stride `gridDim * blockDim`); shared
+    /// arrays come from a per-thread arena and barriers just continue.
+    Serial,
+    /// Full grid semantics: every block and every thread runs, blocks spread over all cores,
+    /// barriers honoured, one set of shared arrays per block.
+    #[default]
+    Grid,
+}

@@ -1,0 +1,168 @@
+//! [`prepare_cpu`]: compiles every kernel of a module for the CPU and binds the launcher, so
+//! that the module's host functions can be compiled with their launches.
+
+use crate::cpu::exec::cpu_launch;
+use crate::cpu::kernel::CpuKernel;
+use crate::cpu::lower::{lower_kernel, LoweredKernel};
+use crate::cpu::CpuMode;
+use crate::error::GpuError;
+use nacre_backend::Backend;
+use nacre_ir::passes::{run_passes, PassOptions};
+use nacre_ir::{verify, FuncId, FuncKind, InstKind, LaunchBinding, Module};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The compiled kernels of a module. Compiled host code holds raw handles to them: keep this
+/// alive as long as that code can run.
+#[derive(Debug, Default)]
+pub struct CpuKernels {
+    kernels: Vec<(FuncId, Arc<CpuKernel>)>,
+}
+
+impl CpuKernels {
+    /// The kernel compiled for function `id` of the module.
+    pub fn get(&self, id: FuncId) -> Option<&Arc<CpuKernel>> {
+        self.kernels.iter().find(|(k, _)| *k == id).map(|(_, c)| c)
+    }
+
+    /// All compiled kernels with their function ids, in module order.
+    pub fn iter(&self) -> impl Iterator<Item = (FuncId, &Arc<CpuKernel>)> {
+        self.kernels.iter().map(|(id, k)| (*id, k))
+    }
+
+    /// Number of kernels.
+    pub fn len(&self) -> usize {
+        self.kernels.len()
+    }
+
+    /// True if the module had no kernel.
+    pub fn is_empty(&self) -> bool {
+        self.kernels.is_empty()
+    }
+}
+
+/// Compiles every kernel of `module` for the CPU with `backend` and sets `module.launch` to
+/// [`cpu_launch`] with their handles.
+///
+/// Per kernel: [`lower_kernel`] to a step function, [`step_module`] (the step function and
+/// copies of the host functions it calls), [`run_passes`], [`verify`], compile. The host
+/// functions of `module` can then be compiled by any CPU backend; the returned kernels must
+/// outlive the compiled code.
+pub fn prepare_cpu(
+    module: &mut Module,
+    backend: &dyn Backend,
+    mode: CpuMode,
+) -> Result<CpuKernels, GpuError> {
+    let ids: Vec<FuncId> = module
+        .functions
+        .iter()
+        .filter(|(_, f)| f.kind == FuncKind::Kernel)
+        .map(|(id, _)| id)
+        .collect();
+    let mut kernels = Vec::with_capacity(ids.len());
+    for id in ids {
+        let lowered = lower_kernel(module, id, mode)?;
+        let name = lowered.func.name.clone();
+        let info = lowered.info.clone();
+        let mut step = step_module(module, lowered)?;
+        run_passes(&mut step, &PassOptions::default());
+        let verified = verify(step).map_err(|source| GpuError::Verify {
+            kernel: name.clone(),
+            source,
+        })?;
+        let exec = backend
+            .compile(&verified)
+            .map_err(|source| GpuError::Backend {
+                kernel: name.clone(),
+                source,
+            })?;
+        let kernel = CpuKernel::new(name, exec, info, mode, verified.into_inner());
+        kernels.push((id, Arc::new(kernel)));
+    }
+    let handles: HashMap<FuncId, usize> = kernels.iter().map(|(id, k)| (*id, k.handle())).collect();
+    module.launch = Some(LaunchBinding {
+        launcher: cpu_launch,
+        handles,
+    });
+    Ok(CpuKernels { kernels })
+}
+
+/// The module a step function is compiled in: the step function (its entry) followed by
+/// copies of the host functions of `module` it calls, directly or not, with their ids
+/// remapped; the external functions are those of `module` (same ids).
+///
+/// Fails if a called function is a kernel or launches kernels.
+pub fn step_module(module: &Module, lowered: LoweredKernel) -> Result<Module, GpuError> {
+    let kernel = lowered.func.name.clone();
+    let unsupported = |what: String| GpuError::Unsupported {
+        kernel: kernel.clone(),
+        what,
+    };
+    let mut step = Module::new();
+    step.externs = module.externs.clone();
+    let entry = step.add_function(lowered.func);
+    step.entry = Some(entry);
+
+    // Callees, discovered breadth-first; `remap` sends a module id to a step-module id.
+    let mut remap: HashMap<FuncId, FuncId> = HashMap::new();
+    let mut queue: Vec<FuncId> = vec![entry];
+    let mut next = 0;
+    while next < queue.len() {
+        let id = queue[next];
+        next += 1;
+        let mut callees = Vec::new();
+        let func = &step.functions[id];
+        for &b in &func.layout {
+            for &inst in &func.blocks[b].insts {
+                match &func.insts[inst].kind {
+                    InstKind::Call(callee, _) => callees.push(*callee),
+                    InstKind::Launch(_) => {
+                        return Err(unsupported(format!(
+                            "it calls @{}, which launches kernels; kernels cannot launch kernels",
+                            func.name
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for callee in callees {
+            if remap.contains_key(&callee) {
+                continue;
+            }
+            let Some(target) = module.functions.get(callee) else {
+                return Err(unsupported(format!(
+                    "it calls {callee}, which does not exist"
+                )));
+            };
+            if target.kind == FuncKind::Kernel {
+                return Err(unsupported(format!(
+                    "it calls kernel @{}; kernels can call host functions only",
+                    target.name
+                )));
+            }
+            let mut copy = target.clone();
+            copy.loops = None;
+            let new_id = step.add_function(copy);
+            remap.insert(callee, new_id);
+            queue.push(new_id);
+        }
+    }
+    // Calls in the step function and in the copies still name module ids.
+    let ids: Vec<FuncId> = step.functions.keys().collect();
+    for id in ids {
+        let func = &mut step.functions[id];
+        let blocks: Vec<_> = func.layout.clone();
+        for b in blocks {
+            for k in 0..func.blocks[b].insts.len() {
+                let inst = func.blocks[b].insts[k];
+                if let InstKind::Call(callee, _) = &mut func.insts[inst].kind {
+                    if let Some(&new) = remap.get(callee) {
+                        *callee = new;
+                    }
+                }
+            }
+        }
+    }
+    Ok(step)
+}

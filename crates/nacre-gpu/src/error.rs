@@ -1,0 +1,118 @@
+//! [`GpuError`]: what can go wrong in GPU memory management and in preparing kernels.
+//!
+//! Failures *during* a launch (an invalid grid, a freed buffer, a trap inside a kernel) are
+//! [`nacre_ir::Trap`]s reported through the launch's status word, like every runtime error of
+//! compiled code; this type covers the operations that happen outside compiled code.
+
+use nacre_backend::BackendError;
+use nacre_ir::VerifierError;
+use thiserror::Error;
+
+/// An error of the GPU runtime.
+#[derive(Debug, Error)]
+pub enum GpuError {
+    /// The device could not provide the memory.
+    #[error(
+        "out of memory: could not allocate {bytes} bytes on device `{device}`; free arrays \
+         that are no longer needed or process the data in smaller batches"
+    )]
+    OutOfMemory {
+        /// The size asked for, in bytes.
+        bytes: usize,
+        /// The device's name.
+        device: String,
+    },
+
+    /// The size of an array in bytes does not fit the address space.
+    #[error(
+        "an array of {len} elements of {elem_bytes} bytes each is too large for the address \
+         space; split the data into smaller arrays"
+    )]
+    TooLarge {
+        /// The number of elements asked for.
+        len: usize,
+        /// The size of one element in bytes.
+        elem_bytes: usize,
+    },
+
+    /// An address that is not the base of a live buffer was released: the buffer was freed
+    /// already, or never registered.
+    #[error(
+        "{addr:#x} is not the base of a live array: it was freed already (double free) or \
+         was never allocated or wrapped through Nacre"
+    )]
+    NotRegistered {
+        /// The address.
+        addr: usize,
+    },
+
+    /// Memory that overlaps a live array was registered again (for example by wrapping the
+    /// same memory twice).
+    #[error(
+        "the memory at {addr:#x} ({bytes} bytes) overlaps the live array at {existing:#x} \
+         ({existing_bytes} bytes); use that array instead of registering the memory again"
+    )]
+    Overlap {
+        /// Base of the memory being registered.
+        addr: usize,
+        /// Its size in bytes.
+        bytes: usize,
+        /// Base of the live array it overlaps.
+        existing: usize,
+        /// Size of that array in bytes.
+        existing_bytes: usize,
+    },
+
+    /// A pointer given to [`crate::Array::wrap`] is null or not aligned for its element
+    /// type.
+    #[error(
+        "cannot wrap {addr:#x} as an array of {len} elements: the pointer must be non-null \
+         and aligned to {align} bytes"
+    )]
+    BadPointer {
+        /// The address.
+        addr: usize,
+        /// The number of elements.
+        len: usize,
+        /// The alignment the element type needs.
+        align: usize,
+    },
+
+    /// The device is not present or could not be initialised.
+    #[error("GPU device `{device}` is not available: {reason}")]
+    DeviceUnavailable {
+        /// The device's name.
+        device: String,
+        /// Why, and what to do about it.
+        reason: String,
+    },
+
+    /// A kernel uses something the CPU runtime cannot run.
+    #[error("kernel @{kernel} cannot run on the CPU: {what}")]
+    Unsupported {
+        /// The kernel's name.
+        kernel: String,
+        /// What is not supported, and how to avoid it.
+        what: String,
+    },
+
+    /// A kernel, or the step function lowered from it, is not valid IR.
+    #[error("kernel @{kernel}: {source}")]
+    Verify {
+        /// The kernel's name.
+        kernel: String,
+        /// The verifier's finding.
+        #[source]
+        source: VerifierError,
+    },
+
+    /// The backend could not compile a kernel's step function.
+    #[error("compiling kernel @{kernel} for the CPU failed: {source}")]
+    Backend {
+        /// The kernel's name.
+        kernel: String,
+        /// The backend's error.
+        #[source]
+        source: BackendError,
+    },
+}

@@ -1,0 +1,231 @@
+//! The GPU programming model in traced code: thread and block indices, barriers, block-shared
+//! arrays, and kernel launches from host functions.
+//!
+//! A kernel is a traced function over `Ptr<T>` and `Val` parameters that returns nothing
+//! (write it with `#[kernel]`). A host function launches it with [`launch`]; the grid and block
+//! sizes are traced values, so they can be computed from data. While tracing, the kernel
+//! becomes a kernel function of the module and the launch an IR op. Outside a trace (direct
+//! mode) a launch runs the kernel once with grid = block = 1, which is correct for grid-stride
+//! kernels only (barriers are no-ops then).
+
+use crate::context::{emit, with_tracer};
+use crate::error::TraceError;
+use crate::extern_fn::{traced_function, CallArgs};
+use crate::ptr::Ptr;
+use crate::signature::{fn_name, Ret, TraceFn};
+use crate::val::{raw_of, value_of, IntoVal, Val};
+use nacre_ir::semantics::ScalarValue;
+use nacre_ir::{Dim, FuncKind, GpuIndex};
+use std::cell::RefCell;
+
+/// Three `u32` dimensions (an index or a size).
+#[derive(Clone, Copy, Debug)]
+pub struct Dim3 {
+    /// x
+    pub x: Val<u32>,
+    /// y
+    pub y: Val<u32>,
+    /// z
+    pub z: Val<u32>,
+}
+
+impl Dim3 {
+    /// `(x, y, z)`.
+    pub fn new(x: impl IntoVal<u32>, y: impl IntoVal<u32>, z: impl IntoVal<u32>) -> Dim3 {
+        Dim3 {
+            x: x.into_val(),
+            y: y.into_val(),
+            z: z.into_val(),
+        }
+    }
+
+    /// `(x, 1, 1)`.
+    pub fn x(x: impl IntoVal<u32>) -> Dim3 {
+        Dim3::new(x, 1u32, 1u32)
+    }
+}
+
+/// The number of blocks of a launch.
+#[derive(Clone, Copy, Debug)]
+pub struct Grid(pub Dim3);
+
+/// The number of threads per block of a launch.
+#[derive(Clone, Copy, Debug)]
+pub struct Block(pub Dim3);
+
+impl Grid {
+    /// A 1D grid of `x` blocks.
+    pub fn new(x: impl IntoVal<u32>) -> Grid {
+        Grid(Dim3::x(x))
+    }
+    /// A 3D grid.
+    pub fn new3(x: impl IntoVal<u32>, y: impl IntoVal<u32>, z: impl IntoVal<u32>) -> Grid {
+        Grid(Dim3::new(x, y, z))
+    }
+}
+
+impl Block {
+    /// A 1D block of `x` threads.
+    pub fn new(x: impl IntoVal<u32>) -> Block {
+        Block(Dim3::x(x))
+    }
+    /// A 3D block.
+    pub fn new3(x: impl IntoVal<u32>, y: impl IntoVal<u32>, z: impl IntoVal<u32>) -> Block {
+        Block(Dim3::new(x, y, z))
+    }
+}
+
+/// The indices a kernel sees in direct mode (grid = block = 1).
+struct DirectKernel {
+    shared: Vec<Vec<u64>>,
+    next_shared: usize,
+}
+
+thread_local! {
+    static DIRECT: RefCell<DirectKernel> = const { RefCell::new(DirectKernel { shared: Vec::new(), next_shared: 0 }) };
+}
+
+fn index(kind: GpuIndex, dim: Dim) -> Val<u32> {
+    let traced = with_tracer(|t| {
+        let fs = t.func();
+        let mut b = fs.builder();
+        let v = b.gpu_index(kind, dim);
+        fs.current = b.current_block();
+        raw_of(v)
+    });
+    // Direct mode: one block of one thread.
+    let direct = match kind {
+        GpuIndex::ThreadIdx | GpuIndex::BlockIdx => 0,
+        GpuIndex::BlockDim | GpuIndex::GridDim => 1,
+    };
+    Val::from_raw(traced.unwrap_or(direct))
+}
+
+fn dim3(kind: GpuIndex) -> Dim3 {
+    Dim3 {
+        x: index(kind, Dim::X),
+        y: index(kind, Dim::Y),
+        z: index(kind, Dim::Z),
+    }
+}
+
+/// The thread's index within its block (`threadIdx`).
+pub fn thread_idx() -> Dim3 {
+    dim3(GpuIndex::ThreadIdx)
+}
+
+/// The block's index within the grid (`blockIdx`).
+pub fn block_idx() -> Dim3 {
+    dim3(GpuIndex::BlockIdx)
+}
+
+/// Threads per block (`blockDim`).
+pub fn block_dim() -> Dim3 {
+    dim3(GpuIndex::BlockDim)
+}
+
+/// Blocks per grid (`gridDim`).
+pub fn grid_dim() -> Dim3 {
+    dim3(GpuIndex::GridDim)
+}
+
+/// `threadIdx.x`.
+pub fn thread_idx_x() -> Val<u32> {
+    index(GpuIndex::ThreadIdx, Dim::X)
+}
+
+/// `blockIdx.x`.
+pub fn block_idx_x() -> Val<u32> {
+    index(GpuIndex::BlockIdx, Dim::X)
+}
+
+/// `blockDim.x`.
+pub fn block_dim_x() -> Val<u32> {
+    index(GpuIndex::BlockDim, Dim::X)
+}
+
+/// `gridDim.x`.
+pub fn grid_dim_x() -> Val<u32> {
+    index(GpuIndex::GridDim, Dim::X)
+}
+
+/// The global thread index in x: `blockIdx.x * blockDim.x + threadIdx.x`.
+pub fn global_id_x() -> Val<u32> {
+    block_idx_x() * block_dim_x() + thread_idx_x()
+}
+
+/// The total number of threads in x: `gridDim.x * blockDim.x` (the stride of grid-stride
+/// loops).
+pub fn global_size_x() -> Val<u32> {
+    grid_dim_x() * block_dim_x()
+}
+
+/// Block-wide barrier (`__syncthreads()`): every thread of the block arrives before any
+/// continues; shared-memory writes before it are visible after it.
+pub fn sync_threads() {
+    with_tracer(|t| {
+        let fs = t.func();
+        let mut b = fs.builder();
+        b.barrier();
+        fs.current = b.current_block();
+    });
+}
+
+/// A block-shared array of `N` elements of `T` (`__shared__ T a[N]` / `threadgroup T a[N]`).
+/// Several per kernel are allowed; each call site is its own array.
+pub fn shared_array<T: ScalarValue, const N: usize>() -> Ptr<T> {
+    let len = u32::try_from(N).unwrap_or(u32::MAX);
+    let traced = with_tracer(|t| {
+        let fs = t.func();
+        let mut b = fs.builder();
+        let v = b.shared_alloc(T::SCALAR, len);
+        fs.current = b.current_block();
+        raw_of(v)
+    });
+    if let Some(raw) = traced {
+        return Ptr::from_raw(raw);
+    }
+    DIRECT.with(|d| {
+        let mut d = d.borrow_mut();
+        let i = d.next_shared;
+        d.next_shared += 1;
+        if d.shared.len() <= i {
+            d.shared.push(Vec::new());
+        }
+        let words = (N * T::SCALAR.bytes() as usize).div_ceil(8).max(1);
+        let buf = &mut d.shared[i];
+        buf.clear();
+        buf.resize(words, 0);
+        Ptr::from_raw(buf.as_mut_ptr() as usize as u64)
+    })
+}
+
+/// Launches kernel `k` over `grid` × `block` threads with `args` (a tuple of `Val`/`Ptr`) and
+/// waits for it. In a traced host function this records a launch; the kernel is traced once
+/// per trace.
+pub fn launch<Args: CallArgs, K: TraceFn<Args, Ret = ()>>(
+    k: K,
+    grid: Grid,
+    block: Block,
+    args: Args,
+) {
+    let raws = args.raws();
+    if !crate::is_tracing() {
+        DIRECT.with(|d| d.borrow_mut().next_shared = 0);
+        k.call_raw(&raws);
+        return;
+    }
+    if <K::Ret as Ret>::ir_type().is_some() {
+        with_tracer(|t| {
+            t.fail(TraceError::BadKernel {
+                name: fn_name::<K>(),
+                reason: "kernels return nothing".into(),
+            })
+        });
+        return;
+    }
+    let id = traced_function(&k, FuncKind::Kernel);
+    let g = [grid.0.x, grid.0.y, grid.0.z].map(|v| value_of(v.raw()));
+    let b = [block.0.x, block.0.y, block.0.z].map(|v| value_of(v.raw()));
+    emit(|bld| bld.launch(id, g, b, raws.into_iter().map(value_of).collect()));
+}
