@@ -1,5 +1,6 @@
 //! The `nacre` command: runs the demo (default), benchmarks and stage dumps.
 
+mod bench;
 mod demo;
 
 use anyhow::Result;
@@ -21,6 +22,13 @@ enum Command {
         #[arg(long, default_value = "cranelift")]
         backend: String,
     },
+    /// Run a benchmark suite: `nacre bench cpu [--quick] [--json FILE]` or
+    /// `nacre bench gpu --backend cpu [--mode serial|grid] [--quick] [--json FILE]`.
+    Bench {
+        /// The suite to run.
+        #[command(subcommand)]
+        suite: bench::Suite,
+    },
 }
 
 fn main() -> Result<()> {
@@ -29,5 +37,6 @@ fn main() -> Result<()> {
         backend: "cranelift".into(),
     }) {
         Command::Demo { backend } => demo::run(&backend),
+        Command::Bench { suite } => bench::run(&suite),
     }
 }

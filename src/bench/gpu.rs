@@ -1,0 +1,777 @@
+//! `nacre bench gpu`: the seed's GPU benchmark, run on a backend of the GPU runtime.
+//!
+//! Only the CPU backend exists in this build (kernels lowered to step functions and run by
+//! `nacre-gpu`'s executor, see `nacre::gpu::CpuMode`); `--backend cuda` and `--backend metal`
+//! fail with an error saying so. On the CPU the suite runs in one mode per invocation
+//! (`--mode grid`, the default, or `--mode serial`) and measures, as median nanoseconds per
+//! call with the sampler of [`super::measure`]:
+//!
+//! - `gpu_cpu_saxpy_N`, `gpu_cpu_vecadd_N` (N = 1M, 4M, 16M floats): one call of the corpus's
+//!   `run_saxpy_grid_stride` / `run_vec_add_grid_stride`, i.e. one launch of the grid-stride
+//!   kernel over N elements (see [`launch_blocks`] for the grid);
+//! - `gpu_cpu_blocksum_16777216`: one call of `run_block_sum` (one block of 256 per 256
+//!   elements, a shared-memory tree reduction with barriers, one sum per block out). Grid mode
+//!   only: serial mode runs one thread of one block, which sums nothing meaningful;
+//! - `gpu_cpu_logistic_262144_I` (I = 256, 1024): one call of `run_logistic`, I steps of the
+//!   logistic map on each of 262,144 floats, in place;
+//! - `gpu_cpu_compile_K` (K = saxpy, vecadd, blocksum, logistic): `Engine::compile` of the
+//!   kernel's host function on an engine made just before (not timed) for every sample, so
+//!   nothing is cached: trace, passes, kernel lowering, and the backend's compiles of the step
+//!   function and of the host function;
+//! - `rust_rayon_X` for each `gpu_cpu_X` above (not the compiles): the same computation written
+//!   by hand with rayon on the same data, on rayon's global pool (the one the executor uses).
+//!   The block-sum baseline computes the same per-256-chunk sums as the kernel (not one total),
+//!   each with the kernel's tree order, so its result is the kernel's to the last bit.
+//!
+//! Before a pair is timed, the kernel and the baseline run once on the same inputs and their
+//! outputs are compared (exactly; block sums within a relative 1e-5). The arrays of a size are
+//! allocated once, outside the timing; the timed calls then keep updating them in place
+//! (saxpy's `y`, logistic's `v`), which changes the values, not the work.
+//!
+//! The report prints each `gpu_cpu_X` beside `rust_rayon_X` with their ratio, and the targets
+//! with PASS/MISS (grid mode: within 2× of rayon on saxpy, vecadd and logistic; the block sum
+//! under 10× the rayon baseline). A MISS is reported, not an error.
+
+use super::measure::{measure, measure_batched, Config, Stats};
+use super::report::{self, format_ns, Row};
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use nacre::gpu::{Array, CpuMode};
+use nacre::{Engine, GpuOptions, Options};
+use nacre_corpus::bench::Batch;
+use nacre_corpus::kernels::{
+    run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
+};
+use rayon::prelude::*;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// The GPU runtime backends `--backend` names.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GpuBackend {
+    /// Kernels on the CPU (lowered to step functions, run by the CPU executor).
+    Cpu,
+    /// NVIDIA GPUs through CUDA (not in this build).
+    Cuda,
+    /// Apple GPUs through Metal (not in this build).
+    Metal,
+}
+
+/// How kernels run on the CPU (`nacre::gpu::CpuMode`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// One block of one thread, whatever the launch asks for (grid-stride kernels only).
+    Serial,
+    /// Every block and thread, blocks spread over all cores (the default).
+    Grid,
+}
+
+impl Mode {
+    fn cpu_mode(self) -> CpuMode {
+        match self {
+            Mode::Serial => CpuMode::Serial,
+            Mode::Grid => CpuMode::Grid,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Serial => "serial",
+            Mode::Grid => "grid",
+        }
+    }
+}
+
+/// Arguments of `nacre bench gpu`.
+#[derive(Args, Debug)]
+pub struct GpuArgs {
+    /// The GPU runtime backend: cpu (the only one in this build), cuda or metal.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: GpuBackend,
+    /// How kernels run on the CPU backend: grid (full grid semantics over all cores) or serial.
+    #[arg(long, value_enum, default_value = "grid")]
+    pub mode: Mode,
+    /// Write the results as JSON (`{"unit": "ns", "results": {name: median}}`) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Sample briefly (about 30 ms per benchmark instead of 0.5 s): a rough run in seconds.
+    #[arg(long)]
+    pub quick: bool,
+    /// Run only the benchmarks whose name contains one of these (comma-separated) strings.
+    #[arg(long, value_delimiter = ',', value_name = "SUBSTRINGS")]
+    pub filter: Vec<String>,
+    /// Launch the grid-stride kernels (saxpy, vecadd, logistic) on this many blocks of 256
+    /// instead of the default of [`launch_blocks`] (for exploring the grid's effect).
+    #[arg(long, value_name = "BLOCKS")]
+    pub blocks: Option<u32>,
+}
+
+/// The sizes of the saxpy and vecadd benchmarks, in floats.
+const VECTOR_SIZES: [usize; 3] = [1 << 20, 1 << 22, 1 << 24];
+/// The size of the block-sum benchmark, in floats.
+const BLOCKSUM_SIZE: usize = 1 << 24;
+/// The number of floats of the logistic benchmarks.
+const LOGISTIC_SIZE: usize = 1 << 18;
+/// The step counts of the logistic benchmarks.
+const LOGISTIC_ITERS: [u32; 2] = [256, 1024];
+/// Threads per block of the corpus's launches.
+const BLOCK: usize = 256;
+/// `alpha` of saxpy.
+const ALPHA: f32 = 0.5;
+/// The tolerance of the block-sum check, relative to `1 + |expected|`.
+const BLOCKSUM_TOLERANCE: f32 = 1e-5;
+/// In grid mode, the default grid of a grid-stride launch gives every thread at least this
+/// many iterations of its loop (see [`launch_blocks`]).
+const MIN_ITERATIONS_PER_THREAD: usize = 4;
+
+/// The number of blocks of 256 the benchmark launches a grid-stride kernel with over `n`
+/// elements, unless `--blocks` says otherwise.
+///
+/// Grid mode: the executor splits the blocks of a launch into up to 4 contiguous chunks per
+/// rayon worker, and runs the grid-stride loop of a block with its 256 threads interleaved
+/// (a yield at the loop's back edge: round `k` runs iteration `k` of every thread, so
+/// consecutive threads touch consecutive elements). The grid is `n / (256 × 4)` blocks, so
+/// every thread runs [`MIN_ITERATIONS_PER_THREAD`] iterations and there are always far more
+/// blocks than chunks (1,024 blocks for 1M floats against 8 chunks on 2 cores): all cores are
+/// busy, each thread does several grid-stride iterations, and every block walks a few
+/// contiguous kilobytes per round. Grids of fewer, longer-running blocks measure the same or
+/// slower (see `bench/README.md`).
+///
+/// Serial mode runs grid = block = 1 whatever the launch asks, so the value passed only
+/// matters for the host function's arithmetic; the same grid as in grid mode is passed.
+pub fn launch_blocks(n: usize) -> u32 {
+    let per_block = BLOCK * MIN_ITERATIONS_PER_THREAD;
+    n.div_ceil(per_block).clamp(1, u32::MAX as usize) as u32
+}
+
+/// Deterministic pseudo-random floats in [-1, 1) (xorshift).
+fn random_f32(n: usize, seed: u32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x % 2000) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+/// The starting values of the logistic map: 0.1 to 0.9, evenly spread.
+fn logistic_input(n: usize) -> Vec<f32> {
+    (0..n).map(|i| 0.1 + 0.8 * (i as f32 / n as f32)).collect()
+}
+
+/// Fails unless `got` equals `want` element by element within `tol × (1 + |want|)` (0: exactly).
+fn check_close(what: &str, got: &[f32], want: &[f32], tol: f32) -> Result<()> {
+    if got.len() != want.len() {
+        bail!("{what}: {} results, expected {}", got.len(), want.len());
+    }
+    let bad = got
+        .iter()
+        .zip(want)
+        .position(|(g, w)| !((g - w).abs() <= tol * (1.0 + w.abs()) || g == w));
+    if let Some(i) = bad {
+        bail!(
+            "{what}: the kernel and the rayon baseline disagree at [{i}]: {} vs {}",
+            got[i],
+            want[i]
+        );
+    }
+    Ok(())
+}
+
+// ---- the rayon baselines --------------------------------------------------------------
+
+/// `y = alpha * x + y` with rayon.
+fn rayon_saxpy(alpha: f32, x: &[f32], y: &mut [f32]) {
+    y.par_iter_mut()
+        .zip(x.par_iter())
+        .for_each(|(y, &x)| *y = alpha * x + *y);
+}
+
+/// `c = a + b` with rayon.
+fn rayon_vec_add(a: &[f32], b: &[f32], c: &mut [f32]) {
+    c.par_iter_mut()
+        .zip(a.par_iter().zip(b.par_iter()))
+        .for_each(|(c, (&a, &b))| *c = a + b);
+}
+
+/// The sum of one chunk of 256 in the kernel's order: a tree that adds element `t + s` to
+/// element `t` for `s` = 128, 64, ..., 1 (a shorter last chunk is padded with zeros, as the
+/// kernel's threads past `n` contribute 0).
+fn tree_sum(chunk: &[f32]) -> f32 {
+    let mut s = [0.0f32; BLOCK];
+    s[..chunk.len()].copy_from_slice(chunk);
+    let mut half = BLOCK / 2;
+    while half > 0 {
+        let (lo, hi) = s.split_at_mut(half);
+        for (a, b) in lo.iter_mut().zip(&hi[..half]) {
+            *a += *b;
+        }
+        half /= 2;
+    }
+    s[0]
+}
+
+/// One sum per chunk of 256 of `input` into `out`, with rayon.
+fn rayon_block_sum(input: &[f32], out: &mut [f32]) {
+    input
+        .par_chunks(BLOCK)
+        .zip(out.par_iter_mut())
+        .for_each(|(chunk, o)| *o = tree_sum(chunk));
+}
+
+/// `iters` steps of `v = 3.9 v (1 - v)` on every element, with rayon.
+fn rayon_logistic(v: &mut [f32], iters: u32) {
+    v.par_iter_mut().for_each(|x| {
+        let mut y = *x;
+        for _ in 0..iters {
+            y = 3.9 * y * (1.0 - y);
+        }
+        *x = y;
+    });
+}
+
+// ---- the harness ----------------------------------------------------------------------
+
+/// Samples benchmarks and collects the results.
+struct Harness {
+    config: Config,
+    filter: Vec<String>,
+    rows: Vec<Row>,
+    /// Lines printed under the table (skipped benchmarks, the launch grids).
+    notes: Vec<String>,
+}
+
+impl Harness {
+    fn wants(&self, name: &str) -> bool {
+        self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()))
+    }
+
+    fn record(&mut self, name: &str, stats: Stats) {
+        eprintln!(
+            "{:>4} {name:<34} {:>11}  ±{:>5.1}%  ({} samples × {})",
+            self.rows.len() + 1,
+            format_ns(stats.median_ns),
+            100.0 * stats.mad_ns / stats.median_ns,
+            stats.samples,
+            stats.batch
+        );
+        self.rows.push(Row {
+            name: name.to_string(),
+            stats,
+        });
+    }
+
+    /// Measures `routine`, which fails with an error of its own; the first error ends the
+    /// benchmark (after the sampling) with that error.
+    fn time<E>(&mut self, name: &str, mut routine: impl FnMut() -> Result<(), E>) -> Result<()>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let mut failure: Option<E> = None;
+        let stats = measure(&self.config, || {
+            if let Err(e) = routine() {
+                failure.get_or_insert(e);
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e).with_context(|| format!("benchmark {name}"));
+        }
+        self.record(name, stats);
+        Ok(())
+    }
+}
+
+/// Everything one run of the suite needs.
+struct Suite {
+    h: Harness,
+    mode: Mode,
+    engine: Engine,
+    options: Options,
+    blocks: Option<u32>,
+    /// The grid each grid-stride benchmark launched, for the report and the JSON file.
+    grids: BTreeMap<String, u32>,
+}
+
+impl Suite {
+    fn blocks(&mut self, name: &str, n: usize) -> u32 {
+        let blocks = self.blocks.unwrap_or_else(|| launch_blocks(n));
+        self.grids.insert(name.to_string(), blocks);
+        blocks
+    }
+
+    /// `gpu_cpu_saxpy_N` and `rust_rayon_saxpy_N`.
+    fn saxpy(&mut self, n: usize) -> Result<()> {
+        let (gpu, rust) = (
+            format!("gpu_cpu_saxpy_{n}"),
+            format!("rust_rayon_saxpy_{n}"),
+        );
+        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let f = self.engine.compile(run_saxpy_grid_stride)?;
+        let blocks = self.blocks(&gpu, n);
+        let (xv, yv) = (random_f32(n, 1), random_f32(n, 2));
+        let (x, y) = (Array::copy(&xv)?, Array::copy(&yv)?);
+        let mut y_rust = yv;
+        f.call(ALPHA, x.ptr(), y.ptr(), n as u32, blocks)?;
+        rayon_saxpy(ALPHA, x.as_slice(), &mut y_rust);
+        check_close(&gpu, y.as_slice(), &y_rust, 0.0)?;
+        if self.h.wants(&gpu) {
+            self.h.time(&gpu, || {
+                f.call(black_box(ALPHA), x.ptr(), y.ptr(), n as u32, blocks)
+            })?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time(&rust, || {
+                rayon_saxpy(black_box(ALPHA), x.as_slice(), &mut y_rust);
+                Ok::<(), std::convert::Infallible>(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `gpu_cpu_vecadd_N` and `rust_rayon_vecadd_N`.
+    fn vec_add(&mut self, n: usize) -> Result<()> {
+        let (gpu, rust) = (
+            format!("gpu_cpu_vecadd_{n}"),
+            format!("rust_rayon_vecadd_{n}"),
+        );
+        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let f = self.engine.compile(run_vec_add_grid_stride)?;
+        let blocks = self.blocks(&gpu, n);
+        let (a, b) = (
+            Array::copy(&random_f32(n, 3))?,
+            Array::copy(&random_f32(n, 4))?,
+        );
+        let c = Array::<f32>::alloc_unified(n)?;
+        let mut c_rust = vec![0.0f32; n];
+        f.call(a.ptr(), b.ptr(), c.ptr(), n as u32, blocks)?;
+        rayon_vec_add(a.as_slice(), b.as_slice(), &mut c_rust);
+        check_close(&gpu, c.as_slice(), &c_rust, 0.0)?;
+        if self.h.wants(&gpu) {
+            self.h.time(&gpu, || {
+                f.call(a.ptr(), b.ptr(), c.ptr(), black_box(n as u32), blocks)
+            })?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time(&rust, || {
+                rayon_vec_add(a.as_slice(), b.as_slice(), black_box(&mut c_rust));
+                Ok::<(), std::convert::Infallible>(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `gpu_cpu_blocksum_16777216` (grid mode) and `rust_rayon_blocksum_16777216`.
+    fn block_sum(&mut self) -> Result<()> {
+        let n = BLOCKSUM_SIZE;
+        let (gpu, rust) = (
+            format!("gpu_cpu_blocksum_{n}"),
+            format!("rust_rayon_blocksum_{n}"),
+        );
+        let run_gpu = self.h.wants(&gpu) && self.mode == Mode::Grid;
+        if self.h.wants(&gpu) && !run_gpu {
+            self.h.notes.push(format!(
+                "{gpu}: skipped in serial mode (one thread of one block cannot run a \
+                 block-wide shared-memory reduction); run it with --mode grid"
+            ));
+        }
+        if !run_gpu && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let input = Array::copy(&random_f32(n, 5))?;
+        let out = Array::<f32>::alloc_unified(n.div_ceil(BLOCK))?;
+        let mut out_rust = vec![0.0f32; n.div_ceil(BLOCK)];
+        rayon_block_sum(input.as_slice(), &mut out_rust);
+        if run_gpu {
+            let f = self.engine.compile(run_block_sum)?;
+            f.call(input.ptr(), out.ptr(), n as u32)?;
+            check_close(&gpu, out.as_slice(), &out_rust, BLOCKSUM_TOLERANCE)?;
+            self.h
+                .time(&gpu, || f.call(input.ptr(), out.ptr(), black_box(n as u32)))?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time(&rust, || {
+                rayon_block_sum(input.as_slice(), black_box(&mut out_rust));
+                Ok::<(), std::convert::Infallible>(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `gpu_cpu_logistic_262144_I` and `rust_rayon_logistic_262144_I`.
+    fn logistic(&mut self, iters: u32) -> Result<()> {
+        let n = LOGISTIC_SIZE;
+        let (gpu, rust) = (
+            format!("gpu_cpu_logistic_{n}_{iters}"),
+            format!("rust_rayon_logistic_{n}_{iters}"),
+        );
+        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let f = self.engine.compile(run_logistic)?;
+        let blocks = self.blocks(&gpu, n);
+        let start = logistic_input(n);
+        let v = Array::copy(&start)?;
+        let mut v_rust = start;
+        f.call(v.ptr(), n as u32, iters, blocks)?;
+        rayon_logistic(&mut v_rust, iters);
+        check_close(&gpu, v.as_slice(), &v_rust, 0.0)?;
+        if self.h.wants(&gpu) {
+            self.h
+                .time(&gpu, || f.call(v.ptr(), n as u32, black_box(iters), blocks))?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time(&rust, || {
+                rayon_logistic(&mut v_rust, black_box(iters));
+                Ok::<(), std::convert::Infallible>(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `gpu_cpu_compile_K`: `compile(engine)` (an `Engine::compile` of the kernel's host
+    /// function) on a fresh engine per sample, made outside the timing.
+    fn compile<O>(
+        &mut self,
+        kernel: &str,
+        mut compile: impl FnMut(&Engine) -> Result<O, nacre::Error>,
+    ) -> Result<()> {
+        let name = format!("gpu_cpu_compile_{kernel}");
+        if !self.h.wants(&name) {
+            return Ok(());
+        }
+        // Fail early, with the error, if the function does not compile.
+        compile(&Engine::new(self.options.clone())?)
+            .with_context(|| format!("compiling {kernel}"))?;
+        let options = self.options.clone();
+        let mut failure: Option<nacre::Error> = None;
+        let stats = measure_batched(
+            &self.h.config,
+            Batch::PerIteration,
+            || Engine::new(options.clone()),
+            |engine| {
+                let engine = match engine {
+                    Ok(engine) => engine,
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        return None;
+                    }
+                };
+                match compile(&engine) {
+                    Ok(compiled) => Some((compiled, engine)),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        None
+                    }
+                }
+            },
+        );
+        if let Some(e) = failure {
+            return Err(e).with_context(|| format!("benchmark {name}"));
+        }
+        self.h.record(&name, stats);
+        Ok(())
+    }
+}
+
+/// Runs the suite, prints the report and writes the JSON file if asked.
+pub fn run(args: &GpuArgs) -> Result<()> {
+    match args.backend {
+        GpuBackend::Cpu => {}
+        GpuBackend::Cuda => bail!(
+            "the CUDA backend is not available in this build on this machine: \
+             `nacre bench gpu` runs kernels on the CPU only (use --backend cpu)"
+        ),
+        GpuBackend::Metal => bail!(
+            "the Metal backend is not available in this build on this machine: \
+             `nacre bench gpu` runs kernels on the CPU only (use --backend cpu)"
+        ),
+    }
+    if args.blocks == Some(0) {
+        bail!("--blocks must be at least 1");
+    }
+    let options = Options {
+        gpu: GpuOptions {
+            cpu_mode: args.mode.cpu_mode(),
+        },
+        ..Options::default()
+    };
+    let mut s = Suite {
+        h: Harness {
+            config: if args.quick {
+                Config::QUICK
+            } else {
+                Config::FULL
+            },
+            filter: args.filter.clone(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        },
+        mode: args.mode,
+        engine: Engine::new(options.clone())?,
+        options,
+        blocks: args.blocks,
+        grids: BTreeMap::new(),
+    };
+    let threads = rayon::current_num_threads();
+    let started = Instant::now();
+    eprintln!(
+        "nacre bench gpu --backend cpu --mode {} ({} run, {threads} rayon threads): \
+         median of samples per benchmark",
+        args.mode.name(),
+        if args.quick { "quick" } else { "full" }
+    );
+
+    for n in VECTOR_SIZES {
+        s.saxpy(n)
+            .with_context(|| format!("saxpy over {n} floats"))?;
+    }
+    for n in VECTOR_SIZES {
+        s.vec_add(n)
+            .with_context(|| format!("vecadd over {n} floats"))?;
+    }
+    s.block_sum().context("block sum")?;
+    for iters in LOGISTIC_ITERS {
+        s.logistic(iters)
+            .with_context(|| format!("logistic map, {iters} steps"))?;
+    }
+    s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
+    s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
+    s.compile("blocksum", |e| e.compile(run_block_sum))?;
+    s.compile("logistic", |e| e.compile(run_logistic))?;
+
+    let wall = started.elapsed();
+    print_report(&s, threads);
+    eprintln!(
+        "\n{} benchmarks in {:.1} s",
+        s.h.rows.len(),
+        wall.as_secs_f64()
+    );
+    if let Some(path) = &args.json {
+        let mut doc = report::to_json(&s.h.rows);
+        doc["config"] = json!({
+            "backend": "cpu",
+            "mode": args.mode.name(),
+            "rayon_threads": threads,
+            "block_threads": BLOCK,
+            "grid_blocks": s.grids,
+            "quick": args.quick,
+        });
+        report::write_document(path, &doc)
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("results written to {}", path.display());
+    }
+    Ok(())
+}
+
+// ---- the report -----------------------------------------------------------------------
+
+fn lookup<'a>(rows: &'a [Row], name: &str) -> Option<&'a Stats> {
+    rows.iter().find(|r| r.name == name).map(|r| &r.stats)
+}
+
+/// `gpu_cpu_X / rust_rayon_X`, when both ran.
+fn rayon_ratio(rows: &[Row], gpu: &str) -> Option<f64> {
+    let rest = gpu.strip_prefix("gpu_cpu_")?;
+    let g = lookup(rows, gpu)?.median_ns;
+    let r = lookup(rows, &format!("rust_rayon_{rest}"))?.median_ns;
+    Some(g / r)
+}
+
+/// A target: the ratio of a benchmark to its rayon baseline at most (or, `strict`, below) a
+/// limit.
+struct Target {
+    name: String,
+    limit: f64,
+    strict: bool,
+}
+
+impl Target {
+    fn met_by(&self, ratio: f64) -> bool {
+        if self.strict {
+            ratio < self.limit
+        } else {
+            ratio <= self.limit
+        }
+    }
+}
+
+/// The grid-mode targets: within 2× of rayon on saxpy, vecadd and logistic; the block sum
+/// under 10× the rayon baseline.
+fn targets() -> Vec<Target> {
+    let within = |name: String, limit: f64, strict: bool| Target {
+        name,
+        limit,
+        strict,
+    };
+    let mut t = Vec::new();
+    for n in VECTOR_SIZES {
+        t.push(within(format!("gpu_cpu_saxpy_{n}"), 2.0, false));
+    }
+    for n in VECTOR_SIZES {
+        t.push(within(format!("gpu_cpu_vecadd_{n}"), 2.0, false));
+    }
+    for iters in LOGISTIC_ITERS {
+        let name = format!("gpu_cpu_logistic_{LOGISTIC_SIZE}_{iters}");
+        t.push(within(name, 2.0, false));
+    }
+    t.push(within(
+        format!("gpu_cpu_blocksum_{BLOCKSUM_SIZE}"),
+        10.0,
+        true,
+    ));
+    t
+}
+
+fn print_report(s: &Suite, threads: usize) {
+    let rows = &s.h.rows;
+    println!(
+        "\nnacre bench gpu --backend cpu --mode {}: {threads} rayon threads, blocks of {BLOCK}",
+        s.mode.name()
+    );
+    println!(
+        "\n{:<32} {:>11} {:>7}   {:<32} {:>11} {:>7} {:>9}",
+        "benchmark", "median", "±MAD", "rayon baseline", "median", "±MAD", "ratio"
+    );
+    println!("{}", "-".repeat(32 + 12 + 8 + 3 + 32 + 12 + 8 + 10));
+    let spread = |st: &Stats| format!("{:.1}%", 100.0 * st.mad_ns / st.median_ns);
+    for row in rows.iter().filter(|r| r.name.starts_with("gpu_cpu_")) {
+        let rest = &row.name["gpu_cpu_".len()..];
+        let base_name = format!("rust_rayon_{rest}");
+        let (base, base_median, base_spread) = match lookup(rows, &base_name) {
+            Some(b) => (base_name, format_ns(b.median_ns), spread(b)),
+            None => (String::new(), String::new(), String::new()),
+        };
+        let ratio = rayon_ratio(rows, &row.name)
+            .map(|r| format!("{r:.2}×"))
+            .unwrap_or_default();
+        println!(
+            "{:<32} {:>11} {:>7}   {:<32} {:>11} {:>7} {:>9}",
+            row.name,
+            format_ns(row.stats.median_ns),
+            spread(&row.stats),
+            base,
+            base_median,
+            base_spread,
+            ratio
+        );
+    }
+    for row in rows.iter().filter(|r| r.name.starts_with("rust_rayon_")) {
+        let rest = &row.name["rust_rayon_".len()..];
+        if lookup(rows, &format!("gpu_cpu_{rest}")).is_none() {
+            println!(
+                "{:<32} {:>11} {:>7}   {:<32} {:>11} {:>7}",
+                "",
+                "",
+                "",
+                row.name,
+                format_ns(row.stats.median_ns),
+                spread(&row.stats)
+            );
+        }
+    }
+
+    println!("\nnotes");
+    if !s.grids.is_empty() {
+        let grids: Vec<String> = s.grids.iter().map(|(k, b)| format!("{k}: {b}")).collect();
+        println!(
+            "  grid-stride launches (blocks of {BLOCK}{}): {}",
+            if s.mode == Mode::Serial {
+                "; serial mode runs grid = block = 1 whatever is passed"
+            } else {
+                ""
+            },
+            grids.join(", ")
+        );
+    }
+    println!(
+        "  rust_rayon_blocksum: one sum per 256 floats in the kernel's tree order (not a \
+         single total)"
+    );
+    for note in &s.h.notes {
+        println!("  {note}");
+    }
+
+    match s.mode {
+        Mode::Grid => println!("\ntargets (grid mode; a MISS is reported, not an error)"),
+        Mode::Serial => println!(
+            "\ntargets (they apply to grid mode; serial-mode ratios for reference, no verdict)"
+        ),
+    }
+    for target in targets() {
+        let rest = &target.name["gpu_cpu_".len()..];
+        let op = if target.strict { "<" } else { "≤" };
+        let what = format!("{} / rust_rayon_{rest} {op} {}", target.name, target.limit);
+        let got = rayon_ratio(rows, &target.name);
+        let measured = got.map(|r| format!("{r:.3}")).unwrap_or_default();
+        let verdict = match (s.mode, got) {
+            (_, None) => "not run",
+            (Mode::Serial, Some(_)) => "n/a",
+            (Mode::Grid, Some(r)) if target.met_by(r) => "PASS",
+            (Mode::Grid, Some(_)) => "MISS",
+        };
+        println!("  {what:<72} {measured:>9}  {verdict}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_sum_matches_the_kernels_order_and_pads_with_zeros() {
+        let x: Vec<f32> = (0..256).map(|i| i as f32).collect();
+        assert_eq!(tree_sum(&x), (0..256).sum::<i32>() as f32);
+        assert_eq!(tree_sum(&[1.0, 2.0, 3.0]), 6.0);
+    }
+
+    #[test]
+    fn launch_grid_gives_every_thread_several_iterations() {
+        assert_eq!(launch_blocks(1 << 20), 1024);
+        assert_eq!(launch_blocks(1 << 24), 16384);
+        assert_eq!(launch_blocks(1), 1);
+    }
+
+    #[test]
+    fn baselines_compute_the_kernels_results() {
+        let (x, mut y) = (vec![1.0f32, 2.0], vec![10.0f32, 20.0]);
+        rayon_saxpy(0.5, &x, &mut y);
+        assert_eq!(y, [10.5, 21.0]);
+        let mut c = vec![0.0f32; 2];
+        rayon_vec_add(&x, &[3.0, 4.0], &mut c);
+        assert_eq!(c, [4.0, 6.0]);
+        let mut v = vec![0.5f32];
+        rayon_logistic(&mut v, 1);
+        assert_eq!(v, [3.9f32 * 0.5 * 0.5]);
+        let input: Vec<f32> = (0..600).map(|i| (i % 7) as f32).collect();
+        let mut out = vec![0.0f32; 3];
+        rayon_block_sum(&input, &mut out);
+        let want: Vec<f32> = input.chunks(256).map(|c| c.iter().sum()).collect();
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn gpu_backends_other_than_cpu_fail_clearly() {
+        for backend in [GpuBackend::Cuda, GpuBackend::Metal] {
+            let args = GpuArgs {
+                backend,
+                mode: Mode::Grid,
+                json: None,
+                quick: true,
+                filter: Vec::new(),
+                blocks: None,
+            };
+            let e = run(&args).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("not available"), "{e}");
+        }
+    }
+}

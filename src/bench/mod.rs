@@ -1,0 +1,36 @@
+//! `nacre bench`: the benchmark suites of the `nacre` command.
+//!
+//! Each suite is a subcommand: `nacre bench cpu` ([`cpu`]) measures the tracing, optimising,
+//! compiling and execution times of the CPU backends; `nacre bench gpu` ([`gpu`]) the seed's
+//! GPU benchmark (kernel launches and kernel compiles) on a backend of the GPU runtime,
+//! against hand-written rayon. The sampling ([`measure`]) and the JSON report ([`report`],
+//! with the seed's Nautilus figures of [`seed_figures`] for the CPU suite) are shared.
+
+pub mod cpu;
+pub mod gpu;
+pub mod measure;
+pub mod report;
+pub mod seed_figures;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+/// The benchmark suites.
+#[derive(Subcommand, Debug)]
+pub enum Suite {
+    /// Tracing, IR, compile, end-to-end, execution and tiered-compilation times of the CPU
+    /// backends (interp, cranelift, c), against hand-written Rust and Nautilus's figures.
+    Cpu(cpu::CpuArgs),
+    /// The seed's GPU benchmark (saxpy, vecadd, block sum, logistic map launches and kernel
+    /// compiles) on a GPU runtime backend (cpu; cuda and metal are not in this build), against
+    /// hand-written rayon.
+    Gpu(gpu::GpuArgs),
+}
+
+/// Runs a benchmark suite.
+pub fn run(suite: &Suite) -> Result<()> {
+    match suite {
+        Suite::Cpu(args) => cpu::run(args),
+        Suite::Gpu(args) => gpu::run(args),
+    }
+}
