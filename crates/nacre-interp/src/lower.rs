@@ -831,7 +831,7 @@ impl<'a> FnLowerer<'a> {
     }
 
     /// Lowers a two-way branch. One edge (the "far" one) is taken by a conditional jump, the
-    /// other follows it; an edge with block arguments gets its moves inline (near) or in a stub
+    /// other follows it; an edge with block arguments gets its moves inline (near) or in an edge block
     /// after the near edge's code (far).
     fn lower_branch(
         &mut self,
@@ -885,15 +885,15 @@ impl<'a> FnLowerer<'a> {
             }
         };
         self.code.push(jump);
-        let stub = !far_moves.is_empty();
-        if !stub {
+        let edge_block = !far_moves.is_empty();
+        if !edge_block {
             self.fixups.push((cond_at, far.block));
         }
         self.emit_moves(&near_moves);
-        if stub || Some(near.block) != next {
+        if edge_block || Some(near.block) != next {
             self.emit_jump_to(near.block);
         }
-        if stub {
+        if edge_block {
             let pc = self.pc()?;
             if let Some(t) = self.code.get_mut(cond_at).and_then(Op::target_mut) {
                 *t = pc;

@@ -8,7 +8,8 @@ use syn::spanned::Spanned;
 use syn::{Error, ItemFn, ReturnType, Type};
 
 /// Expands `#[jit]` (or `#[kernel]`, named `name` in messages) on `item`; errors become
-/// `compile_error!`s next to a stub of the function, so that its callers still resolve.
+/// `compile_error!`s next to a body-less copy of the function (`unreachable!()` body), so that
+/// its callers still resolve.
 pub(crate) fn expand(name: &str, attr: TokenStream, item: TokenStream) -> TokenStream {
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
@@ -216,7 +217,7 @@ mod tests {
                 }
             },
         );
-        let f: syn::ItemFn = syn::parse2(out).expect("a stub function");
+        let f: syn::ItemFn = syn::parse2(out).expect("an error-recovery function");
         let text = quote!(#f).to_string();
         assert!(text.contains("compile_error"), "{text}");
         assert!(text.contains("unreachable"), "{text}");

@@ -82,7 +82,7 @@ fn tmp(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
 
-/// Replaces an expression by a placeholder and returns it (to move out of a `Box`).
+/// Replaces an expression by an empty one and returns it (to move out of a `Box`).
 fn take(e: &mut Expr) -> Expr {
     std::mem::replace(e, Expr::Verbatim(TokenStream::new()))
 }
