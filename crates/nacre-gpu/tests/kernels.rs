@@ -368,3 +368,70 @@ fn many_blocks_spread_over_workers() {
         }
     }
 }
+
+#[test]
+fn grid_stride_loops_collapse_only_when_equivalent() {
+    // More elements than one collapsed chunk, so several chunks (and workers) share the loop.
+    let n = 50_000usize;
+    let alpha = 1.5f32;
+    let x: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
+    let y0: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 6.0).collect();
+    let once: Vec<f32> = x.iter().zip(&y0).map(|(x, y)| alpha * x + y).collect();
+    let twice: Vec<f32> = x
+        .iter()
+        .zip(&y0)
+        .map(|(x, y)| alpha * x + (alpha * x + y))
+        .collect();
+    let (m, id) = saxpy();
+    for backend in backends() {
+        let serial = prepare(&m, id, &*backend, CpuMode::Serial);
+        assert!(!serial.is_collapsible());
+        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+        assert!(kernel.is_collapsible(), "{}", backend.name());
+        // One-dimensional launches collapse; a block with two rows runs every index twice
+        // (both rows compute the same global x index), so it must not collapse.
+        for (grid, block, expect) in [
+            ([7, 1, 1], [64, 1, 1], &once),
+            ([1, 1, 1], [1, 1, 1], &once),
+            ([100_000, 1, 1], [256, 1, 1], &once),
+            ([3, 1, 1], [64, 2, 1], &twice),
+        ] {
+            let xa = Array::copy(&x).unwrap();
+            let ya = Array::copy(&y0).unwrap();
+            let args = [
+                f32_bits(alpha),
+                ptr_arg(xa.as_ptr()),
+                ptr_arg(ya.as_ptr()),
+                n as u64,
+            ];
+            launch(&kernel, grid, block, &args).unwrap();
+            assert_eq!(
+                ya.as_slice(),
+                &expect[..],
+                "{} {grid:?}x{block:?}",
+                backend.name()
+            );
+        }
+    }
+    // Kernels with barriers, or whose body depends on the thread, keep the grid.
+    for (m, id) in [strided_sum(), block_sum(), vec_add(), index3d()] {
+        let kernel = prepare(&m, id, &*backends()[1], CpuMode::Grid);
+        assert!(!kernel.is_collapsible(), "{}", kernel.name());
+    }
+    let (m, id) = stride_thread_ids();
+    for backend in backends() {
+        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+        assert!(!kernel.is_collapsible(), "{}", backend.name());
+        let n = 100usize;
+        let out = Array::<u32>::alloc_unified(n).unwrap();
+        launch(
+            &kernel,
+            [2, 1, 1],
+            [8, 1, 1],
+            &[ptr_arg(out.as_ptr()), n as u64],
+        )
+        .unwrap();
+        let expect: Vec<u32> = (0..n as u32).map(|i| i % 8).collect();
+        assert_eq!(out.as_slice(), &expect[..], "{}", backend.name());
+    }
+}

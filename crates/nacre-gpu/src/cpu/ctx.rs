@@ -16,6 +16,8 @@
 //! | 11 | [`STATE_BASE`] | address of the per-thread state area (threads × [`super::StepInfo::state_words`] words) |
 //! | 12 | [`ROUND`] | 0 on a block's first round, then 1, 2, ... |
 //! | 13 | [`BARRIERS_OPEN`] | 1 if threads waiting at a barrier resume this round, 0 if only threads at a yield do |
+//! | 14, 15 | [`CHUNK_LO`], [`CHUNK_HI`] | collapsed step functions only: the range of the loop index to run |
+//! | 16 | [`CHUNK_LIMIT`] | collapsed step functions only: the largest loop bound that cannot wrap |
 //!
 //! Thread indices are not in the context: the step function loops over the threads of the
 //! block itself and derives `threadIdx` from its loop counter.
@@ -29,6 +31,9 @@
 //! threads that stopped in the round (0 when all have finished). The executor calls it again
 //! while the result is nonzero, with [`BARRIERS_OPEN`] set to 1 exactly when the previous
 //! round left no thread at a yield.
+//!
+//! A collapsed step function (see `collapse`) reads the same context, for one block of one
+//! thread, plus the chunk words, and returns one of the results defined there instead.
 
 /// First of three words: the block's index in x, y, z.
 pub const BLOCK_IDX: usize = 0;
@@ -47,8 +52,15 @@ pub const ROUND: usize = 12;
 /// Whether threads waiting at a barrier resume this round (1) or only threads at a yield
 /// (0): a barrier opens once every thread of the block has reached a barrier or finished.
 pub const BARRIERS_OPEN: usize = 13;
+/// First loop index of the chunk a collapsed step function runs (see `collapse`).
+pub const CHUNK_LO: usize = 14;
+/// End (exclusive) of the chunk a collapsed step function runs.
+pub const CHUNK_HI: usize = 15;
+/// The largest loop bound for which a collapsed launch is equivalent: the index type's
+/// maximum minus the launch's thread count.
+pub const CHUNK_LIMIT: usize = 16;
 /// Number of context words.
-pub const CTX_WORDS: usize = 14;
+pub const CTX_WORDS: usize = 17;
 
 /// Bit of a step function's result: some thread waits at a barrier.
 pub const AT_BARRIER: u32 = 1;

@@ -8,6 +8,11 @@
 //!   worker, round after round (see [`crate::cpu::lower`]), so barriers need no
 //!   synchronisation between OS threads.
 //!
+//! - In grid mode, a kernel of the collapsible grid-stride shape launched on a
+//!   one-dimensional grid runs instead as chunks of its loop index handed out to rayon's
+//!   workers, one call of its collapsed step function per chunk (see
+//!   [`crate::cpu::collapse`]); it falls back to the grid when the collapsed function refuses.
+//!
 //! Each worker keeps its buffers (the block's shared memory and the per-thread state) in a
 //! thread-local scratch area that grows to the largest launch and is reused, so steady-state
 //! launches allocate nothing. The context block lives on the worker's stack; the block index
@@ -20,20 +25,23 @@
 //! Shared memory is not cleared between blocks: like on a GPU, a shared array starts with
 //! unspecified contents (on the CPU, whatever the worker's previous block left there).
 
-use crate::cpu::ctx;
 use crate::cpu::kernel::CpuKernel;
 use crate::cpu::CpuMode;
+use crate::cpu::{collapse, ctx};
 use crate::memory::find_buffer;
 use nacre_ir::Trap;
 use rayon::prelude::*;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// The most threads a block may have (as on CUDA and Metal).
 pub const MAX_BLOCK_THREADS: u64 = 1024;
 
 /// Chunks of blocks per rayon worker in grid mode (some slack for load balancing).
 const CHUNKS_PER_WORKER: u64 = 4;
+
+/// Loop indices per chunk of a collapsed launch (chunks are handed out one at a time).
+const COLLAPSE_CHUNK: u64 = 1 << 15;
 
 /// The launcher the CPU runtime binds into host modules (a [`nacre_ir::LaunchFn`]).
 ///
@@ -184,8 +192,85 @@ impl CpuKernel {
         match self.mode() {
             // SAFETY: one block of one thread; buffers sized by `run_blocks`.
             CpuMode::Serial => unsafe { self.run_blocks(&Shape::SERIAL, args, 0, 1, None) },
-            // SAFETY: as above, for the whole grid.
-            CpuMode::Grid => unsafe { self.run_grid(&shape, args) },
+            CpuMode::Grid => {
+                // SAFETY: forwarded contract.
+                if unsafe { self.run_collapsed(&shape, args) }? {
+                    return Ok(());
+                }
+                // SAFETY: as above, for the whole grid.
+                unsafe { self.run_grid(&shape, args) }
+            }
+        }
+    }
+
+    /// Runs a launch of a collapsible kernel (see [`crate::cpu::collapse`]) as chunks of its
+    /// loop index handed out to rayon's workers. `Ok(false)` (nothing ran) if the kernel has
+    /// no collapsed step function, the launch is not one-dimensional, its thread count does
+    /// not fit the loop index, or the loop bound is so large that the index could wrap: the
+    /// caller then runs the grid.
+    ///
+    /// # Safety
+    /// As [`cpu_launch`].
+    unsafe fn run_collapsed(&self, shape: &Shape, args: *const u64) -> Result<bool, u32> {
+        let Some(step) = self.collapsed() else {
+            return Ok(false);
+        };
+        let threads = shape.grid[0] * shape.block[0];
+        let one_dim = shape.grid[1..] == [1, 1] && shape.block[1..] == [1, 1];
+        if !one_dim || threads > step.max.min(u32::MAX as u64) {
+            return Ok(false);
+        }
+        let mut ctx = Shape::SERIAL.ctx(0, 0);
+        ctx[ctx::CHUNK_LIMIT] = step.max - threads;
+        let next = AtomicU64::new(0);
+        let ended = AtomicBool::new(false);
+        let refused = AtomicBool::new(false);
+        let trap = AtomicU32::new(0);
+        let args_addr = args as usize;
+        let work = |mut ctx: [u64; ctx::CTX_WORDS]| loop {
+            if ended.load(Ordering::Relaxed) || trap.load(Ordering::Relaxed) != 0 {
+                return;
+            }
+            let lo = next
+                .fetch_add(1, Ordering::Relaxed)
+                .saturating_mul(COLLAPSE_CHUNK);
+            if lo >= step.max {
+                // Unreachable when the wrap check passed (the bound is below `max`).
+                ended.store(true, Ordering::Relaxed);
+                return;
+            }
+            ctx[ctx::CHUNK_LO] = lo;
+            ctx[ctx::CHUNK_HI] = lo.saturating_add(COLLAPSE_CHUNK).min(step.max);
+            // SAFETY: the context describes one block of one thread with no shared memory
+            // or state, which is all a collapsed step function uses; `args` per the caller.
+            match unsafe { step.step(args_addr as *const u64, ctx.as_mut_ptr()) } {
+                Ok(collapse::CHUNK_DONE) => {}
+                Ok(collapse::NOT_COLLAPSIBLE) => {
+                    // Every call refuses alike, before running anything.
+                    refused.store(true, Ordering::Relaxed);
+                    ended.store(true, Ordering::Relaxed);
+                    return;
+                }
+                Ok(result) => {
+                    debug_assert_eq!(result, collapse::ENDED);
+                    ended.store(true, Ordering::Relaxed);
+                    return;
+                }
+                Err(code) => {
+                    let _ = trap.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+                    return;
+                }
+            }
+        };
+        let workers = rayon::current_num_threads();
+        if workers <= 1 {
+            work(ctx);
+        } else {
+            (0..workers).into_par_iter().for_each(|_| work(ctx));
+        }
+        match trap.load(Ordering::Relaxed) {
+            0 => Ok(!refused.load(Ordering::Relaxed)),
+            code => Err(code),
         }
     }
 

@@ -24,6 +24,78 @@ pub struct CpuKernel {
     info: StepInfo,
     mode: CpuMode,
     step_module: Module,
+    collapsed: Option<CollapsedStep>,
+}
+
+/// The collapsed step function of a grid-stride kernel (see `crate::cpu::collapse`).
+pub(crate) struct CollapsedStep {
+    exec: Arc<dyn Executable>,
+    entry: Option<StepFn>,
+    /// The largest value of the loop index's type.
+    pub(crate) max: u64,
+}
+
+impl CollapsedStep {
+    /// Wraps a compiled collapsed step function whose loop index has maximum `max`.
+    pub(crate) fn new(exec: Arc<dyn Executable>, max: u64) -> CollapsedStep {
+        CollapsedStep {
+            entry: native_step(exec.as_ref()),
+            exec,
+            max,
+        }
+    }
+
+    /// One call of the collapsed step function: `Ok(result)` (see `crate::cpu::collapse`),
+    /// `Err(code)` if the kernel trapped.
+    ///
+    /// # Safety
+    /// As [`CpuKernel::step`], with the chunk words of the context set.
+    #[inline]
+    pub(crate) unsafe fn step(&self, args: *const u64, ctx: *mut u64) -> Result<u32, u32> {
+        // SAFETY: forwarded contract.
+        unsafe { call_step(self.entry, self.exec.as_ref(), args, ctx) }
+    }
+}
+
+/// The native entry of a compiled step function, if the backend produced native code.
+fn native_step(exec: &dyn Executable) -> Option<StepFn> {
+    exec.native_entry().map(|p| {
+        // SAFETY: the executable's entry is a step function, whose IR signature is
+        // `(ptr<u64>, ptr<u64>) -> u32`; under the native calling convention of
+        // `nacre-backend` that is exactly `StepFn` (pointers as addresses, a trailing
+        // status pointer, the `u32` result).
+        unsafe { std::mem::transmute::<*const u8, StepFn>(p) }
+    })
+}
+
+/// Calls a step function natively or through [`Executable::call`].
+///
+/// # Safety
+/// As [`CpuKernel::step`].
+#[inline]
+unsafe fn call_step(
+    entry: Option<StepFn>,
+    exec: &dyn Executable,
+    args: *const u64,
+    ctx: *mut u64,
+) -> Result<u32, u32> {
+    match entry {
+        Some(step) => {
+            let mut status = 0u32;
+            // SAFETY: `step` has the `StepFn` signature (see `native_step`); the arguments
+            // are valid per this function's contract.
+            let more = unsafe { step(args, ctx, &mut status) };
+            if status == 0 {
+                Ok(more)
+            } else {
+                Err(status)
+            }
+        }
+        None => exec
+            .call(&[args as u64, ctx as u64])
+            .map(|more| more as u32)
+            .map_err(Trap::code),
+    }
 }
 
 impl CpuKernel {
@@ -34,22 +106,29 @@ impl CpuKernel {
         info: StepInfo,
         mode: CpuMode,
         step_module: Module,
+        collapsed: Option<CollapsedStep>,
     ) -> CpuKernel {
-        let entry = exec.native_entry().map(|p| {
-            // SAFETY: the executable's entry is the step function, whose IR signature is
-            // `(ptr<u64>, ptr<u64>) -> u32`; under the native calling convention of
-            // `nacre-backend` that is exactly `StepFn` (pointers as addresses, a trailing
-            // status pointer, the `u32` result).
-            unsafe { std::mem::transmute::<*const u8, StepFn>(p) }
-        });
         CpuKernel {
             name,
+            entry: native_step(exec.as_ref()),
             exec,
-            entry,
             info,
             mode,
             step_module,
+            collapsed,
         }
+    }
+
+    /// The collapsed step function, for kernels of the collapsible grid-stride shape in
+    /// [`CpuMode::Grid`].
+    pub(crate) fn collapsed(&self) -> Option<&CollapsedStep> {
+        self.collapsed.as_ref()
+    }
+
+    /// True if launches on a one-dimensional grid may run as one collapsed loop (see
+    /// `crate::cpu::collapse`).
+    pub fn is_collapsible(&self) -> bool {
+        self.collapsed.is_some()
     }
 
     /// The kernel's name.
@@ -118,24 +197,8 @@ impl CpuKernel {
     /// [`crate::cpu::ctx`]) whose shared and state areas are large enough.
     #[inline]
     pub(crate) unsafe fn step(&self, args: *const u64, ctx: *mut u64) -> Result<u32, u32> {
-        match self.entry {
-            Some(step) => {
-                let mut status = 0u32;
-                // SAFETY: `step` has the `StepFn` signature (see `new`); the arguments are
-                // valid per this function's contract.
-                let more = unsafe { step(args, ctx, &mut status) };
-                if status == 0 {
-                    Ok(more)
-                } else {
-                    Err(status)
-                }
-            }
-            None => self
-                .exec
-                .call(&[args as u64, ctx as u64])
-                .map(|more| more as u32)
-                .map_err(Trap::code),
-        }
+        // SAFETY: forwarded contract.
+        unsafe { call_step(self.entry, self.exec.as_ref(), args, ctx) }
     }
 }
 
@@ -146,6 +209,7 @@ impl fmt::Debug for CpuKernel {
             .field("info", &self.info)
             .field("mode", &self.mode)
             .field("native", &self.is_native())
+            .field("collapsible", &self.is_collapsible())
             .finish_non_exhaustive()
     }
 }

@@ -83,7 +83,9 @@
 //! next round, while threads at a barrier resume only in a round whose context has
 //! [`ctx::BARRIERS_OPEN`] set, which the executor sets once a round left no thread at a
 //! yield. Between barriers any interleaving of the threads is a valid execution, so yields
-//! change the order of work, never its result.
+//! change the order of work, never its result. (Kernels of the collapsible grid-stride shape
+//! usually run through a separate collapsed step function instead, see `collapse`; this
+//! lowering is their fallback.)
 //!
 //! Kernels with neither barriers nor yields are translated directly: their blocks are embedded
 //! unchanged in the thread loop, with no per-thread state, and the step function always

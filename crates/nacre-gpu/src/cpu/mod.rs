@@ -11,8 +11,14 @@
 //!    the blocks as [`CpuMode`] says, calling the step function through one native
 //!    signature (or through [`nacre_backend::Executable::call`] on the interpreter).
 //!
+//! In [`CpuMode::Grid`], a kernel whose only use of the GPU indices is a canonical grid-stride
+//! loop also gets a *collapsed* step function (`collapse`): launched on a one-dimensional
+//! grid, it runs as one plain loop over the index, in chunks spread over the workers, with no
+//! per-thread state machine.
+//!
 //! [`ctx`] defines the context block the executor passes to step functions.
 
+mod collapse;
 pub mod ctx;
 mod emit;
 mod exec;

@@ -1,12 +1,13 @@
 //! [`prepare_cpu`]: compiles every kernel of a module for the CPU and binds the launcher, so
 //! that the module's host functions can be compiled with their launches.
 
+use crate::cpu::collapse::lower_collapsed;
 use crate::cpu::exec::cpu_launch;
-use crate::cpu::kernel::CpuKernel;
+use crate::cpu::kernel::{CollapsedStep, CpuKernel};
 use crate::cpu::lower::{lower_kernel, LoweredKernel};
 use crate::cpu::CpuMode;
 use crate::error::GpuError;
-use nacre_backend::Backend;
+use nacre_backend::{Backend, Executable};
 use nacre_ir::passes::{run_passes, PassOptions};
 use nacre_ir::{verify, FuncId, FuncKind, InstKind, LaunchBinding, Module};
 use std::collections::HashMap;
@@ -45,7 +46,9 @@ impl CpuKernels {
 /// [`cpu_launch`] with their handles.
 ///
 /// Per kernel: [`lower_kernel`] to a step function, [`step_module`] (the step function and
-/// copies of the host functions it calls), [`run_passes`], [`verify`], compile. The host
+/// copies of the host functions it calls), [`run_passes`], [`verify`], compile. In
+/// [`CpuMode::Grid`], a kernel of the collapsible grid-stride shape also gets a collapsed step
+/// function (see `collapse`), compiled the same way. The host
 /// functions of `module` can then be compiled by any CPU backend; the returned kernels must
 /// outlive the compiled code.
 pub fn prepare_cpu(
@@ -64,19 +67,18 @@ pub fn prepare_cpu(
         let lowered = lower_kernel(module, id, mode)?;
         let name = lowered.func.name.clone();
         let info = lowered.info.clone();
-        let mut step = step_module(module, lowered)?;
-        run_passes(&mut step, &PassOptions::default());
-        let verified = verify(step).map_err(|source| GpuError::Verify {
-            kernel: name.clone(),
-            source,
-        })?;
-        let exec = backend
-            .compile(&verified)
-            .map_err(|source| GpuError::Backend {
-                kernel: name.clone(),
-                source,
-            })?;
-        let kernel = CpuKernel::new(name, exec, info, mode, verified.into_inner());
+        let (exec, step) = compile_step(module, lowered, backend)?;
+        let collapsed = match mode {
+            CpuMode::Grid => match lower_collapsed(module, id)? {
+                Some(c) => {
+                    let (exec, _) = compile_step(module, c.lowered, backend)?;
+                    Some(CollapsedStep::new(exec, c.max))
+                }
+                None => None,
+            },
+            CpuMode::Serial => None,
+        };
+        let kernel = CpuKernel::new(name, exec, info, mode, step, collapsed);
         kernels.push((id, Arc::new(kernel)));
     }
     let handles: HashMap<FuncId, usize> = kernels.iter().map(|(id, k)| (*id, k.handle())).collect();
@@ -85,6 +87,28 @@ pub fn prepare_cpu(
         handles,
     });
     Ok(CpuKernels { kernels })
+}
+
+/// Builds the step module of `lowered`, optimises, verifies and compiles it.
+fn compile_step(
+    module: &Module,
+    lowered: LoweredKernel,
+    backend: &dyn Backend,
+) -> Result<(Arc<dyn Executable>, Module), GpuError> {
+    let name = lowered.func.name.clone();
+    let mut step = step_module(module, lowered)?;
+    run_passes(&mut step, &PassOptions::default());
+    let verified = verify(step).map_err(|source| GpuError::Verify {
+        kernel: name.clone(),
+        source,
+    })?;
+    let exec = backend
+        .compile(&verified)
+        .map_err(|source| GpuError::Backend {
+            kernel: name.clone(),
+            source,
+        })?;
+    Ok((exec, verified.into_inner()))
 }
 
 /// The module a step function is compiled in: the step function (its entry) followed by

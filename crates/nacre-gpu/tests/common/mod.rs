@@ -629,3 +629,31 @@ pub fn all_kernels() -> Vec<(&'static str, (Module, FuncId))> {
         ("staggered", staggered()),
     ]
 }
+
+/// `stride_thread_ids(out, n)`, grid-stride with a body that depends on the thread:
+/// `for (i = global.x; i < n; i += gridDim.x * blockDim.x) out[i] = threadIdx.x`.
+pub fn stride_thread_ids() -> (Module, FuncId) {
+    let mut f = kernel("stride_thread_ids", &[PU32, Type::U32]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let i0 = global(&mut b, Dim::X);
+    let gdim = b.gpu_index(GpuIndex::GridDim, Dim::X);
+    let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+    let stride = b.binary(BinaryOp::Mul, gdim, bdim);
+    let head = b.create_block();
+    let i = b.append_block_param(head, Type::U32);
+    let body = b.create_block();
+    let exit = b.create_block();
+    b.jump(head, vec![i0]);
+    b.switch_to_block(head);
+    let c = b.cmp(CmpOp::Lt, i, p[1]);
+    b.branch(c, body, vec![], exit, vec![]);
+    b.switch_to_block(body);
+    let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+    store_at(&mut b, p[0], i, tid);
+    let next = b.binary(BinaryOp::Add, i, stride);
+    b.jump(head, vec![next]);
+    b.switch_to_block(exit);
+    b.ret(None);
+    module_of(f, vec![])
+}
