@@ -42,6 +42,19 @@ impl VerifiedModule {
         &self.0
     }
 
+    /// Binds the GPU runtime's launcher (the verifier does not look at the binding, so the
+    /// module stays verified).
+    pub fn with_launch(mut self, binding: crate::LaunchBinding) -> VerifiedModule {
+        self.0.launch = Some(binding);
+        self
+    }
+
+    /// Wraps a module that is valid by construction: the result of a pass pipeline run on a
+    /// verified module (passes preserve validity; debug builds check it after every pass).
+    pub(crate) fn trusted(module: Module) -> VerifiedModule {
+        VerifiedModule(module)
+    }
+
     /// Gives the module back (for further transformation, after which it must be verified again).
     pub fn into_inner(self) -> Module {
         self.0

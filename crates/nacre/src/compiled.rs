@@ -96,7 +96,9 @@ pub(crate) struct Inner {
     pub first: Tier,
     pub second: Option<Arc<SecondTierSlot>>,
     pub timings: Timings,
-    pub ir: Option<String>,
+    /// The optimised module (absent in direct mode), printed on demand into `ir`.
+    pub module: Option<Arc<nacre_ir::VerifiedModule>>,
+    pub ir: OnceLock<String>,
     pub name: String,
 }
 
@@ -158,7 +160,8 @@ impl<Args, R> Compiled<Args, R> {
 
     /// The optimised IR, in its text form (not available in direct mode).
     pub fn ir(&self) -> Option<&str> {
-        self.inner.ir.as_deref()
+        let module = self.inner.module.as_ref()?;
+        Some(self.inner.ir.get_or_init(|| module.module().to_string()))
     }
 
     /// The backend's output (generated source or listing) of the tier serving calls now, if

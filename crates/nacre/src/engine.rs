@@ -82,10 +82,11 @@ pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, Error> {
     Ok(nacre_trace::trace(f)?)
 }
 
-/// Runs the optimisation passes on a captured module and verifies the result.
-pub fn optimize(mut module: Module, passes: &PassOptions) -> Result<VerifiedModule, Error> {
-    nacre_ir::passes::run_passes(&mut module, passes);
-    Ok(nacre_ir::verify(module)?)
+/// Verifies a captured module and runs the optimisation passes on it (the engine's own
+/// pipeline: one verification, right after tracing; passes keep the module valid).
+pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, Error> {
+    let verified = nacre_ir::verify(module)?;
+    Ok(nacre_ir::passes::optimize(verified, passes, &mut |_, _| {}).0)
 }
 
 impl Engine {
@@ -172,18 +173,20 @@ impl Engine {
                 first: Tier::Direct(Box::new(run)),
                 second: None,
                 timings: Timings::default(),
-                ir: None,
+                module: None,
+                ir: std::sync::OnceLock::new(),
                 name,
             });
         }
         let t0 = Instant::now();
-        let mut module = nacre_trace::trace(&f)?;
+        let module = nacre_trace::trace(&f)?;
         let t1 = Instant::now();
         self.dump(&name, Stage::Trace, || module.to_string())?;
+        let verified = nacre_ir::verify(module)?;
         let mut pass_dumps = Vec::new();
         let want_pass_dumps = self.wants(Stage::Passes);
-        nacre_ir::passes::run_passes_observed(
-            &mut module,
+        let (mut verified, _) = nacre_ir::passes::optimize(
+            verified,
             &self.options.passes,
             &mut |pass: &str, m: &Module| {
                 if want_pass_dumps {
@@ -194,20 +197,22 @@ impl Engine {
         if want_pass_dumps {
             self.dump(&name, Stage::Passes, || pass_dumps.join("\n"))?;
         }
-        let has_kernels = module
+        let has_kernels = verified
+            .module()
             .functions
             .values()
             .any(|f| f.kind == FuncKind::Kernel);
         let kernels = if has_kernels {
             let mode = self.options.gpu.cpu_mode;
-            Some(nacre_gpu::prepare_cpu(&mut module, &*self.backend, mode)?)
+            let kernels = nacre_gpu::prepare_cpu(verified.module(), &*self.backend, mode)?;
+            verified = verified.with_launch(kernels.launch_binding());
+            Some(kernels)
         } else {
             None
         };
-        let verified = nacre_ir::verify(module)?;
         let t2 = Instant::now();
-        let ir = verified.module().to_string();
-        self.dump(&name, Stage::Ir, || ir.clone())?;
+        self.dump(&name, Stage::Ir, || verified.module().to_string())?;
+        let verified = Arc::new(verified);
         let exec = self.backend.compile(&verified)?;
         let t3 = Instant::now();
         if let Some(listing) = exec.listing() {
@@ -217,6 +222,7 @@ impl Engine {
             let slot = Arc::new(SecondTierSlot::default());
             let job_slot = slot.clone();
             let backend = backend.clone();
+            let verified = verified.clone();
             let job: Job = Box::new(move || {
                 let start = Instant::now();
                 match backend.compile(&verified) {
@@ -253,7 +259,8 @@ impl Engine {
             first: Tier::backend(exec),
             second,
             timings,
-            ir: Some(ir),
+            module: Some(verified),
+            ir: std::sync::OnceLock::new(),
             name,
         })
     }

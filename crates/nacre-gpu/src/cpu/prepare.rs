@@ -36,14 +36,27 @@ impl CpuKernels {
         self.kernels.len()
     }
 
+    /// The binding through which compiled host code launches these kernels ([`cpu_launch`]
+    /// with each kernel's handle).
+    pub fn launch_binding(&self) -> LaunchBinding {
+        LaunchBinding {
+            launcher: cpu_launch,
+            handles: self
+                .kernels
+                .iter()
+                .map(|(id, k)| (*id, k.handle()))
+                .collect(),
+        }
+    }
+
     /// True if the module had no kernel.
     pub fn is_empty(&self) -> bool {
         self.kernels.is_empty()
     }
 }
 
-/// Compiles every kernel of `module` for the CPU with `backend` and sets `module.launch` to
-/// [`cpu_launch`] with their handles.
+/// Compiles every kernel of `module` for the CPU with `backend`; bind
+/// [`CpuKernels::launch_binding`] to the module before compiling its host functions.
 ///
 /// Per kernel: [`lower_kernel`] to a step function, [`step_module`] (the step function and
 /// copies of the host functions it calls), [`run_passes`], [`verify`], compile. In
@@ -52,7 +65,7 @@ impl CpuKernels {
 /// functions of `module` can then be compiled by any CPU backend; the returned kernels must
 /// outlive the compiled code.
 pub fn prepare_cpu(
-    module: &mut Module,
+    module: &Module,
     backend: &dyn Backend,
     mode: CpuMode,
 ) -> Result<CpuKernels, GpuError> {
@@ -81,11 +94,6 @@ pub fn prepare_cpu(
         let kernel = CpuKernel::new(name, exec, info, mode, step, collapsed);
         kernels.push((id, Arc::new(kernel)));
     }
-    let handles: HashMap<FuncId, usize> = kernels.iter().map(|(id, k)| (*id, k.handle())).collect();
-    module.launch = Some(LaunchBinding {
-        launcher: cpu_launch,
-        handles,
-    });
     Ok(CpuKernels { kernels })
 }
 

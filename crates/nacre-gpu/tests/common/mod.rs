@@ -31,11 +31,14 @@ pub fn prepare(
     backend: &dyn Backend,
     mode: CpuMode,
 ) -> Arc<CpuKernel> {
-    let mut m = module.clone();
     let kernels =
-        prepare_cpu(&mut m, backend, mode).unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
-    assert!(m.launch.is_some());
+        prepare_cpu(module, backend, mode).unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
     let kernel = kernels.get(id).expect("kernel compiled").clone();
+    assert_eq!(
+        kernels.launch_binding().handles.get(&id),
+        Some(&kernel.handle()),
+        "the launch binding names the kernel's handle"
+    );
     // Native backends are called through the step function's native signature.
     assert_eq!(
         kernel.is_native(),

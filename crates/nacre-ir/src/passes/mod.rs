@@ -34,7 +34,7 @@ pub use simplify_cfg::simplify_cfg;
 use crate::entities::FuncId;
 use crate::function::Function;
 use crate::module::Module;
-use crate::verifier::check_function;
+use crate::verifier::{check_function, VerifiedModule};
 use std::ops::AddAssign;
 
 /// The most rounds of `const_fold -> simplify_cfg -> dce` [`run_passes`] runs per function.
@@ -149,6 +149,24 @@ pub fn run_passes_observed(
         total += optimise_function(module, id, options, observer);
     }
     total
+}
+
+/// The passes on a module that is already verified (the engine verifies the capture once, right
+/// after tracing): no function is checked again before the passes, and the result stays a
+/// [`VerifiedModule`] without a second verification. Debug builds still verify after every
+/// pass that changed a function.
+pub fn optimize(
+    module: VerifiedModule,
+    options: &PassOptions,
+    observer: &mut dyn FnMut(&str, &Module),
+) -> (VerifiedModule, PassStats) {
+    let mut module = module.into_inner();
+    let mut total = PassStats::default();
+    let ids: Vec<FuncId> = module.functions.keys().collect();
+    for id in ids {
+        total += optimise_function(&mut module, id, options, observer);
+    }
+    (VerifiedModule::trusted(module), total)
 }
 
 /// The pass pipeline on one (valid) function.
