@@ -15,6 +15,9 @@
 //! returns an unspecified value; callers (IR calls included) check the status after each call
 //! and propagate it. A caller must initialise `*status` to 0.
 
+#[cfg(feature = "conformance")]
+pub mod launch_conformance;
+
 use nacre_ir::{Trap, VerifiedModule};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -919,9 +919,17 @@ impl Lowerer<'_, '_> {
             return Ok(r);
         }
         let Some(&Some(id)) = self.env.func_ids.get(callee.index()) else {
+            let name = self
+                .env
+                .module
+                .functions
+                .get(callee)
+                .map_or_else(|| callee.to_string(), |f| format!("@{}", f.name));
             return Err(BackendError::Unsupported {
                 backend: BACKEND,
-                what: format!("calls to {callee}, which is not a host function"),
+                what: format!(
+                    "calls to {name}, which is not a host function (kernels are launched)"
+                ),
             });
         };
         let sig = self
