@@ -207,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn misuse_becomes_compile_errors_next_to_a_stub() {
+    fn misuse_becomes_compile_errors_in_a_recovery_function() {
         let out = expand(
             "jit",
             TokenStream::new(),
