@@ -3,10 +3,17 @@
 //! The function printer ([`crate::function`]) is shared by every C-like target; what differs
 //! between plain C, CUDA C and Metal is collected behind the [`Dialect`] trait: type names,
 //! address-space qualifiers, function qualifiers, math-function names and the helper prelude.
-//! This crate implements only [`CDialect`].
+//!
+//! GPU kernels need more: the spelling of the index queries, the barrier, block-shared array
+//! storage, the kernel's head (with the parameters and prologue a target needs) and the
+//! qualifier of device functions. Those hooks have default implementations that refuse, so a
+//! host-only dialect implements none of them. This crate implements only [`CDialect`].
+//!
+//! Identifiers a dialect introduces itself (kernel built-in parameters, prologue locals) must
+//! start with `nacre_`, a prefix the printer never gives to values, blocks or functions.
 
 use crate::helpers::{self, Helper};
-use nacre_ir::{AddressSpace, FuncKind, Scalar};
+use nacre_ir::{AddressSpace, Dim, FuncKind, GpuIndex, Scalar, Type};
 
 /// A math-library function the printer calls on floats.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -37,6 +44,57 @@ impl MathFn {
             MathFn::Rem => "fmod",
         }
     }
+}
+
+/// One parameter of a kernel, as the printer hands it to [`Dialect::kernel_prototype`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct KernelParam {
+    /// The identifier through which the kernel body reads the parameter (`v0`, `v1`, ...).
+    pub name: String,
+    /// The parameter's IR type.
+    pub ty: Type,
+    /// The dialect's spelling of that type (`float *`, `uint32_t`).
+    pub c_type: String,
+}
+
+/// What the printer knows about a kernel when it asks the dialect for its head.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct KernelHead<'h> {
+    /// The kernel's symbol (the name the runtime looks up).
+    pub name: &'h str,
+    /// The IR parameters, in order.
+    pub params: &'h [KernelParam],
+    /// The identifier of the status-word pointer that traps write to and that device calls
+    /// receive; every kernel takes it as its hidden last parameter.
+    pub status: &'h str,
+    /// The index kinds the kernel reads through [`Dialect::gpu_index`], without repetition,
+    /// in the order of [`GpuIndex::ALL`] (so a dialect can declare only the built-ins it uses).
+    pub indices: &'h [GpuIndex],
+}
+
+/// A kernel's head as a dialect spells it.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct KernelPrototype {
+    /// Everything before the body's opening brace, for example
+    /// `extern "C" __global__ void f_k(float *v0, uint32_t *status)`.
+    pub signature: String,
+    /// Statements that open the body, before anything else (for example copies of
+    /// by-reference scalar arguments into the parameters' identifiers); each one a full
+    /// statement without indentation.
+    pub prologue: Vec<String>,
+}
+
+/// A counter that bounds a loop of structured output (see [`Dialect::loop_guard`]): the
+/// printer declares it before the loop and, at the top of every iteration, leaves the function
+/// when it is exhausted and steps it otherwise.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LoopGuard {
+    /// The declaration with its initial value, a full statement.
+    pub declaration: String,
+    /// The condition that the counter is exhausted.
+    pub exhausted: String,
+    /// The statement that steps it.
+    pub step: String,
 }
 
 /// The target-specific spelling of a C-family language.
@@ -75,6 +133,66 @@ pub trait Dialect {
     fn pointer_type(&self, elem: Scalar, space: AddressSpace) -> Result<String, String> {
         let qualifier = self.address_space_qualifier(space)?;
         Ok(format!("{qualifier}{} *", self.scalar_type(elem)))
+    }
+
+    /// Refuses scalar types the target lacks (for example `f64` on a GPU without doubles).
+    /// Every type the printer spells goes through this check. The default accepts all.
+    fn check_scalar(&self, _s: Scalar) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The type of the hidden status parameter, a pointer to a `u32` status word, ending in
+    /// `*`. The default is a generic-space pointer.
+    fn status_type(&self) -> Result<String, String> {
+        self.pointer_type(Scalar::U32, AddressSpace::Generic)
+    }
+
+    /// The expression (of the dialect's `u32` type) that reads a GPU index or dimension in a
+    /// kernel body, for example `threadIdx.x`. A dialect that reads them from kernel
+    /// parameters names those here and declares them in [`Dialect::kernel_prototype`].
+    fn gpu_index(&self, _index: GpuIndex, _dim: Dim) -> Result<String, String> {
+        Err("GPU index queries (thread, block and grid indices)".to_string())
+    }
+
+    /// The statement of a block-wide barrier, for example `__syncthreads();`.
+    fn barrier(&self) -> Result<String, String> {
+        Err("GPU barriers".to_string())
+    }
+
+    /// The declaration, at the top of a kernel body, of the storage of a block-shared array of
+    /// `len` elements of `elem` named `name`, for example `__shared__ float s0[256];`. The
+    /// printer assigns `name` (which decays to a pointer to the first element) to the value of
+    /// the allocating instruction.
+    fn shared_array(&self, _elem: Scalar, _len: u32, _name: &str) -> Result<String, String> {
+        Err("block-shared arrays".to_string())
+    }
+
+    /// The head of a kernel: its signature (with the IR parameters, the status pointer last,
+    /// and whatever built-in parameters the dialect needs) and the statements that open its
+    /// body.
+    fn kernel_prototype(&self, _head: &KernelHead<'_>) -> Result<KernelPrototype, String> {
+        Err("GPU kernels".to_string())
+    }
+
+    /// The qualifiers written before the return type of a non-kernel function compiled for
+    /// the device because a kernel calls it (empty or ending in a space), for example
+    /// `static __device__ `.
+    fn device_function_qualifier(&self) -> Result<&'static str, String> {
+        Err("device functions (functions called by GPU kernels)".to_string())
+    }
+
+    /// True if the target has no `goto`: the printer then prints control flow as nested
+    /// `if`s, `for (;;)` loops and `do { } while (0)` regions (see
+    /// [`nacre_ir::passes::structure`]). The default is `false`: labels and `goto`.
+    fn structured_control_flow(&self) -> bool {
+        false
+    }
+
+    /// The guard of every loop of structured output, for targets whose compiler may assume
+    /// that loops terminate (Metal's does; a loop it cannot prove finite is undefined
+    /// behaviour there). `name` is the counter's identifier. The default is no guard.
+    fn loop_guard(&self, _name: &str) -> Option<LoopGuard> {
+        None
     }
 }
 
@@ -135,6 +253,49 @@ impl Dialect for CDialect {
     }
 }
 
+/// [`CDialect`] with structured control flow ([`Dialect::structured_control_flow`]): the
+/// same C, without labels and `goto`.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct StructuredCDialect;
+
+impl Dialect for StructuredCDialect {
+    fn backend_name(&self) -> &'static str {
+        CDialect.backend_name()
+    }
+
+    fn preamble(&self) -> &'static str {
+        CDialect.preamble()
+    }
+
+    fn scalar_type(&self, s: Scalar) -> &'static str {
+        CDialect.scalar_type(s)
+    }
+
+    fn address_type(&self) -> &'static str {
+        CDialect.address_type()
+    }
+
+    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, String> {
+        CDialect.address_space_qualifier(space)
+    }
+
+    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, String> {
+        CDialect.function_qualifier(kind)
+    }
+
+    fn math_function(&self, f: MathFn, s: Scalar) -> String {
+        CDialect.math_function(f, s)
+    }
+
+    fn helper_definition(&self, helper: Helper) -> String {
+        helpers::c_definition(self, "static inline ", helper)
+    }
+
+    fn structured_control_flow(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +311,22 @@ mod tests {
         assert_eq!(d.math_function(MathFn::Rem, Scalar::F32), "fmodf");
         assert_eq!(d.math_function(MathFn::Sqrt, Scalar::F64), "sqrt");
         assert!(d.function_qualifier(FuncKind::Kernel).is_err());
+        assert_eq!(d.status_type().unwrap(), "uint32_t *");
+    }
+
+    #[test]
+    fn c_refuses_gpu_hooks() {
+        let d = CDialect;
+        assert!(d.gpu_index(GpuIndex::ThreadIdx, Dim::X).is_err());
+        assert!(d.barrier().is_err());
+        assert!(d.shared_array(Scalar::F32, 4, "s0").is_err());
+        assert!(d.device_function_qualifier().is_err());
+        let head = KernelHead {
+            name: "k",
+            params: &[],
+            status: "status",
+            indices: &[],
+        };
+        assert!(d.kernel_prototype(&head).unwrap_err().contains("kernel"));
     }
 }

@@ -20,8 +20,8 @@
 //!    convention, and [`ARRAY_ENTRY_SYMBOL`], which decodes arguments from their bit encoding
 //!    (see [`nacre_ir::semantics`]), calls it and encodes the result.
 
-use crate::dialect::{CDialect, Dialect};
-use crate::function::{FunctionPrinter, LaunchTables, ModuleContext};
+use crate::dialect::{CDialect, Dialect, StructuredCDialect};
+use crate::function::{FunctionPrinter, LaunchTables, ModuleContext, Side};
 use crate::helpers::Helper;
 use crate::names::unique_names;
 use nacre_backend::BackendError;
@@ -57,6 +57,13 @@ pub const KERNEL_HANDLES_SYMBOL: &str = "nacre_kernel_handles";
 /// kernel as the entry, calls of kernels, GPU intrinsics in host code).
 pub fn emit_c(module: &Module) -> Result<String, BackendError> {
     emit_with(&CDialect, module)
+}
+
+/// [`emit_c`] with control flow printed without `goto`, as nested `if`s, `for (;;)` loops and
+/// `do { } while (0)` regions ([`StructuredCDialect`]): the form the Metal printer uses, which
+/// the C compiler can then run on the host.
+pub fn emit_c_structured(module: &Module) -> Result<String, BackendError> {
+    emit_with(&StructuredCDialect, module)
 }
 
 /// The kernels that host functions launch, without repetition, in module order: the order of
@@ -117,7 +124,7 @@ pub fn launch_table(module: &Module) -> Result<Option<(LaunchFn, Vec<usize>)>, B
 
 /// The C identifier of every function, indexed by [`FuncId`]. Host functions are named first,
 /// so that their identifiers do not depend on the module's kernels.
-fn function_names(module: &Module) -> Vec<String> {
+pub(crate) fn function_names(module: &Module) -> Vec<String> {
     let host = module
         .functions
         .iter()
@@ -141,11 +148,12 @@ fn function_names(module: &Module) -> Vec<String> {
 }
 
 /// Prints a module for the host dialect `d`.
-fn emit_with(d: &CDialect, module: &Module) -> Result<String, BackendError> {
+fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, BackendError> {
     let names = function_names(module);
     let kernels = launched_kernels(module);
     let mut ctx = ModuleContext {
         dialect: d,
+        side: Side::Host,
         module,
         names: &names,
         extern_table: Some(EXTERNS_SYMBOL),
@@ -243,7 +251,10 @@ fn emit_with(d: &CDialect, module: &Module) -> Result<String, BackendError> {
 }
 
 /// The exported entry and array trampoline.
-fn exports(ctx: &mut ModuleContext<'_, CDialect>, entry: FuncId) -> Result<String, BackendError> {
+fn exports<D: Dialect + ?Sized>(
+    ctx: &mut ModuleContext<'_, D>,
+    entry: FuncId,
+) -> Result<String, BackendError> {
     let func = &ctx.module.functions[entry];
     let name = ctx.function_name(entry)?;
     let params: Vec<String> = (0..func.signature.params.len())

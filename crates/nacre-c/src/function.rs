@@ -14,23 +14,54 @@
 //! A kernel launch fills local `dims`/`args` arrays and calls the launcher named by
 //! [`LaunchTables`], then checks the status like a call. Everything that depends on the target
 //! language goes through [`Dialect`].
+//!
+//! On the device side ([`Side::Device`]) the same printer prints GPU kernels and the functions
+//! they call. A kernel's head comes from [`Dialect::kernel_prototype`]; its body opens with the
+//! dialect's prologue and the storage of every block-shared array (`s0`, `s1`, ... in layout
+//! order), and each [`InstKind::SharedAlloc`] assigns its array's address to its value. Index
+//! queries and barriers are spelled by the dialect. A kernel keeps the hidden status
+//! parameter ([`STATUS`]): a trap stores its code there and returns, as in host functions.
+//!
+//! Dialects without `goto` ([`Dialect::structured_control_flow`]) get the body as nested
+//! `if`s, `for (;;)` loops and `do { } while (0)` regions instead of labels and jumps (see
+//! the `structured` submodule).
 
-use crate::dialect::{Dialect, MathFn};
+use crate::dialect::{Dialect, KernelHead, KernelParam, MathFn};
 use crate::helpers::Helper;
 use crate::literal::literal;
 use crate::moves::{sequentialize, Source, Step};
 use nacre_backend::BackendError;
 use nacre_ir::{
-    BinaryOp, Block, BlockCall, CmpOp, FuncId, FuncKind, Function, Inst, InstKind, Module, Scalar,
-    Trap, Type, UnaryOp, Value,
+    BinaryOp, Block, BlockCall, CmpOp, FuncId, FuncKind, Function, GpuIndex, Inst, InstKind,
+    Module, Scalar, Trap, Type, UnaryOp, Value,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
+
+mod structured;
+
+/// The identifier of the hidden status-word pointer, every function's last parameter.
+pub const STATUS: &str = "status";
+
+/// Which side of the program a [`ModuleContext`] prints for.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub enum Side {
+    /// Host code: functions of kind [`FuncKind::Host`] with
+    /// [`Dialect::function_qualifier`]; kernels are whatever the dialect makes of
+    /// `function_qualifier(FuncKind::Kernel)` (plain C refuses them).
+    #[default]
+    Host,
+    /// GPU code: kernels with [`Dialect::kernel_prototype`], and the host-kind functions they
+    /// call as device functions with [`Dialect::device_function_qualifier`].
+    Device,
+}
 
 /// What the printer needs to know about the module around the function it prints.
 pub struct ModuleContext<'a, D: Dialect + ?Sized> {
     /// The target dialect.
     pub dialect: &'a D,
+    /// The side of the program being printed.
+    pub side: Side,
     /// The module.
     pub module: &'a Module,
     /// The C identifier of every function, indexed by [`FuncId`].
@@ -85,6 +116,12 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
 
     /// The spelling of a type.
     pub fn c_type(&self, ty: Type) -> Result<String, BackendError> {
+        let s = match ty {
+            Type::Scalar(s) | Type::Ptr(s, _) => s,
+        };
+        self.dialect
+            .check_scalar(s)
+            .map_err(|what| self.unsupported(what))?;
         match ty {
             Type::Scalar(s) => Ok(self.dialect.scalar_type(s).to_string()),
             Type::Ptr(elem, space) => self
@@ -153,11 +190,14 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
                 None => self.c_type(ty)?,
             });
         }
-        let status = self.dialect.scalar_type(Scalar::U32);
+        let status = self
+            .dialect
+            .status_type()
+            .map_err(|what| self.unsupported(what))?;
         params.push(if param_names.is_some() {
-            format!("{status} *status")
+            format!("{status}{STATUS}")
         } else {
-            format!("{status} *")
+            status
         });
         let ret = self.return_type(func.signature.ret)?;
         let space = if ret.ends_with('*') { "" } else { " " };
@@ -223,6 +263,12 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     referenced: Vec<bool>,
     /// The statement that leaves the function after a trap.
     trap_return: &'static str,
+    /// The storage name of each block-shared array, by allocating instruction.
+    shared: HashMap<Inst, String>,
+    /// The declarations of the block-shared arrays, in layout order.
+    shared_decls: Vec<String>,
+    /// The index kinds the function reads, by position in [`GpuIndex::ALL`].
+    indices: [bool; 4],
 }
 
 impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
@@ -247,6 +293,9 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             laid_out: vec![false; func.blocks.len()],
             referenced: vec![false; func.blocks.len()],
             trap_return,
+            shared: HashMap::new(),
+            shared_decls: Vec::new(),
+            indices: [false; 4],
         })
     }
 
@@ -304,6 +353,9 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             if std::mem::replace(&mut self.laid_out[block.as_u32() as usize], true) {
                 return Err(self.err(format_args!("{block} appears twice in the layout")));
             }
+            for &i in &data.insts {
+                self.scan_gpu_op(i)?;
+            }
             let results = data
                 .insts
                 .iter()
@@ -329,20 +381,103 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         Ok(())
     }
 
+    /// Records a GPU operation: the index kind it reads, or the storage of the shared array
+    /// it allocates. GPU operations outside kernels are malformed IR.
+    fn scan_gpu_op(&mut self, inst: Inst) -> Result<(), BackendError> {
+        let Some(data) = self.func.insts.get(inst) else {
+            return Ok(());
+        };
+        let gpu = matches!(
+            data.kind,
+            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. }
+        );
+        if gpu && self.func.kind != FuncKind::Kernel {
+            return Err(self.err(format_args!("{inst} is a GPU operation outside a kernel")));
+        }
+        match data.kind {
+            InstKind::GpuIndex(index, _) => {
+                if let Some(i) = GpuIndex::ALL.iter().position(|&k| k == index) {
+                    self.indices[i] = true;
+                }
+            }
+            InstKind::SharedAlloc { elem, len } => {
+                let name = format!("s{}", self.shared_decls.len());
+                self.ctx.c_type(Type::Scalar(elem))?;
+                let decl = self
+                    .ctx
+                    .dialect
+                    .shared_array(elem, len, &name)
+                    .map_err(|w| self.ctx.unsupported(w))?;
+                self.shared_decls.push(decl);
+                self.shared.insert(inst, name);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The function's head (everything before the opening brace) and the statements that
+    /// open its body.
+    fn head(&self, param_names: &[String]) -> Result<(String, Vec<String>), BackendError> {
+        let dialect = self.ctx.dialect;
+        let unsupported = |w| self.ctx.unsupported(w);
+        match (self.ctx.side, self.func.kind) {
+            (Side::Device, FuncKind::Kernel) => {
+                let params = self
+                    .func
+                    .signature
+                    .params
+                    .iter()
+                    .zip(param_names)
+                    .map(|(&ty, name)| {
+                        Ok(KernelParam {
+                            name: name.clone(),
+                            ty,
+                            c_type: self.ctx.c_type(ty)?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, BackendError>>()?;
+                let indices: Vec<GpuIndex> = GpuIndex::ALL
+                    .iter()
+                    .zip(self.indices)
+                    .filter_map(|(&k, used)| used.then_some(k))
+                    .collect();
+                let head = KernelHead {
+                    name: self.name,
+                    params: &params,
+                    status: STATUS,
+                    indices: &indices,
+                };
+                let p = dialect.kernel_prototype(&head).map_err(unsupported)?;
+                Ok((p.signature, p.prologue))
+            }
+            (Side::Device, FuncKind::Host) => {
+                let qualifier = dialect.device_function_qualifier().map_err(unsupported)?;
+                let proto =
+                    self.ctx
+                        .prototype(self.func, self.name, qualifier, Some(param_names))?;
+                Ok((proto, Vec::new()))
+            }
+            (Side::Host, kind) => {
+                let qualifier = dialect.function_qualifier(kind).map_err(unsupported)?;
+                let proto =
+                    self.ctx
+                        .prototype(self.func, self.name, qualifier, Some(param_names))?;
+                Ok((proto, Vec::new()))
+            }
+        }
+    }
+
     /// Prints the function definition.
     pub fn print(mut self) -> Result<String, BackendError> {
         self.collect()?;
-        let qualifier = self
-            .ctx
-            .dialect
-            .function_qualifier(self.func.kind)
-            .map_err(|w| self.ctx.unsupported(w))?;
         let entry = self.func.layout[0];
         let param_names: Vec<String> = self.func.blocks[entry]
             .params
             .iter()
             .map(|p| p.to_string())
             .collect();
+        let (head, prologue) = self.head(&param_names)?;
 
         let mut is_param = vec![false; self.func.values.len()];
         for p in &self.func.blocks[entry].params {
@@ -360,32 +495,37 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             }
         }
 
-        let mut bodies = Vec::with_capacity(self.func.layout.len());
-        for (i, &block) in self.func.layout.iter().enumerate() {
-            let next = self.func.layout.get(i + 1).copied();
-            bodies.push(self.block(block, next)?);
+        let mut body = String::new();
+        if self.ctx.dialect.structured_control_flow() {
+            body = self.structured_body()?;
+        } else {
+            let mut bodies = Vec::with_capacity(self.func.layout.len());
+            for (i, &block) in self.func.layout.iter().enumerate() {
+                let next = self.func.layout.get(i + 1).copied();
+                bodies.push(self.block(block, next)?);
+            }
+            for (&block, text) in self.func.layout.iter().zip(bodies) {
+                if self.referenced[block.as_u32() as usize] {
+                    line(&mut body, 0, format_args!("{block}:"));
+                }
+                body.push_str(&text);
+            }
         }
 
         let mut out = String::new();
-        line(
-            &mut out,
-            0,
-            format_args!(
-                "{} {{",
-                self.ctx
-                    .prototype(self.func, self.name, qualifier, Some(&param_names))?
-            ),
-        );
+        line(&mut out, 0, format_args!("{head} {{"));
+        for statement in prologue.iter().chain(&self.shared_decls) {
+            line(&mut out, 1, statement);
+        }
+        let opened = !prologue.is_empty() || !self.shared_decls.is_empty();
+        if opened && !decls.is_empty() {
+            out.push('\n');
+        }
         out.push_str(&decls);
         if !decls.is_empty() {
             out.push('\n');
         }
-        for (&block, body) in self.func.layout.iter().zip(bodies) {
-            if self.referenced[block.as_u32() as usize] {
-                line(&mut out, 0, format_args!("{block}:"));
-            }
-            out.push_str(&body);
-        }
+        out.push_str(&body);
         line(&mut out, 0, "}");
         Ok(out)
     }
@@ -483,10 +623,29 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 return Ok(());
             }
             InstKind::Launch(l) => return self.launch(out, inst, l),
-            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. } => {
-                return Err(self.ctx.unsupported(
-                    "GPU operations (kernels run on the CPU after nacre-gpu lowers them)",
-                ))
+            InstKind::GpuIndex(index, dim) => self
+                .ctx
+                .dialect
+                .gpu_index(*index, *dim)
+                .map_err(|w| self.ctx.unsupported(w))?,
+            InstKind::Barrier => {
+                let barrier = self
+                    .ctx
+                    .dialect
+                    .barrier()
+                    .map_err(|w| self.ctx.unsupported(w))?;
+                line(out, 1, barrier);
+                return Ok(());
+            }
+            InstKind::SharedAlloc { elem, .. } => {
+                let r = self.result(inst, result)?;
+                if self.ty(r)?.pointee() != Some(*elem) {
+                    return Err(self.err(format_args!("{r} is not a pointer to {elem}")));
+                }
+                self.shared
+                    .get(&inst)
+                    .cloned()
+                    .ok_or_else(|| self.err(format_args!("{inst} has no shared storage")))?
             }
             InstKind::Jump(dest) => return self.jump(out, dest, next),
             InstKind::Branch {
@@ -754,7 +913,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         let what = format!("@{}", func.name);
         let mut args = self.args(args, &func.signature.params, &what)?;
         self.check_result(result, func.signature.ret, &what)?;
-        args.push("status".to_string());
+        args.push(STATUS.to_string());
         let call = format!("{}({})", self.ctx.function_name(callee)?, args.join(", "));
         match result {
             Some(r) => line(out, 1, format_args!("{r} = {call};")),

@@ -17,11 +17,15 @@
 //! The crate is organised one concept per module:
 //!
 //! - [`dialect`]: the target-specific spelling of C-family source ([`Dialect`], [`CDialect`]),
-//!   so that CUDA C and Metal printers can share the rest.
-//! - [`function`]: the printer of one IR function, shared by all dialects.
+//!   so that CUDA C and Metal printers can share the rest, GPU kernels included.
+//! - [`function`]: the printer of one IR function, shared by all dialects and by host and
+//!   device code.
 //! - [`helpers`], [`literal`], [`moves`], [`names`]: helper functions, constants, parallel
 //!   moves at jumps, C identifiers.
-//! - [`emit`]: the source of a whole module for the host ([`emit_c`]).
+//! - [`emit`]: the source of a whole module for the host ([`emit_c`]; [`emit_c_structured`]
+//!   prints it without `goto`, as the Metal backend prints kernels).
+//! - [`kernel`]: the source of one GPU kernel and the device functions it calls, in any
+//!   dialect that implements the GPU hooks ([`emit_kernel_source`]).
 //! - [`compile`]: running the C compiler and loading the library.
 //! - [`executable`]: the loaded library as an [`nacre_backend::Executable`].
 
@@ -33,6 +37,7 @@ pub mod emit;
 pub mod executable;
 pub mod function;
 pub mod helpers;
+pub mod kernel;
 pub mod literal;
 pub mod moves;
 pub mod names;
@@ -41,12 +46,16 @@ pub mod names;
 mod tests;
 
 pub use compile::COptions;
-pub use dialect::{CDialect, Dialect};
+pub use dialect::{
+    CDialect, Dialect, KernelHead, KernelParam, KernelPrototype, LoopGuard, StructuredCDialect,
+};
 pub use emit::{
-    emit_c, ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL, KERNEL_HANDLES_SYMBOL,
-    LAUNCHER_SYMBOL,
+    emit_c, emit_c_structured, ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL,
+    KERNEL_HANDLES_SYMBOL, LAUNCHER_SYMBOL,
 };
 pub use executable::CExecutable;
+pub use function::Side;
+pub use kernel::{emit_kernel_source, KernelCode};
 
 use nacre_backend::{Backend, BackendError, Executable};
 use nacre_ir::VerifiedModule;
@@ -56,12 +65,23 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 pub struct CBackend {
     options: COptions,
+    structured: bool,
 }
 
 impl CBackend {
     /// A backend that compiles with `options`.
     pub fn new(options: COptions) -> CBackend {
-        CBackend { options }
+        CBackend {
+            options,
+            structured: false,
+        }
+    }
+
+    /// The same backend printing control flow without `goto` ([`emit_c_structured`]), so
+    /// that host code exercises the structured printer that the Metal backend relies on.
+    pub fn with_structured_control_flow(mut self, on: bool) -> CBackend {
+        self.structured = on;
+        self
     }
 
     /// The compiler options.
@@ -75,7 +95,11 @@ impl CBackend {
         let module = module.module();
         // Checked first: a module whose launches cannot be bound is not worth compiling.
         let launch = emit::launch_table(module)?;
-        let source = emit_c(module)?;
+        let source = if self.structured {
+            emit_c_structured(module)?
+        } else {
+            emit_c(module)?
+        };
         let library = compile::compile_and_load(&self.options, &source)?;
         CExecutable::new(library, module, source, launch)
     }

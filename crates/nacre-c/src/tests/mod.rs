@@ -1,10 +1,12 @@
 //! Tests of the C backend: emitted-source snapshots, execution against
 //! [`nacre_ir::semantics`], and kernel launches.
 
+mod kernel;
 mod launch;
 mod ops;
 mod programs;
 mod snapshots;
+mod structured;
 
 use crate::{CBackend, CExecutable, COptions};
 use nacre_ir::{Const, FuncKind, Function, FunctionBuilder, Module, Signature, Type, Value};

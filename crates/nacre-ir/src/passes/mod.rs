@@ -10,26 +10,35 @@
 //! - [`loops()`]: natural loops and their nesting, stored in [`Function::loops`] (an analysis;
 //!   passes that change the control-flow graph reset it to `None`).
 //!
+//! GPU backends run [`infer_address_spaces`] (not part of [`run_passes`]): it gives every
+//! pointer of the kernels and of the functions they call a device or shared address space.
+//! Printers for targets without `goto` use [`structure`]: the control-flow graph as nested
+//! branches, loops and labelled regions.
+//!
 //! [`DominatorTree`] (also used by the verifier) is public for backends and later passes.
 //!
 //! [`run_passes`] runs the enabled passes on every function of a module. All passes are linear
 //! or near-linear in the size of the function.
 
+pub mod address_space;
 pub mod const_fold;
 pub mod dce;
 pub mod dominators;
 pub mod loop_analysis;
 pub mod simplify_cfg;
+pub mod structure;
 mod support;
 
 #[cfg(test)]
 mod test_util;
 
+pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use const_fold::const_fold;
 pub use dce::dce;
 pub use dominators::DominatorTree;
 pub use loop_analysis::{compute_loops, loops};
 pub use simplify_cfg::simplify_cfg;
+pub use structure::{structure, structure_simplified, Stmt, StructureError};
 
 use crate::entities::FuncId;
 use crate::function::Function;
