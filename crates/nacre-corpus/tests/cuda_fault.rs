@@ -1,0 +1,60 @@
+//! A kernel that faults on the GPU (an access far outside its array) is reported as an error,
+//! not a hang, and every later GPU operation of the process fails fast. A test executable of
+//! its own, because a fault leaves the process's CUDA context unusable.
+//!
+//! Without a usable CUDA device the test prints `skipped: <why>` and passes.
+
+use nacre::gpu::cuda::{self, CudaError};
+use nacre::gpu::{global_id_x, launch, Array, Block, DeviceKind, Grid};
+use nacre::prelude::*;
+use nacre::{kernel, Error, GpuOptions};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Writes 15 GiB past the start of `out`, where nothing is mapped.
+#[kernel]
+pub fn write_far_away(out: Ptr<f32>) {
+    let i = global_id_x();
+    out[i + 0xF000_0000u32] = 1.0;
+}
+
+/// Launches [`write_far_away`].
+#[jit]
+pub fn run_write_far_away(out: Ptr<f32>) {
+    launch(write_far_away, Grid::new(1u32), Block::new(32u32), (out,));
+}
+
+#[test]
+fn a_kernel_fault_is_an_error_and_the_context_is_lost() {
+    if let Err(e) = cuda::probe(0) {
+        let _ = writeln!(std::io::stderr(), "skipped: no usable CUDA device: {e}");
+        return;
+    }
+    let engine = Engine::new(Options {
+        gpu: GpuOptions {
+            device: DeviceKind::Cuda,
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    })
+    .unwrap();
+    let out = Array::<f32>::alloc_on(engine.device(), 32).unwrap();
+    let f = engine.compile(run_write_far_away).unwrap();
+    let start = Instant::now();
+    let err = f.call(out.ptr()).unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(60));
+    match &err {
+        Error::Cuda(e @ CudaError::KernelFault { .. }) => assert!(e.is_sticky()),
+        other => panic!("expected a kernel fault, got: {other}"),
+    }
+    assert!(err.to_string().contains("restart the process"), "{err}");
+
+    // Everything after the fault fails at once, with the original cause.
+    let err = f.call(out.ptr()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Cuda(CudaError::ContextLost { .. })),
+        "{err}"
+    );
+    let err = Array::<f32>::alloc_on(engine.device(), 16).unwrap_err();
+    assert!(err.to_string().contains("unusable"), "{err}");
+}

@@ -1,0 +1,199 @@
+//! CUDA C for kernel functions.
+//!
+//! [`emit_kernel`] prints one kernel of a module, with the functions it calls as `__device__`
+//! functions, through the C-family printer of `nacre-c` ([`nacre_c::emit_kernel_source`]) in
+//! the [`CudaDialect`]. The source is deterministic and includes no header, so NVRTC compiles
+//! it without a file system and quickly: the preamble declares the fixed-width integer types,
+//! their limits and the literal macros the printer uses. Semantics are those of the C backend
+//! (and of [`nacre_ir::semantics`]): wrapping arithmetic through unsigned types, masked shifts,
+//! NaN-ignoring float min/max, saturating float-to-int casts, and integer division by zero
+//! stores the trap code into the status word and returns.
+//!
+//! # Kernel calling convention
+//!
+//! A kernel `k(p0, .., pn)` becomes
+//! `extern "C" __global__ void <name>(T0 v0, .., Tn vn, uint32_t *status)` where each `Ti` is
+//! the natural CUDA type of the IR parameter (`bool` as `uint8_t`, integers and floats as
+//! themselves, pointers as `T *` into generic memory, never `__restrict__`, since two
+//! arguments may alias) and `status` points to a device-visible `u32` that the runtime zeroes
+//! before the launch and reads after it: nonzero is a [`nacre_ir::Trap::code`]. The symbol
+//! is [`KernelSource::name`].
+
+use nacre_backend::BackendError;
+use nacre_c::dialect::{KernelHead, KernelPrototype, MathFn};
+use nacre_c::helpers::{self, Helper};
+use nacre_c::Dialect;
+use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Module, Scalar};
+
+/// The CUDA C of one kernel.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct KernelSource {
+    /// The kernel's `extern "C"` symbol, to look up in the compiled module.
+    pub name: String,
+    /// The complete translation unit, ready for NVRTC.
+    pub source: String,
+}
+
+/// The preamble of every kernel source: what `<stdint.h>` and `<math.h>` would provide to the
+/// printed code, declared directly so that no header is needed.
+const PREAMBLE: &str = "\
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
+#define INT8_MIN (-128)
+#define INT8_MAX 127
+#define INT16_MIN (-32768)
+#define INT16_MAX 32767
+#define INT32_MIN (-2147483647 - 1)
+#define INT32_MAX 2147483647
+#define INT64_MIN (-9223372036854775807LL - 1)
+#define INT64_MAX 9223372036854775807LL
+#define UINT8_MAX 255
+#define UINT16_MAX 65535
+#define UINT32_MAX 4294967295u
+#define UINT64_MAX 18446744073709551615ull
+#define INT64_C(c) c##LL
+#define UINT64_C(c) c##ULL
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fc00000)
+";
+
+/// CUDA C as NVRTC compiles it: `__global__` kernels with `extern "C"` symbols, `static
+/// __device__` functions and helpers, CUDA's built-in indices, `__syncthreads()` and
+/// `__shared__` arrays, and the device math library (`sqrtf`, `floorf`, `fmaf`, `fmodf`, ...).
+#[derive(Copy, Clone, Debug, Default)]
+pub struct CudaDialect;
+
+impl Dialect for CudaDialect {
+    fn backend_name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn preamble(&self) -> &'static str {
+        PREAMBLE
+    }
+
+    fn scalar_type(&self, s: Scalar) -> &'static str {
+        match s {
+            Scalar::Bool | Scalar::U8 => "uint8_t",
+            Scalar::I8 => "int8_t",
+            Scalar::I16 => "int16_t",
+            Scalar::I32 => "int32_t",
+            Scalar::I64 => "int64_t",
+            Scalar::U16 => "uint16_t",
+            Scalar::U32 => "uint32_t",
+            Scalar::U64 => "uint64_t",
+            Scalar::F32 => "float",
+            Scalar::F64 => "double",
+        }
+    }
+
+    fn address_type(&self) -> &'static str {
+        "uintptr_t"
+    }
+
+    fn address_space_qualifier(&self, _space: AddressSpace) -> Result<&'static str, String> {
+        // CUDA pointers are generic: one pointer type reaches global and shared memory alike.
+        Ok("")
+    }
+
+    fn function_qualifier(&self, _kind: FuncKind) -> Result<&'static str, String> {
+        Err(
+            "host code (CUDA sources hold kernels and the device functions they call; \
+             host functions are compiled by a CPU backend)"
+                .to_string(),
+        )
+    }
+
+    fn math_function(&self, f: MathFn, s: Scalar) -> String {
+        match s {
+            Scalar::F32 => format!("{}f", f.c_name()),
+            _ => f.c_name().to_string(),
+        }
+    }
+
+    fn helper_definition(&self, helper: Helper) -> String {
+        helpers::c_definition(self, "static __device__ __forceinline__ ", helper)
+    }
+
+    fn gpu_index(&self, index: GpuIndex, dim: Dim) -> Result<String, String> {
+        let base = match index {
+            GpuIndex::ThreadIdx => "threadIdx",
+            GpuIndex::BlockIdx => "blockIdx",
+            GpuIndex::BlockDim => "blockDim",
+            GpuIndex::GridDim => "gridDim",
+        };
+        Ok(format!("{base}.{}", dim.name()))
+    }
+
+    fn barrier(&self) -> Result<String, String> {
+        Ok("__syncthreads();".to_string())
+    }
+
+    fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, String> {
+        Ok(format!(
+            "__shared__ {} {name}[{len}];",
+            self.scalar_type(elem)
+        ))
+    }
+
+    fn kernel_prototype(&self, head: &KernelHead<'_>) -> Result<KernelPrototype, String> {
+        let mut params: Vec<String> = head
+            .params
+            .iter()
+            .map(|p| {
+                if p.c_type.ends_with('*') {
+                    format!("{}{}", p.c_type, p.name)
+                } else {
+                    format!("{} {}", p.c_type, p.name)
+                }
+            })
+            .collect();
+        params.push(format!("{}{}", self.status_type()?, head.status));
+        Ok(KernelPrototype {
+            signature: format!(
+                "extern \"C\" __global__ void {}({})",
+                head.name,
+                params.join(", ")
+            ),
+            prologue: Vec::new(),
+        })
+    }
+
+    fn device_function_qualifier(&self) -> Result<&'static str, String> {
+        Ok("static __device__ ")
+    }
+}
+
+/// Prints kernel `kernel` of `module` as CUDA C, with the functions it calls as device
+/// functions (see the module docs for the calling convention).
+///
+/// Fails with [`BackendError::Codegen`] when `kernel` is not a kernel of the module or the IR
+/// is malformed, and with [`BackendError::Unsupported`] when device code calls an external
+/// (Rust) function or launches a kernel.
+pub fn emit_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {
+    let code = nacre_c::emit_kernel_source(&CudaDialect, module, kernel)?;
+    Ok(KernelSource {
+        name: code.symbol,
+        source: code.source,
+    })
+}
+
+/// Prints every kernel of `module`, in module order.
+pub fn emit_kernels(module: &Module) -> Result<Vec<(FuncId, KernelSource)>, BackendError> {
+    module
+        .functions
+        .iter()
+        .filter(|(_, f)| f.kind == FuncKind::Kernel)
+        .map(|(id, _)| Ok((id, emit_kernel(module, id)?)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
