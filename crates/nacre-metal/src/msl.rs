@@ -1,0 +1,448 @@
+//! MSL generation: [`MslDialect`] (the Metal spelling of the shared C-family printer) and
+//! [`emit_msl`], which turns the kernels of a module into one MSL source each.
+//!
+//! [`emit_msl`] first runs [`infer_address_spaces`], so every pointer is `device` (kernel
+//! buffers) or `threadgroup` (shared arrays) and the functions kernels call become device
+//! copies per combination of pointer spaces. Each kernel is then printed by
+//! [`nacre_c::emit_kernel_source`] with this dialect:
+//!
+//! - the signature binds pointer parameters as `device T *vN [[buffer(i)]]`, scalar
+//!   parameters as `constant T &nacre_argI [[buffer(i)]]` copied into mutable locals `vN`
+//!   (SSA block parameters may assign them), the status word as the last buffer, and the
+//!   built-ins the kernel reads as `uint3` parameters with `[[thread_position_in_threadgroup]]`,
+//!   `[[threadgroup_position_in_grid]]`, `[[threads_per_threadgroup]]` and
+//!   `[[threadgroups_per_grid]]`;
+//! - shared arrays are `threadgroup T sN[len]` at kernel scope, barriers
+//!   `threadgroup_barrier(mem_flags::mem_threadgroup)`;
+//! - control flow has no `goto` (MSL forbids it): nested `if`s, `for (;;)` loops and
+//!   `do { } while (0)` regions, and every loop carries a 64-bit iteration guard (two 32-bit
+//!   halves, as naga does) so that the Metal compiler, which may treat a loop it cannot prove
+//!   finite as undefined behaviour, sees a bounded loop;
+//! - math goes through `metal::` functions; `bool` is stored as `uchar`, as in the C backend;
+//!   `f64` is refused (Metal has no `double`).
+//!
+//! The output depends only on the module's structure, so it is snapshot-tested.
+
+use crate::error::MetalError;
+use crate::layout::KernelLayout;
+use nacre_c::dialect::MathFn;
+use nacre_c::helpers::{self, Helper};
+use nacre_c::{emit_kernel_source, Dialect, KernelHead, KernelPrototype, LoopGuard};
+use nacre_ir::passes::infer_address_spaces;
+use nacre_ir::{verify, AddressSpace, FuncId, FuncKind, GpuIndex, InstKind, Module, Scalar};
+
+/// The Metal Shading Language as a dialect of the shared C-family printer.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct MslDialect;
+
+/// The source lines before every kernel: the Metal standard library and the `<stdint.h>`
+/// limit macros the shared printer's literals and helpers use (MSL does not define them).
+const PREAMBLE: &str = "#include <metal_stdlib>
+using namespace metal;
+
+#ifndef INT64_C
+#define INT64_C(c) c##L
+#endif
+#ifndef UINT64_C
+#define UINT64_C(c) c##UL
+#endif
+#ifndef INT8_MIN
+#define INT8_MIN (-128)
+#endif
+#ifndef INT8_MAX
+#define INT8_MAX 127
+#endif
+#ifndef INT16_MIN
+#define INT16_MIN (-32768)
+#endif
+#ifndef INT16_MAX
+#define INT16_MAX 32767
+#endif
+#ifndef INT32_MIN
+#define INT32_MIN (-2147483647 - 1)
+#endif
+#ifndef INT32_MAX
+#define INT32_MAX 2147483647
+#endif
+#ifndef INT64_MIN
+#define INT64_MIN (-9223372036854775807L - 1L)
+#endif
+#ifndef INT64_MAX
+#define INT64_MAX 9223372036854775807L
+#endif
+#ifndef UINT8_MAX
+#define UINT8_MAX 255
+#endif
+#ifndef UINT16_MAX
+#define UINT16_MAX 65535
+#endif
+#ifndef UINT32_MAX
+#define UINT32_MAX 4294967295u
+#endif
+#ifndef UINT64_MAX
+#define UINT64_MAX 18446744073709551615UL
+#endif
+";
+
+/// The parameter name and attribute of each built-in index.
+fn builtin(index: GpuIndex) -> (&'static str, &'static str) {
+    match index {
+        GpuIndex::ThreadIdx => ("nacre_thread_idx", "thread_position_in_threadgroup"),
+        GpuIndex::BlockIdx => ("nacre_block_idx", "threadgroup_position_in_grid"),
+        GpuIndex::BlockDim => ("nacre_block_dim", "threads_per_threadgroup"),
+        GpuIndex::GridDim => ("nacre_grid_dim", "threadgroups_per_grid"),
+    }
+}
+
+impl Dialect for MslDialect {
+    fn backend_name(&self) -> &'static str {
+        "metal"
+    }
+
+    fn preamble(&self) -> &'static str {
+        PREAMBLE
+    }
+
+    fn scalar_type(&self, s: Scalar) -> &'static str {
+        match s {
+            Scalar::Bool | Scalar::U8 => "uchar",
+            Scalar::I8 => "char",
+            Scalar::I16 => "short",
+            Scalar::I32 => "int",
+            Scalar::I64 => "long",
+            Scalar::U16 => "ushort",
+            Scalar::U32 => "uint",
+            Scalar::U64 => "ulong",
+            Scalar::F32 => "float",
+            Scalar::F64 => "double",
+        }
+    }
+
+    fn address_type(&self) -> &'static str {
+        "ulong"
+    }
+
+    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, String> {
+        match space {
+            AddressSpace::Device => Ok("device "),
+            AddressSpace::Shared => Ok("threadgroup "),
+            AddressSpace::Generic => Err(
+                "pointers without an inferred address space (run infer_address_spaces first)"
+                    .to_string(),
+            ),
+        }
+    }
+
+    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, String> {
+        Err(match kind {
+            FuncKind::Host => "host functions (Metal compiles only kernels and their callees)",
+            FuncKind::Kernel => "kernels outside device code",
+        }
+        .to_string())
+    }
+
+    fn math_function(&self, f: MathFn, _s: Scalar) -> String {
+        match f {
+            MathFn::Abs => "metal::abs",
+            MathFn::Sqrt => "metal::sqrt",
+            MathFn::Floor => "metal::floor",
+            MathFn::Ceil => "metal::ceil",
+            MathFn::Fma => "metal::fma",
+            MathFn::Rem => "metal::fmod",
+        }
+        .to_string()
+    }
+
+    fn helper_definition(&self, helper: Helper) -> String {
+        let name = helper.name();
+        match helper {
+            Helper::FromBits(s) => {
+                let (f, u) = (self.scalar_type(s), self.scalar_type(bits_type(s)));
+                format!("inline {f} {name}({u} b) {{\n    return as_type<{f}>(b);\n}}\n")
+            }
+            Helper::ToBits(s) => {
+                let (f, u) = (self.scalar_type(s), self.scalar_type(bits_type(s)));
+                format!("inline {u} {name}({f} x) {{\n    return as_type<{u}>(x);\n}}\n")
+            }
+            Helper::FloatToInt { .. } | Helper::Min(_) | Helper::Max(_) => {
+                helpers::c_definition(self, "inline ", helper)
+            }
+        }
+    }
+
+    fn check_scalar(&self, s: Scalar) -> Result<(), String> {
+        if s == Scalar::F64 {
+            Err("64-bit floats (f64): Metal has no double; use f32 in kernels".to_string())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn status_type(&self) -> Result<String, String> {
+        self.pointer_type(Scalar::U32, AddressSpace::Device)
+    }
+
+    fn gpu_index(&self, index: GpuIndex, dim: nacre_ir::Dim) -> Result<String, String> {
+        Ok(format!("{}.{}", builtin(index).0, dim.name()))
+    }
+
+    fn barrier(&self) -> Result<String, String> {
+        Ok("threadgroup_barrier(mem_flags::mem_threadgroup);".to_string())
+    }
+
+    fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, String> {
+        self.check_scalar(elem)?;
+        Ok(format!(
+            "threadgroup {} {name}[{len}];",
+            self.scalar_type(elem)
+        ))
+    }
+
+    fn kernel_prototype(&self, head: &KernelHead<'_>) -> Result<KernelPrototype, String> {
+        let mut params = Vec::with_capacity(head.params.len() + 1 + head.indices.len());
+        let mut prologue = Vec::new();
+        for (i, p) in head.params.iter().enumerate() {
+            if p.ty.is_ptr() {
+                params.push(format!("{}{} [[buffer({i})]]", p.c_type, p.name));
+            } else {
+                params.push(format!(
+                    "constant {} &nacre_arg{i} [[buffer({i})]]",
+                    p.c_type
+                ));
+                prologue.push(format!("{} {} = nacre_arg{i};", p.c_type, p.name));
+            }
+        }
+        params.push(format!(
+            "{}{} [[buffer({})]]",
+            self.status_type()?,
+            head.status,
+            head.params.len()
+        ));
+        for &index in head.indices {
+            let (name, attribute) = builtin(index);
+            params.push(format!("uint3 {name} [[{attribute}]]"));
+        }
+        Ok(KernelPrototype {
+            signature: format!("kernel void {}({})", head.name, params.join(", ")),
+            prologue,
+        })
+    }
+
+    fn device_function_qualifier(&self) -> Result<&'static str, String> {
+        Ok("")
+    }
+
+    fn structured_control_flow(&self) -> bool {
+        true
+    }
+
+    fn loop_guard(&self, name: &str) -> Option<LoopGuard> {
+        Some(LoopGuard {
+            declaration: format!("uint2 {name} = uint2(4294967295u);"),
+            exhausted: format!("metal::all({name} == uint2(0u))"),
+            step: format!("{name} -= uint2({name}.y == 0u, 1u);"),
+        })
+    }
+}
+
+/// The unsigned integer type with the width of a float type.
+fn bits_type(s: Scalar) -> Scalar {
+    if s == Scalar::F32 {
+        Scalar::U32
+    } else {
+        Scalar::U64
+    }
+}
+
+/// One kernel as MSL.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct MslKernel {
+    /// The kernel's id in the input module.
+    pub id: FuncId,
+    /// The kernel's IR name.
+    pub name: String,
+    /// The kernel function's name in [`MslKernel::source`] (what `newFunctionWithName:`
+    /// looks up).
+    pub symbol: String,
+    /// The complete MSL source: the kernel and the device functions it calls.
+    pub source: String,
+    /// How the runtime binds the kernel's arguments.
+    pub layout: KernelLayout,
+    /// The bytes of threadgroup memory its shared arrays take.
+    pub shared_bytes: u64,
+}
+
+/// The threadgroup memory every Metal GPU provides (Apple's feature tables: 32 KiB).
+pub const MAX_THREADGROUP_MEMORY: u64 = 32 * 1024;
+
+/// Prints every kernel of `module` as MSL, in module order.
+///
+/// Fails with [`MetalError::AddressSpace`] when a pointer would need two address spaces or a
+/// kernel's callee recurses, [`MetalError::Codegen`] for what MSL cannot express,
+/// [`MetalError::TooManyArguments`] and [`MetalError::SharedMemory`] for kernels beyond
+/// Metal's limits.
+pub fn emit_msl(module: &Module) -> Result<Vec<MslKernel>, MetalError> {
+    let device = infer_address_spaces(module)?;
+    let first = device
+        .kernels
+        .first()
+        .map(|&(id, _)| module.functions[id].name.clone());
+    let Some(first) = first else {
+        return Ok(Vec::new());
+    };
+    let checked = verify(device.module).map_err(|e| MetalError::Internal {
+        kernel: first,
+        message: e.to_string(),
+    })?;
+    let dm = checked.module();
+    let mut out = Vec::with_capacity(device.kernels.len());
+    for &(id, dk) in &device.kernels {
+        let func = &dm.functions[dk];
+        let layout = KernelLayout::of(func)?;
+        let shared_bytes = shared_bytes(dm, dk);
+        if shared_bytes > MAX_THREADGROUP_MEMORY {
+            return Err(MetalError::SharedMemory {
+                kernel: func.name.clone(),
+                bytes: shared_bytes,
+                max: MAX_THREADGROUP_MEMORY,
+            });
+        }
+        let code = emit_kernel_source(&MslDialect, dm, dk)?;
+        out.push(MslKernel {
+            id,
+            name: func.name.clone(),
+            symbol: code.symbol,
+            source: code.source,
+            layout,
+            shared_bytes,
+        });
+    }
+    Ok(out)
+}
+
+/// The bytes of threadgroup memory of the shared arrays a kernel allocates.
+fn shared_bytes(module: &Module, kernel: FuncId) -> u64 {
+    let func = &module.functions[kernel];
+    func.layout
+        .iter()
+        .flat_map(|&b| &func.blocks[b].insts)
+        .map(|&i| match func.insts[i].kind {
+            InstKind::SharedAlloc { elem, len } => u64::from(elem.bytes()) * u64::from(len),
+            _ => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nacre_ir::{BinaryOp, Const, Dim, Function, FunctionBuilder, Signature, Type};
+
+    fn kernel_module(
+        params: &[Type],
+        body: impl FnOnce(&mut FunctionBuilder<'_>, &[nacre_ir::Value]),
+    ) -> Module {
+        let mut f = Function::new(
+            "k",
+            FuncKind::Kernel,
+            Signature {
+                params: params.to_vec(),
+                ret: None,
+            },
+        );
+        let mut b = FunctionBuilder::new(&mut f);
+        let p = b.create_entry_block();
+        body(&mut b, &p);
+        let mut m = Module::new();
+        let id = m.add_function(f);
+        m.entry = Some(id);
+        m
+    }
+
+    #[test]
+    fn spellings() {
+        let d = MslDialect;
+        assert_eq!(
+            d.pointer_type(Scalar::F32, AddressSpace::Shared).unwrap(),
+            "threadgroup float *"
+        );
+        assert!(d.pointer_type(Scalar::F32, AddressSpace::Generic).is_err());
+        assert!(d
+            .check_scalar(Scalar::F64)
+            .unwrap_err()
+            .contains("no double"));
+        assert_eq!(d.status_type().unwrap(), "device uint *");
+        assert!(d.structured_control_flow());
+        let g = d.loop_guard("nacre_guard0").unwrap();
+        assert_eq!(g.declaration, "uint2 nacre_guard0 = uint2(4294967295u);");
+    }
+
+    #[test]
+    fn a_scalar_argument_is_copied_into_a_mutable_local() {
+        // if i < n { n = n + 1 } : the scalar parameter flows into a block parameter.
+        let m = kernel_module(&[Type::ptr(Scalar::U32), Type::U32], |b, p| {
+            let i = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+            let c = b.cmp(nacre_ir::CmpOp::Lt, i, p[1]);
+            let (t, j) = (b.create_block(), b.create_block());
+            let x = b.append_block_param(j, Type::U32);
+            b.branch(c, t, vec![], j, vec![p[1]]);
+            b.switch_to_block(t);
+            let one = b.constant(Const {
+                ty: Type::U32,
+                bits: 1,
+            });
+            let n2 = b.binary(BinaryOp::Add, p[1], one);
+            b.jump(j, vec![n2]);
+            b.switch_to_block(j);
+            let dst = b.elem_ptr(p[0], i);
+            b.store(dst, x);
+            b.ret(None);
+        });
+        let k = emit_msl(&m).unwrap();
+        let src = &k[0].source;
+        assert!(
+            src.contains("constant uint &nacre_arg1 [[buffer(1)]]"),
+            "{src}"
+        );
+        assert!(src.contains("uint v1 = nacre_arg1;"), "{src}");
+        assert!(!src.contains("goto"), "{src}");
+        insta::assert_snapshot!("scalar_argument_local", src);
+    }
+
+    #[test]
+    fn doubles_are_refused() {
+        let m = kernel_module(&[Type::ptr(Scalar::F64)], |b, p| {
+            let x = b.constant(Const {
+                ty: Type::F64,
+                bits: 1.0f64.to_bits(),
+            });
+            b.store(p[0], x);
+            b.ret(None);
+        });
+        let err = emit_msl(&m).unwrap_err();
+        assert!(err.to_string().contains("no double"), "{err}");
+    }
+
+    #[test]
+    fn too_much_shared_memory_is_refused() {
+        let m = kernel_module(&[], |b, _| {
+            b.shared_alloc(Scalar::F32, 10_000);
+            b.ret(None);
+        });
+        match emit_msl(&m) {
+            Err(MetalError::SharedMemory { bytes, .. }) => assert_eq!(bytes, 40_000),
+            other => panic!("expected SharedMemory, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_module_without_kernels_gives_nothing() {
+        let mut f = Function::new("h", FuncKind::Host, Signature::default());
+        let mut b = FunctionBuilder::new(&mut f);
+        b.create_entry_block();
+        b.ret(None);
+        let mut m = Module::new();
+        m.entry = Some(m.add_function(f));
+        assert!(emit_msl(&m).unwrap().is_empty());
+    }
+}
