@@ -23,6 +23,23 @@ pub enum GpuError {
         device: String,
     },
 
+    /// A GPU device refused an allocation larger than the memory it can still hold (a device
+    /// with managed memory could over-subscribe, but kernels would then run from evicted
+    /// pages, orders of magnitude slower).
+    #[error(
+        "out of GPU memory: {bytes} bytes asked for on device `{device}`, which can still \
+         hold {available} bytes; free arrays that are no longer needed or process the data \
+         in smaller batches"
+    )]
+    ExceedsFreeMemory {
+        /// The device's name.
+        device: String,
+        /// The size asked for, in bytes.
+        bytes: usize,
+        /// What the device could still hold, in bytes.
+        available: usize,
+    },
+
     /// The size of an array in bytes does not fit the address space.
     #[error(
         "an array of {len} elements of {elem_bytes} bytes each is too large for the address \

@@ -49,8 +49,9 @@ fn step_info_records_layout() {
     let (_, info) = lowered("block_sum", &block_sum());
     assert_eq!(info.shared_bytes, 4 * BLOCK_SUM_MAX as usize);
     assert_eq!(info.barriers, 2);
-    // The phase, and `s` (live across the barrier in the loop).
-    assert_eq!(info.state_words, 2);
+    // Thread loops per region: `s`, live across the barrier in the loop, is uniform and stays
+    // in SSA form, so no thread needs state words.
+    assert_eq!(info.state_words, 0);
 
     // 33 i16 = 66 bytes, then 8-aligned: 72 + 32 f64.
     let (_, info) = lowered("two_shared", &two_shared());
@@ -70,9 +71,10 @@ fn step_info_records_layout() {
     let (_, info) = lowered("strided_sum", &strided_sum());
     assert_eq!((info.barriers, info.yields, info.state_words), (2, 1, 4));
 
-    // pointer, f64 (h), i8 (small), bool (odd), u32 (i): five values and the phase.
+    // pointer, f64 (h), i8 (small), bool (odd), u32 (i): five values (thread loops per
+    // region need no phase).
     let (_, info) = lowered("live_values", &live_values());
-    assert_eq!(info.state_words, 6, "{info:?}");
+    assert_eq!(info.state_words, 5, "{info:?}");
 }
 
 #[test]
@@ -91,6 +93,37 @@ fn block_sum_snapshot() {
     insta::assert_snapshot!("block_sum_lowered", low.func.to_string());
     let (m, _) = lowered("block_sum", &(module, id));
     insta::assert_snapshot!("block_sum_optimised", m.module().to_string());
+}
+
+/// The collapsed step function of a grid-stride kernel: one loop over `lo .. min(n, hi)`
+/// with a single exit, and the chunk's result after it.
+#[test]
+fn collapsed_snapshot() {
+    let (module, id) = saxpy();
+    let c = nacre_gpu::cpu::collapse::lower_collapsed(&module, id)
+        .unwrap()
+        .expect("saxpy has the collapsible shape");
+    assert_eq!(c.max, u32::MAX as u64);
+    let mut step = step_module(&module, c.lowered).unwrap();
+    let raw = verify(step.clone()).unwrap_or_else(|e| panic!("{e}\n{step}"));
+    drop(raw);
+    run_passes(&mut step, &PassOptions::default());
+    let step = verify(step).unwrap();
+    insta::assert_snapshot!("saxpy_collapsed_optimised", step.module().to_string());
+    // Kernels with barriers do not collapse.
+    let (module, id) = block_sum();
+    assert!(nacre_gpu::cpu::collapse::lower_collapsed(&module, id)
+        .unwrap()
+        .is_none());
+}
+
+/// A kernel with a barrier and a grid-stride loop (a yield) keeps the state machine.
+#[test]
+fn state_machine_snapshot() {
+    let (module, id) = strided_sum();
+    let low = lower_kernel(&module, id, CpuMode::Grid).unwrap();
+    assert_eq!(low.info.shape, nacre_gpu::cpu::StepShape::StateMachine);
+    insta::assert_snapshot!("strided_sum_lowered", low.func.to_string());
 }
 
 #[test]

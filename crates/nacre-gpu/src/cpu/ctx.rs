@@ -23,14 +23,16 @@
 //! block itself and derives `threadIdx` from its loop counter.
 //!
 //! The per-thread state area of a kernel with barriers holds, for thread `t`, the words
-//! `t * state_words .. (t + 1) * state_words`: word [`PHASE_SLOT`] is the thread's resume
-//! phase (0: finished, `k`: waiting at barrier or yield `k`), the other words hold the values
-//! that are live across barriers, one value per word.
+//! `t * state_words .. (t + 1) * state_words`. In a state machine, word [`PHASE_SLOT`] is the
+//! thread's resume phase (0: finished, `k`: waiting at barrier or yield `k`) and the other
+//! words hold the values that are live across barriers, one value per word; thread loops per
+//! region (see `regions`) have no phase, only the non-uniform values live across barriers.
 //!
 //! A step function returns the bitwise or of [`AT_BARRIER`] and [`AT_YIELD`] over the
 //! threads that stopped in the round (0 when all have finished). The executor calls it again
 //! while the result is nonzero, with [`BARRIERS_OPEN`] set to 1 exactly when the previous
-//! round left no thread at a yield.
+//! round left no thread at a yield. Step functions without a state machine run the whole
+//! block in one call and return 0.
 //!
 //! A collapsed step function (see `collapse`) reads the same context, for one block of one
 //! thread, plus the chunk words, and returns one of the results defined there instead.

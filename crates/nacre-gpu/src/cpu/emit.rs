@@ -24,6 +24,11 @@ impl<'f> Emit<'f> {
         self.out
     }
 
+    /// The type of `v`.
+    pub(crate) fn ty(&self, v: Value) -> Type {
+        self.f.values[v].ty
+    }
+
     /// An instruction without a result.
     pub(crate) fn effect(&mut self, kind: InstKind) {
         let inst = self.f.insts.push(InstData { kind, result: None });

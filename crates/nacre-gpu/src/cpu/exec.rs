@@ -11,7 +11,8 @@
 //! - In grid mode, a kernel of the collapsible grid-stride shape launched on a
 //!   one-dimensional grid runs instead as chunks of its loop index handed out to rayon's
 //!   workers, one call of its collapsed step function per chunk (see
-//!   [`crate::cpu::collapse`]); it falls back to the grid when the collapsed function refuses.
+//!   [`crate::cpu::collapse`]), the C tier's code once it is compiled (read once per launch);
+//!   it falls back to the grid when the collapsed function refuses.
 //!
 //! Each worker keeps its buffers (the block's shared memory and the per-thread state) in a
 //! thread-local scratch area that grows to the largest launch and is reused, so steady-state
@@ -212,16 +213,18 @@ impl CpuKernel {
     /// # Safety
     /// As [`cpu_launch`].
     unsafe fn run_collapsed(&self, shape: &Shape, args: *const u64) -> Result<bool, u32> {
-        let Some(step) = self.collapsed() else {
+        let Some(collapsed) = self.collapsed() else {
             return Ok(false);
         };
+        let step = collapsed.current();
         let threads = shape.grid[0] * shape.block[0];
         let one_dim = shape.grid[1..] == [1, 1] && shape.block[1..] == [1, 1];
-        if !one_dim || threads > step.max.min(u32::MAX as u64) {
+        let max = collapsed.max;
+        if !one_dim || threads > max.min(u32::MAX as u64) {
             return Ok(false);
         }
         let mut ctx = Shape::SERIAL.ctx(0, 0);
-        ctx[ctx::CHUNK_LIMIT] = step.max - threads;
+        ctx[ctx::CHUNK_LIMIT] = max - threads;
         let next = AtomicU64::new(0);
         let ended = AtomicBool::new(false);
         let refused = AtomicBool::new(false);
@@ -234,13 +237,13 @@ impl CpuKernel {
             let lo = next
                 .fetch_add(1, Ordering::Relaxed)
                 .saturating_mul(COLLAPSE_CHUNK);
-            if lo >= step.max {
+            if lo >= max {
                 // Unreachable when the wrap check passed (the bound is below `max`).
                 ended.store(true, Ordering::Relaxed);
                 return;
             }
             ctx[ctx::CHUNK_LO] = lo;
-            ctx[ctx::CHUNK_HI] = lo.saturating_add(COLLAPSE_CHUNK).min(step.max);
+            ctx[ctx::CHUNK_HI] = lo.saturating_add(COLLAPSE_CHUNK).min(max);
             // SAFETY: the context describes one block of one thread with no shared memory
             // or state, which is all a collapsed step function uses; `args` per the caller.
             match unsafe { step.step(args_addr as *const u64, ctx.as_mut_ptr()) } {

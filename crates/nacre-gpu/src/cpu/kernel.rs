@@ -1,5 +1,6 @@
 //! [`CpuKernel`]: a kernel compiled for the CPU, ready to launch.
 
+use crate::cpu::loop_tier::{TierState, Upgrade};
 use crate::cpu::lower::StepInfo;
 use crate::cpu::CpuMode;
 use nacre_backend::Executable;
@@ -27,38 +28,69 @@ pub struct CpuKernel {
     collapsed: Option<CollapsedStep>,
 }
 
-/// The collapsed step function of a grid-stride kernel (see `crate::cpu::collapse`).
+/// The collapsed step function of a grid-stride kernel (see `crate::cpu::collapse`), and its
+/// C tier (see `crate::cpu::loop_tier`) when it has one.
 pub(crate) struct CollapsedStep {
     exec: Arc<dyn Executable>,
     entry: Option<StepFn>,
     /// The largest value of the loop index's type.
     pub(crate) max: u64,
+    upgrade: Option<Arc<Upgrade>>,
 }
 
 impl CollapsedStep {
-    /// Wraps a compiled collapsed step function whose loop index has maximum `max`.
-    pub(crate) fn new(exec: Arc<dyn Executable>, max: u64) -> CollapsedStep {
+    /// Wraps a compiled collapsed step function whose loop index has maximum `max`; its C
+    /// tier, if requested, arrives in `upgrade`.
+    pub(crate) fn new(
+        exec: Arc<dyn Executable>,
+        max: u64,
+        upgrade: Option<Arc<Upgrade>>,
+    ) -> CollapsedStep {
         CollapsedStep {
             entry: native_step(exec.as_ref()),
             exec,
             max,
+            upgrade,
         }
     }
 
-    /// One call of the collapsed step function: `Ok(result)` (see `crate::cpu::collapse`),
-    /// `Err(code)` if the kernel trapped.
+    /// The code launches run now: the C tier once it is ready, else the backend's.
+    pub(crate) fn current(&self) -> StepCode<'_> {
+        match self.upgrade.as_deref().and_then(Upgrade::ready) {
+            Some(t) => StepCode {
+                entry: Some(t.entry()),
+                exec: self.exec.as_ref(),
+            },
+            None => StepCode {
+                entry: self.entry,
+                exec: self.exec.as_ref(),
+            },
+        }
+    }
+}
+
+/// The code of a step function chosen for one launch.
+#[derive(Copy, Clone)]
+pub(crate) struct StepCode<'a> {
+    entry: Option<StepFn>,
+    exec: &'a dyn Executable,
+}
+
+impl StepCode<'_> {
+    /// One call of the step function: `Ok(result)`, `Err(code)` if the kernel trapped.
     ///
     /// # Safety
-    /// As [`CpuKernel::step`], with the chunk words of the context set.
+    /// As [`CpuKernel::step`] (for a collapsed step function, with the chunk words of the
+    /// context set).
     #[inline]
     pub(crate) unsafe fn step(&self, args: *const u64, ctx: *mut u64) -> Result<u32, u32> {
         // SAFETY: forwarded contract.
-        unsafe { call_step(self.entry, self.exec.as_ref(), args, ctx) }
+        unsafe { call_step(self.entry, self.exec, args, ctx) }
     }
 }
 
 /// The native entry of a compiled step function, if the backend produced native code.
-fn native_step(exec: &dyn Executable) -> Option<StepFn> {
+pub(crate) fn native_step(exec: &dyn Executable) -> Option<StepFn> {
     exec.native_entry().map(|p| {
         // SAFETY: the executable's entry is a step function, whose IR signature is
         // `(ptr<u64>, ptr<u64>) -> u32`; under the native calling convention of
@@ -154,6 +186,37 @@ impl CpuKernel {
     /// The backend's listing of the compiled step module, if it keeps one.
     pub fn listing(&self) -> Option<&str> {
         self.exec.listing()
+    }
+
+    /// The backend's listing of the compiled collapsed step module, if the kernel has one and
+    /// the backend keeps listings.
+    pub fn collapsed_listing(&self) -> Option<&str> {
+        self.collapsed.as_ref().and_then(|c| c.exec.listing())
+    }
+
+    /// The C source of the collapsed step function's C tier, once compiled.
+    pub fn collapsed_c_source(&self) -> Option<&str> {
+        let upgrade = self.collapsed.as_ref()?.upgrade.as_deref()?;
+        upgrade.ready()?.listing()
+    }
+
+    /// What became of the C tier of the collapsed step function (see
+    /// `crate::cpu::loop_tier`).
+    pub fn c_tier(&self) -> TierState {
+        match self.collapsed.as_ref().and_then(|c| c.upgrade.as_deref()) {
+            Some(u) => u.state(),
+            None => TierState::None,
+        }
+    }
+
+    /// Waits up to `timeout` for the C tier to be compiled (or to fail); returns its state.
+    /// Launches never wait for it: this is for tests and measurements that want the final
+    /// code.
+    pub fn wait_for_c_tier(&self, timeout: std::time::Duration) -> TierState {
+        match self.collapsed.as_ref().and_then(|c| c.upgrade.as_deref()) {
+            Some(u) => u.wait(timeout),
+            None => TierState::None,
+        }
     }
 
     /// True if the step function runs as native code (otherwise through

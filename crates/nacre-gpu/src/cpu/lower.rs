@@ -40,6 +40,14 @@
 //!
 //! # Barriers
 //!
+//! A kernel whose barriers all sit in uniform control flow (every thread of a block reaches
+//! the same barriers in the same order, as CUDA requires) and that has no yields is lowered
+//! by `regions` instead: one plain loop over the block's threads per stretch of code between
+//! barriers, the control between them decided once per block, the whole block in one call
+//! ([`StepShape::Regions`]). The state machine below is the general case
+//! ([`StepShape::StateMachine`]): barriers in divergent control flow, yields of grid-stride
+//! loops, and whatever the region lowering declines.
+//!
 //! A kernel with barriers becomes a resumable state machine. Each block of the kernel is split
 //! at each barrier; barrier `k` (numbered from 1 in layout order) ends its block with
 //!
@@ -87,13 +95,14 @@
 //! usually run through a separate collapsed step function instead, see `collapse`; this
 //! lowering is their fallback.)
 //!
-//! Kernels with neither barriers nor yields are translated directly: their blocks are embedded
-//! unchanged in the thread loop, with no per-thread state, and the step function always
-//! returns 0.
+//! Kernels with neither barriers nor yields are translated directly
+//! ([`StepShape::ThreadLoop`]): their blocks are embedded unchanged in the thread loop, with
+//! no per-thread state, and the step function always returns 0.
 
 use crate::cpu::ctx;
 use crate::cpu::emit::{add_param, Emit};
 use crate::cpu::liveness::live_in;
+use crate::cpu::regions::{lower_regions, Input};
 use crate::cpu::ssa_repair::{repair, Variable};
 use crate::cpu::stride_loops::insert_yields;
 use crate::cpu::CpuMode;
@@ -123,6 +132,27 @@ pub struct StepInfo {
     /// Number of yields added to interleave grid-stride loops (see `stride_loops`); they are
     /// lowered like barriers.
     pub yields: u32,
+    /// How the step function runs a block.
+    pub shape: StepShape,
+}
+
+/// How a step function runs a block.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum StepShape {
+    /// No barriers and no yields: one loop over the block's threads, one call per block.
+    ThreadLoop,
+    /// Barriers in uniform control flow: one loop over the threads per region between
+    /// barriers (see `regions`), one call per block. `narrowed` of the `loops` thread loops
+    /// run over a narrowed range of `threadIdx.x`.
+    Regions {
+        /// Thread loops.
+        loops: usize,
+        /// Thread loops with a narrowed range.
+        narrowed: usize,
+    },
+    /// The resumable state machine: one call per round (barriers in divergent control flow,
+    /// or yields of grid-stride loops).
+    StateMachine,
 }
 
 /// A kernel lowered to a step function.
@@ -412,11 +442,13 @@ impl Lowering {
 
         self.hoist_uniform();
 
-        let state_words = if barriers == 0 {
+        let (state_words, shape) = if barriers == 0 {
             self.thread_loop(start);
-            0
+            (0, StepShape::ThreadLoop)
+        } else if let Some(r) = yields.is_empty().then(|| self.regions(start)).flatten() {
+            r
         } else {
-            self.state_machine(start, &yields)
+            (self.state_machine(start, &yields), StepShape::StateMachine)
         };
         let mut entry_insts = std::mem::take(&mut self.entry_insts);
         entry_insts.extend(std::mem::take(&mut self.f.blocks[self.entry].insts));
@@ -429,6 +461,7 @@ impl Lowering {
                 state_words,
                 barriers: real_barriers,
                 yields: yields.len() as u32,
+                shape,
             },
         })
     }
@@ -480,6 +513,37 @@ impl Lowering {
                 self.f.blocks[b].insts = kept;
             }
         }
+    }
+
+    /// Lowers the kernel to one loop over the threads per region between barriers (see
+    /// `regions`), if its barriers sit in uniform control flow; returns the state words per
+    /// thread and the shape, or `None` (nothing changed) if the kernel does not qualify.
+    fn regions(&mut self, start: Block) -> Option<(usize, StepShape)> {
+        let dims = [0, 1, 2].map(|d| self.ctx_word_u32(ctx::BLOCK_DIM + d));
+        let state_base = self.ctx_word(ctx::STATE_BASE);
+        let mut uniform: HashSet<Value> =
+            self.f.blocks[self.entry].params.iter().copied().collect();
+        for &i in &self.entry_insts {
+            uniform.extend(self.f.insts[i].result);
+        }
+        let out = lower_regions(&Input {
+            f: &self.f,
+            body: &self.body,
+            start,
+            entry: self.entry,
+            uniform: &uniform,
+            xyz: self.xyz,
+            t: self.t,
+            dims,
+            state_base,
+        })?;
+        self.f = out.f;
+        self.entry_insts.extend(out.entry_insts);
+        let shape = StepShape::Regions {
+            loops: out.loops,
+            narrowed: out.narrowed,
+        };
+        Some((out.state_words, shape))
     }
 
     /// The context values the thread-loop advance needs (`blockDim.x`, `blockDim.y`, threads
@@ -780,7 +844,7 @@ fn load_param(em: &mut Emit<'_>, args: Value, i: u32, ty: Type) -> Value {
 
 /// Stores `v` (of type `ty`) into state word `slot` of the thread whose state starts at the
 /// address `state` (`u64`).
-fn store_slot(em: &mut Emit<'_>, state: Value, slot: usize, v: Value, ty: Type) {
+pub(crate) fn store_slot(em: &mut Emit<'_>, state: Value, slot: usize, v: Value, ty: Type) {
     let offset = slot as u64 * 8;
     match ty {
         Type::Ptr(..) => {
@@ -796,7 +860,7 @@ fn store_slot(em: &mut Emit<'_>, state: Value, slot: usize, v: Value, ty: Type) 
 }
 
 /// Loads a value of type `ty` from state word `slot`.
-fn load_slot(em: &mut Emit<'_>, state: Value, slot: usize, ty: Type) -> Value {
+pub(crate) fn load_slot(em: &mut Emit<'_>, state: Value, slot: usize, ty: Type) -> Value {
     let offset = slot as u64 * 8;
     match ty {
         Type::Ptr(..) => {

@@ -4,12 +4,13 @@
 use crate::cpu::collapse::lower_collapsed;
 use crate::cpu::exec::cpu_launch;
 use crate::cpu::kernel::{CollapsedStep, CpuKernel};
+use crate::cpu::loop_tier::{self, Upgrade};
 use crate::cpu::lower::{lower_kernel, LoweredKernel};
 use crate::cpu::CpuMode;
 use crate::error::GpuError;
 use nacre_backend::{Backend, Executable};
 use nacre_ir::passes::{run_passes, PassOptions};
-use nacre_ir::{verify, FuncId, FuncKind, InstKind, LaunchBinding, Module};
+use nacre_ir::{verify, FuncId, FuncKind, InstKind, LaunchBinding, Module, VerifiedModule};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -61,7 +62,9 @@ impl CpuKernels {
 /// Per kernel: [`lower_kernel`] to a step function, [`step_module`] (the step function and
 /// copies of the host functions it calls), [`run_passes`], [`verify`], compile. In
 /// [`CpuMode::Grid`], a kernel of the collapsible grid-stride shape also gets a collapsed step
-/// function (see `collapse`), compiled the same way. The host
+/// function (see `collapse`), compiled the same way and, when `backend` is a native backend
+/// other than C, queued for the C tier (see `loop_tier`: compiled by the system C compiler in
+/// the background; this function does not wait for it). The host
 /// functions of `module` can then be compiled by any CPU backend; the returned kernels must
 /// outlive the compiled code.
 pub fn prepare_cpu(
@@ -81,11 +84,17 @@ pub fn prepare_cpu(
         let name = lowered.func.name.clone();
         let info = lowered.info.clone();
         let (exec, step) = compile_step(module, lowered, backend)?;
+        let step = step.into_inner();
         let collapsed = match mode {
             CpuMode::Grid => match lower_collapsed(module, id)? {
                 Some(c) => {
-                    let (exec, _) = compile_step(module, c.lowered, backend)?;
-                    Some(CollapsedStep::new(exec, c.max))
+                    let (exec, verified) = compile_step(module, c.lowered, backend)?;
+                    let upgrade = wants_c_tier(backend).then(|| {
+                        let slot = Arc::new(Upgrade::default());
+                        loop_tier::request(verified, slot.clone());
+                        slot
+                    });
+                    Some(CollapsedStep::new(exec, c.max, upgrade))
                 }
                 None => None,
             },
@@ -97,12 +106,20 @@ pub fn prepare_cpu(
     Ok(CpuKernels { kernels })
 }
 
+/// True if collapsed step functions compiled by `backend` also get a C tier (see
+/// `loop_tier`): native backends other than C itself, which compiles them with the user's C
+/// options already (the engine's default flags enable the vectoriser); the interpreter is the
+/// reference and stays as it is.
+fn wants_c_tier(backend: &dyn Backend) -> bool {
+    !matches!(backend.name(), "c" | "interp")
+}
+
 /// Builds the step module of `lowered`, optimises, verifies and compiles it.
 fn compile_step(
     module: &Module,
     lowered: LoweredKernel,
     backend: &dyn Backend,
-) -> Result<(Arc<dyn Executable>, Module), GpuError> {
+) -> Result<(Arc<dyn Executable>, VerifiedModule), GpuError> {
     let name = lowered.func.name.clone();
     let mut step = step_module(module, lowered)?;
     run_passes(&mut step, &PassOptions::default());
@@ -116,7 +133,7 @@ fn compile_step(
             kernel: name.clone(),
             source,
         })?;
-    Ok((exec, verified.into_inner()))
+    Ok((exec, verified))
 }
 
 /// The module a step function is compiled in: the step function (its entry) followed by

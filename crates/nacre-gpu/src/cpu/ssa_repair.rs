@@ -3,7 +3,9 @@
 //! After the lowering splits a kernel at its barriers, a value that is live across a barrier
 //! has two kinds of definitions: the original one, and a reload from the thread's state at the
 //! start of the block that resumes after the barrier. Its uses are no longer dominated by
-//! either alone. For each such variable this module:
+//! either alone. The region lowering (`regions`) adds a third kind: copies of the original
+//! definition in the copies of its block, one per thread loop that runs it (the original
+//! block is then dropped). For each such variable this module:
 //!
 //! 1. finds the blocks it is live into (backwards from its uses, stopping at blocks that
 //!    define it);
@@ -24,9 +26,12 @@ use std::collections::{HashMap, HashSet};
 
 /// A variable to repair: its original value and the blocks that redefine it.
 pub(crate) struct Variable {
-    /// The original SSA value (its definition stays where it is).
+    /// The original SSA value (its definition stays where it is, if its block is still laid
+    /// out).
     pub value: Value,
-    /// Blocks that redefine it at their very start, with the new definition.
+    /// Blocks that redefine it, with the new definition: at their very start (a reload), or
+    /// where a copy of the original definition stands; either way every use of the variable
+    /// in such a block comes after the definition.
     pub redefs: HashMap<Block, Value>,
 }
 

@@ -87,7 +87,7 @@ pub fn module_of(f: Function, helpers: Vec<Function>) -> (Module, FuncId) {
     (m, id)
 }
 
-fn kernel(name: &str, params: &[Type]) -> Function {
+pub fn kernel(name: &str, params: &[Type]) -> Function {
     Function::new(
         name,
         FuncKind::Kernel,
@@ -106,18 +106,18 @@ pub fn ku32(b: &mut FunctionBuilder<'_>, x: u32) -> Value {
     k(b, Type::U32, x as u64)
 }
 
-fn load_at(b: &mut FunctionBuilder<'_>, base: Value, i: Value) -> Value {
+pub fn load_at(b: &mut FunctionBuilder<'_>, base: Value, i: Value) -> Value {
     let p = b.elem_ptr(base, i);
     b.load(p)
 }
 
-fn store_at(b: &mut FunctionBuilder<'_>, base: Value, i: Value, v: Value) {
+pub fn store_at(b: &mut FunctionBuilder<'_>, base: Value, i: Value, v: Value) {
     let p = b.elem_ptr(base, i);
     b.store(p, v);
 }
 
 /// `blockIdx.d * blockDim.d + threadIdx.d`.
-fn global(b: &mut FunctionBuilder<'_>, d: Dim) -> Value {
+pub fn global(b: &mut FunctionBuilder<'_>, d: Dim) -> Value {
     let bid = b.gpu_index(GpuIndex::BlockIdx, d);
     let bdim = b.gpu_index(GpuIndex::BlockDim, d);
     let tid = b.gpu_index(GpuIndex::ThreadIdx, d);
@@ -125,11 +125,11 @@ fn global(b: &mut FunctionBuilder<'_>, d: Dim) -> Value {
     b.binary(BinaryOp::Add, base, tid)
 }
 
-const PF32: Type = Type::Ptr(Scalar::F32, nacre_ir::AddressSpace::Generic);
-const PF64: Type = Type::Ptr(Scalar::F64, nacre_ir::AddressSpace::Generic);
-const PI32: Type = Type::Ptr(Scalar::I32, nacre_ir::AddressSpace::Generic);
-const PU32: Type = Type::Ptr(Scalar::U32, nacre_ir::AddressSpace::Generic);
-const PU8: Type = Type::Ptr(Scalar::U8, nacre_ir::AddressSpace::Generic);
+pub const PF32: Type = Type::Ptr(Scalar::F32, nacre_ir::AddressSpace::Generic);
+pub const PF64: Type = Type::Ptr(Scalar::F64, nacre_ir::AddressSpace::Generic);
+pub const PI32: Type = Type::Ptr(Scalar::I32, nacre_ir::AddressSpace::Generic);
+pub const PU32: Type = Type::Ptr(Scalar::U32, nacre_ir::AddressSpace::Generic);
+pub const PU8: Type = Type::Ptr(Scalar::U8, nacre_ir::AddressSpace::Generic);
 
 /// `vec_add(a, b, c, n)`: `i = global.x; if i < n { c[i] = a[i] + b[i] }`.
 pub fn vec_add() -> (Module, FuncId) {
