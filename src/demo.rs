@@ -91,17 +91,24 @@ pub fn run(backend: &str) -> Result<()> {
     Ok(())
 }
 
-/// vecAdd and blockSum launched through `Array`s on the best available device (the CPU here:
-/// full grid semantics, blocks over all cores).
+/// vecAdd and blockSum launched through `Array`s on the best available device: a CUDA GPU
+/// when one works here, else the CPU (full grid semantics, blocks over all cores).
 fn kernels(kind: BackendKind) -> Result<()> {
-    use nacre::gpu::Array;
+    use nacre::gpu::{Array, DeviceKind};
     use nacre_corpus::kernels::{run_block_sum, run_vec_add_bounded};
-    let engine = Engine::new(Options::with_backend(kind)).context("creating the engine")?;
-    println!("Kernels on the CPU device (grid mode):");
+    let device = DeviceKind::best_available();
+    let mut options = Options::with_backend(kind);
+    options.gpu.device = device;
+    let engine = Engine::new(options).context("creating the engine")?;
+    let dev = engine.device();
+    match device {
+        DeviceKind::Cpu => println!("Kernels on the CPU device (grid mode):"),
+        _ => println!("Kernels on the {} device:", dev.name()),
+    }
     let n = 1_000_000usize;
-    let a = Array::copy(&(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
-    let b = Array::copy(&vec![0.5f32; n])?;
-    let c = Array::<f32>::alloc_unified(n)?;
+    let a = Array::copy_on(dev.clone(), &(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
+    let b = Array::copy_on(dev.clone(), &vec![0.5f32; n])?;
+    let c = Array::<f32>::alloc_on(dev.clone(), n)?;
     let f = engine
         .compile(run_vec_add_bounded)
         .context("compiling vec_add")?;
@@ -114,9 +121,9 @@ fn kernels(kind: BackendKind) -> Result<()> {
         .all(|(i, x)| *x == i as f32 + 0.5);
     check("vec_add: all 1M elements", ok, true)?;
 
-    let input = Array::copy(&vec![1.0f32; n])?;
+    let input = Array::copy_on(dev.clone(), &vec![1.0f32; n])?;
     let blocks = n.div_ceil(256);
-    let sums = Array::<f32>::alloc_unified(blocks)?;
+    let sums = Array::<f32>::alloc_on(dev, blocks)?;
     let f = engine
         .compile(run_block_sum)
         .context("compiling block_sum")?;

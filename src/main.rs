@@ -22,8 +22,9 @@ enum Command {
         #[arg(long, default_value = "cranelift")]
         backend: String,
     },
-    /// Run a benchmark suite: `nacre bench cpu [--quick] [--json FILE]` or
-    /// `nacre bench gpu --backend cpu [--mode serial|grid] [--quick] [--json FILE]`.
+    /// Run a benchmark suite: `nacre bench cpu [--quick] [--json FILE]`,
+    /// `nacre bench gpu --backend cpu [--mode serial|grid] [--quick] [--json FILE]` or
+    /// `nacre bench gpu --backend cuda [--peers] [--no-cpu] [--quick] [--json FILE]`.
     Bench {
         /// The suite to run.
         #[command(subcommand)]

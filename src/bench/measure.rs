@@ -6,7 +6,7 @@
 //! [`Config::min_sample`] (so that nanosecond routines are not lost in the clock's
 //! resolution). The number of samples aims at [`Config::target`] of measuring, within
 //! [`Config::min_samples`]..=[`Config::max_samples`]. The reported value is the median of the
-//! samples.
+//! samples. Calls that synchronise with a GPU are timed one by one instead ([`measure_calls`]).
 
 use nacre_corpus::bench::Batch;
 use std::hint::black_box;
@@ -45,6 +45,68 @@ impl Config {
         min_samples: 5,
         max_samples: 300,
     };
+}
+
+/// How to sample a routine that is timed one call at a time ([`measure_calls`]): calls that
+/// synchronise with a device, where each call's own time matters and a batch would hide it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CallConfig {
+    /// Time spent calling the routine before sampling (at least [`CallConfig::MIN_WARMUP_CALLS`]
+    /// calls).
+    pub warmup: Duration,
+    /// Time the timed calls of one benchmark should take together.
+    pub target: Duration,
+    /// The fewest calls timed, however slow the routine.
+    pub min_calls: usize,
+    /// The most calls timed, however fast the routine.
+    pub max_calls: usize,
+}
+
+impl CallConfig {
+    /// The fewest warm-up calls.
+    pub const MIN_WARMUP_CALLS: usize = 3;
+
+    /// The full run: about half a second of timed calls, at least 50.
+    pub const FULL: CallConfig = CallConfig {
+        warmup: Duration::from_millis(100),
+        target: Duration::from_millis(500),
+        min_calls: 50,
+        max_calls: 5000,
+    };
+
+    /// `--quick`: a few tens of milliseconds, still at least 50 calls.
+    pub const QUICK: CallConfig = CallConfig {
+        warmup: Duration::from_millis(10),
+        target: Duration::from_millis(30),
+        min_calls: 50,
+        max_calls: 1000,
+    };
+}
+
+/// Measures `routine` one call at a time: warm-up, then `n` calls each timed with [`Instant`]
+/// (`n` from the warm-up's estimate, within [`CallConfig::min_calls`]..=[`CallConfig::max_calls`]);
+/// the median of the calls (`batch` 1). The first error of the routine ends the measurement
+/// and is returned.
+pub fn measure_calls<E>(
+    cfg: &CallConfig,
+    mut routine: impl FnMut() -> Result<(), E>,
+) -> Result<Stats, E> {
+    let warmup_start = Instant::now();
+    let mut warmup_calls = 0usize;
+    while warmup_calls < CallConfig::MIN_WARMUP_CALLS || warmup_start.elapsed() < cfg.warmup {
+        routine()?;
+        warmup_calls += 1;
+    }
+    let per_call_ns = warmup_start.elapsed().as_nanos() as f64 / warmup_calls as f64;
+    let calls = ((cfg.target.as_nanos() as f64 / per_call_ns.max(1.0)).round() as usize)
+        .clamp(cfg.min_calls, cfg.max_calls.max(cfg.min_calls));
+    let mut samples = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let start = Instant::now();
+        routine()?;
+        samples.push(start.elapsed().as_nanos() as f64);
+    }
+    Ok(Stats::from_samples(samples, 1))
 }
 
 /// The most inputs prepared for one batch of a batched benchmark (they are all alive at once).
@@ -203,6 +265,37 @@ mod tests {
         let (batch, samples) = plan(&cfg, 50e6, usize::MAX);
         assert_eq!((batch, samples), (1, cfg.min_samples));
         assert_eq!(plan(&cfg, 2.0, 1).0, 1);
+    }
+
+    #[test]
+    fn measure_calls_times_each_call_and_stops_at_an_error() {
+        let cfg = CallConfig {
+            warmup: Duration::from_millis(1),
+            target: Duration::from_millis(2),
+            min_calls: 50,
+            max_calls: 60,
+        };
+        let mut calls = 0usize;
+        let s = measure_calls(&cfg, || {
+            calls += 1;
+            std::thread::sleep(Duration::from_micros(20));
+            Ok::<(), String>(())
+        })
+        .unwrap();
+        assert_eq!(s.batch, 1);
+        assert!((50..=60).contains(&s.samples), "{s:?}");
+        assert!(s.median_ns >= 20_000.0, "{s:?}");
+        assert!(calls >= s.samples + CallConfig::MIN_WARMUP_CALLS);
+        let mut left = 10;
+        let e = measure_calls(&cfg, || {
+            left -= 1;
+            if left == 0 {
+                Err("stopped")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(e.unwrap_err(), "stopped");
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! Each suite is a subcommand: `nacre bench cpu` ([`cpu`]) measures the tracing, optimising,
 //! compiling and execution times of the CPU backends; `nacre bench gpu` ([`gpu`]) the seed's
 //! GPU benchmark (kernel launches and kernel compiles) on a backend of the GPU runtime,
-//! against hand-written rayon. The sampling ([`measure`]) and the JSON report ([`report`],
-//! with the seed's Nautilus figures of [`seed_figures`] for the CPU suite) are shared.
+//! against hand-written rayon on the CPU, or on CUDA against PyTorch, CuPy and Triton. The
+//! sampling ([`measure`]) and the JSON report ([`report`], with the seed's Nautilus figures of
+//! [`seed_figures`] for the CPU suite) are shared.
 
 pub mod cpu;
 pub mod gpu;
@@ -22,8 +23,8 @@ pub enum Suite {
     /// backends (interp, cranelift, c), against hand-written Rust and Nautilus's figures.
     Cpu(cpu::CpuArgs),
     /// The seed's GPU benchmark (saxpy, vecadd, block sum, logistic map launches and kernel
-    /// compiles) on a GPU runtime backend (cpu; cuda and metal are not in this build), against
-    /// hand-written rayon.
+    /// compiles) on a GPU runtime backend: cpu (against hand-written rayon) or cuda (with the
+    /// CPU beside it and, with --peers, PyTorch, CuPy and Triton); metal is not in this build.
     Gpu(gpu::GpuArgs),
 }
 

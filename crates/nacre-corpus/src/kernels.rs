@@ -1,6 +1,6 @@
 //! The kernel corpus: the seed's GPU kernels, each with a traced host function that launches
-//! it and a check against plain Rust. Shared by the CPU execution tests and, later, the CUDA
-//! and Metal backends.
+//! it and a check against plain Rust. Shared by the CPU execution tests and the GPU backends:
+//! every check allocates its arrays on the engine's device (`Engine::device`).
 
 use nacre::gpu::{
     block_dim, block_dim_x, block_idx, block_idx_x, global_id_x, global_size_x, grid_dim_x, launch,
@@ -19,6 +19,9 @@ pub struct KernelCase {
     /// Compiles the host function on `engine`, runs it on data of size `n` (approximately;
     /// kernels round as they need) and compares with plain Rust.
     pub check: fn(&Engine, usize) -> Result<(), String>,
+    /// Traces the host function that [`KernelCase::check`] runs into a module holding it and
+    /// the kernels it launches (for code generators that print kernels on their own).
+    pub module: fn() -> Result<nacre::ir::Module, nacre::Error>,
 }
 
 impl std::fmt::Debug for KernelCase {
@@ -95,7 +98,7 @@ pub fn run_index_queries(out: Ptr<u32>, blocks: Val<u32>) {
 fn check_index_queries(engine: &Engine, n: usize) -> Result<(), String> {
     let blocks = (n / 64).clamp(1, 64) as u32;
     let f = engine.compile(run_index_queries).map_err(err)?;
-    let out = Array::<u32>::alloc_unified(blocks as usize * 64 * 4).map_err(err)?;
+    let out = Array::<u32>::alloc_on(engine.device(), blocks as usize * 64 * 4).map_err(err)?;
     f.call(out.ptr(), blocks).map_err(err)?;
     let want: Vec<u32> = (0..blocks * 64)
         .flat_map(|g| [g % 64, g / 64, 64, blocks])
@@ -132,7 +135,7 @@ pub fn run_index_3d(out: Ptr<u32>) {
 fn check_index_3d(engine: &Engine, _: usize) -> Result<(), String> {
     let (w, h, d) = (8u32, 6u32, 4u32);
     let f = engine.compile(run_index_3d).map_err(err)?;
-    let out = Array::<u32>::alloc_unified((w * h * d) as usize).map_err(err)?;
+    let out = Array::<u32>::alloc_on(engine.device(), (w * h * d) as usize).map_err(err)?;
     f.call(out.ptr()).map_err(err)?;
     let want: Vec<u32> = (0..d)
         .flat_map(|z| (0..h).flat_map(move |y| (0..w).map(move |x| x + y * 1000 + z * 1_000_000)))
@@ -161,7 +164,7 @@ pub fn run_sync_only(out: Ptr<u32>, blocks: Val<u32>) {
 fn check_sync_only(engine: &Engine, n: usize) -> Result<(), String> {
     let blocks = (n / 128).clamp(1, 256) as u32;
     let f = engine.compile(run_sync_only).map_err(err)?;
-    let out = Array::<u32>::alloc_unified(blocks as usize * 128).map_err(err)?;
+    let out = Array::<u32>::alloc_on(engine.device(), blocks as usize * 128).map_err(err)?;
     f.call(out.ptr(), blocks).map_err(err)?;
     let want: Vec<u32> = (0..blocks * 128)
         .map(|g| ((g % 128 + 1) % 128) * 3)
@@ -193,7 +196,7 @@ pub fn run_bounded_index(out: Ptr<u32>, n: Val<u32>) {
 fn check_bounded_index(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1) as u32 | 1;
     let f = engine.compile(run_bounded_index).map_err(err)?;
-    let out = Array::<u32>::alloc_unified(n as usize).map_err(err)?;
+    let out = Array::<u32>::alloc_on(engine.device(), n as usize).map_err(err)?;
     f.call(out.ptr(), n).map_err(err)?;
     let want: Vec<u32> = (0..n).map(|i| i * 2 + 1).collect();
     compare("bounded index", out.as_slice(), &want)
@@ -218,8 +221,11 @@ fn check_vec_add(engine: &Engine, n: usize) -> Result<(), String> {
     let blocks = n.div_ceil(256).max(1);
     let n = blocks * 256;
     let (x, y) = (random_f32(n, 1), random_f32(n, 2));
-    let (a, b) = (Array::copy(&x).map_err(err)?, Array::copy(&y).map_err(err)?);
-    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let (a, b) = (
+        Array::copy_on(engine.device(), &x).map_err(err)?,
+        Array::copy_on(engine.device(), &y).map_err(err)?,
+    );
+    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add).map_err(err)?;
     f.call(a.ptr(), b.ptr(), c.ptr(), blocks as u32)
         .map_err(err)?;
@@ -236,8 +242,11 @@ pub fn run_vec_add_dynamic(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>, n: Val<u32>) {
 fn check_vec_add_dynamic(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.div_ceil(256).max(1) * 256;
     let (x, y) = (random_f32(n, 3), random_f32(n, 4));
-    let (a, b) = (Array::copy(&x).map_err(err)?, Array::copy(&y).map_err(err)?);
-    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let (a, b) = (
+        Array::copy_on(engine.device(), &x).map_err(err)?,
+        Array::copy_on(engine.device(), &y).map_err(err)?,
+    );
+    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add_dynamic).map_err(err)?;
     f.call(a.ptr(), b.ptr(), c.ptr(), n as u32).map_err(err)?;
     let want: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
@@ -267,8 +276,11 @@ pub fn run_vec_add_bounded(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>, n: Val<u32>) {
 fn check_vec_add_bounded(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1) | 1;
     let (x, y) = (random_f32(n, 5), random_f32(n, 6));
-    let (a, b) = (Array::copy(&x).map_err(err)?, Array::copy(&y).map_err(err)?);
-    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let (a, b) = (
+        Array::copy_on(engine.device(), &x).map_err(err)?,
+        Array::copy_on(engine.device(), &y).map_err(err)?,
+    );
+    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add_bounded).map_err(err)?;
     f.call(a.ptr(), b.ptr(), c.ptr(), n as u32).map_err(err)?;
     let want: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
@@ -297,7 +309,7 @@ pub fn run_vec_scale(a: Ptr<f32>, s: Val<f32>, n: Val<u32>) {
 
 fn check_vec_scale(engine: &Engine, n: usize) -> Result<(), String> {
     let x = random_f32(n.max(1), 7);
-    let a = Array::copy(&x).map_err(err)?;
+    let a = Array::copy_on(engine.device(), &x).map_err(err)?;
     let f = engine.compile(run_vec_scale).map_err(err)?;
     f.call(a.ptr(), 2.5, x.len() as u32).map_err(err)?;
     let want: Vec<f32> = x.iter().map(|v| v * 2.5).collect();
@@ -328,8 +340,8 @@ fn check_saxpy(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let (xv, yv) = (random_f32(n, 8), random_f32(n, 9));
     let (x, y) = (
-        Array::copy(&xv).map_err(err)?,
-        Array::copy(&yv).map_err(err)?,
+        Array::copy_on(engine.device(), &xv).map_err(err)?,
+        Array::copy_on(engine.device(), &yv).map_err(err)?,
     );
     let f = engine.compile(run_saxpy).map_err(err)?;
     f.call(1.5, x.ptr(), y.ptr(), n as u32).map_err(err)?;
@@ -371,8 +383,8 @@ pub fn run_classify(v: Ptr<f32>, out: Ptr<u32>, n: Val<u32>) {
 fn check_classify(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let xv = random_f32(n, 10);
-    let v = Array::copy(&xv).map_err(err)?;
-    let out = Array::<u32>::alloc_unified(n).map_err(err)?;
+    let v = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let out = Array::<u32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_classify).map_err(err)?;
     f.call(v.ptr(), out.ptr(), n as u32).map_err(err)?;
     let want: Vec<u32> = xv
@@ -422,7 +434,7 @@ fn check_prefix_sum(engine: &Engine, n: usize) -> Result<(), String> {
     let input: Vec<i32> = (0..blocks * 256)
         .map(|i| ((i * 7919) % 201) as i32 - 100)
         .collect();
-    let data = Array::copy(&input).map_err(err)?;
+    let data = Array::copy_on(engine.device(), &input).map_err(err)?;
     let f = engine.compile(run_prefix_sum).map_err(err)?;
     f.call(data.ptr(), blocks as u32).map_err(err)?;
     let want: Vec<i32> = input
@@ -478,8 +490,8 @@ fn check_block_sum(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let blocks = n.div_ceil(256);
     let xv = random_f32(n, 11);
-    let input = Array::copy(&xv).map_err(err)?;
-    let out = Array::<f32>::alloc_unified(blocks).map_err(err)?;
+    let input = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let out = Array::<f32>::alloc_on(engine.device(), blocks).map_err(err)?;
     let f = engine.compile(run_block_sum).map_err(err)?;
     f.call(input.ptr(), out.ptr(), n as u32).map_err(err)?;
     let want: Vec<f32> = xv.chunks(256).map(|c| c.iter().sum()).collect();
@@ -521,8 +533,8 @@ fn check_transpose(engine: &Engine, n: usize) -> Result<(), String> {
     let width = ((n as f64).sqrt() as u32).clamp(1, 512) + 3;
     let height = width / 2 + 5;
     let m: Vec<f32> = (0..width * height).map(|i| i as f32).collect();
-    let input = Array::copy(&m).map_err(err)?;
-    let out = Array::<f32>::alloc_unified(m.len()).map_err(err)?;
+    let input = Array::copy_on(engine.device(), &m).map_err(err)?;
+    let out = Array::<f32>::alloc_on(engine.device(), m.len()).map_err(err)?;
     let f = engine.compile(run_transpose).map_err(err)?;
     f.call(input.ptr(), out.ptr(), width, height).map_err(err)?;
     let mut want = vec![0f32; m.len()];
@@ -568,8 +580,8 @@ fn check_saxpy_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let (xv, yv) = (random_f32(n, 12), random_f32(n, 13));
     let (x, y) = (
-        Array::copy(&xv).map_err(err)?,
-        Array::copy(&yv).map_err(err)?,
+        Array::copy_on(engine.device(), &xv).map_err(err)?,
+        Array::copy_on(engine.device(), &yv).map_err(err)?,
     );
     let f = engine.compile(run_saxpy_grid_stride).map_err(err)?;
     f.call(2.0, x.ptr(), y.ptr(), n as u32, 7).map_err(err)?;
@@ -609,10 +621,10 @@ fn check_vec_add_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let (xv, yv) = (random_f32(n, 14), random_f32(n, 15));
     let (a, b) = (
-        Array::copy(&xv).map_err(err)?,
-        Array::copy(&yv).map_err(err)?,
+        Array::copy_on(engine.device(), &xv).map_err(err)?,
+        Array::copy_on(engine.device(), &yv).map_err(err)?,
     );
-    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add_grid_stride).map_err(err)?;
     f.call(a.ptr(), b.ptr(), c.ptr(), n as u32, 5)
         .map_err(err)?;
@@ -649,7 +661,7 @@ pub fn run_logistic(v: Ptr<f32>, n: Val<u32>, iters: Val<u32>, blocks: Val<u32>)
 fn check_logistic(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.clamp(1, 1 << 16);
     let xv: Vec<f32> = (0..n).map(|i| 0.1 + 0.8 * (i as f32 / n as f32)).collect();
-    let v = Array::copy(&xv).map_err(err)?;
+    let v = Array::copy_on(engine.device(), &xv).map_err(err)?;
     let f = engine.compile(run_logistic).map_err(err)?;
     f.call(v.ptr(), n as u32, 64, 3).map_err(err)?;
     let want: Vec<f32> = xv
@@ -663,10 +675,10 @@ fn check_logistic(engine: &Engine, n: usize) -> Result<(), String> {
 /// buffers truncated it).
 fn check_large_batch(engine: &Engine, _: usize) -> Result<(), String> {
     let n = 1usize << 24;
-    let a = Array::copy(&vec![1.5f32; n]).map_err(err)?;
+    let a = Array::copy_on(engine.device(), &vec![1.5f32; n]).map_err(err)?;
     let bv: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
-    let b = Array::copy(&bv).map_err(err)?;
-    let c = Array::<f32>::alloc_unified(n).map_err(err)?;
+    let b = Array::copy_on(engine.device(), &bv).map_err(err)?;
+    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add_grid_stride).map_err(err)?;
     f.call(a.ptr(), b.ptr(), c.ptr(), n as u32, 1024)
         .map_err(err)?;
@@ -681,86 +693,103 @@ pub fn all() -> Vec<KernelCase> {
             name: "index_queries",
             grid_stride: false,
             check: check_index_queries,
+            module: || nacre::trace_module(&run_index_queries),
         },
         KernelCase {
             name: "index_3d",
             grid_stride: false,
             check: check_index_3d,
+            module: || nacre::trace_module(&run_index_3d),
         },
         KernelCase {
             name: "sync_only",
             grid_stride: false,
             check: check_sync_only,
+            module: || nacre::trace_module(&run_sync_only),
         },
         KernelCase {
             name: "bounded_index",
             grid_stride: false,
             check: check_bounded_index,
+            module: || nacre::trace_module(&run_bounded_index),
         },
         KernelCase {
             name: "vec_add",
             grid_stride: false,
             check: check_vec_add,
+            module: || nacre::trace_module(&run_vec_add),
         },
         KernelCase {
             name: "vec_add_dynamic",
             grid_stride: false,
             check: check_vec_add_dynamic,
+            module: || nacre::trace_module(&run_vec_add_dynamic),
         },
         KernelCase {
             name: "vec_add_bounded",
             grid_stride: false,
             check: check_vec_add_bounded,
+            module: || nacre::trace_module(&run_vec_add_bounded),
         },
         KernelCase {
             name: "vec_scale",
             grid_stride: false,
             check: check_vec_scale,
+            module: || nacre::trace_module(&run_vec_scale),
         },
         KernelCase {
             name: "saxpy",
             grid_stride: false,
             check: check_saxpy,
+            module: || nacre::trace_module(&run_saxpy),
         },
         KernelCase {
             name: "classify",
             grid_stride: false,
             check: check_classify,
+            module: || nacre::trace_module(&run_classify),
         },
         KernelCase {
             name: "prefix_sum",
             grid_stride: false,
             check: check_prefix_sum,
+            module: || nacre::trace_module(&run_prefix_sum),
         },
         KernelCase {
             name: "block_sum",
             grid_stride: false,
             check: check_block_sum,
+            module: || nacre::trace_module(&run_block_sum),
         },
         KernelCase {
             name: "transpose",
             grid_stride: false,
             check: check_transpose,
+            module: || nacre::trace_module(&run_transpose),
         },
         KernelCase {
             name: "saxpy_grid_stride",
             grid_stride: true,
             check: check_saxpy_grid_stride,
+            module: || nacre::trace_module(&run_saxpy_grid_stride),
         },
         KernelCase {
             name: "vec_add_grid_stride",
             grid_stride: true,
             check: check_vec_add_grid_stride,
+            module: || nacre::trace_module(&run_vec_add_grid_stride),
         },
         KernelCase {
             name: "logistic",
             grid_stride: true,
             check: check_logistic,
+            module: || nacre::trace_module(&run_logistic),
         },
         KernelCase {
             name: "large_batch",
             grid_stride: true,
             check: check_large_batch,
+            module: || nacre::trace_module(&run_vec_add_grid_stride),
         },
     ]
 }

@@ -7,7 +7,10 @@ use nacre_corpus::kernels::all;
 
 fn run(kind: BackendKind, mode: CpuMode) {
     let options = Options {
-        gpu: GpuOptions { cpu_mode: mode },
+        gpu: GpuOptions {
+            cpu_mode: mode,
+            ..GpuOptions::default()
+        },
         ..Options::with_backend(kind)
     };
     let engine = Engine::new(options).expect("engine");

@@ -90,9 +90,19 @@ pub(crate) struct SecondTierSlot {
     pub second_calls: AtomicU64,
 }
 
+/// The compiled kernels a function's host code launches.
+pub(crate) enum Kernels {
+    /// On the CPU; launches complete before the launcher returns.
+    Cpu(#[allow(dead_code)] nacre_gpu::CpuKernels),
+    /// On a CUDA device; a call's launches may still run when its host code returns.
+    Cuda(nacre_cuda::runtime::CudaKernels),
+    /// On a Metal device; launches complete before the launcher returns.
+    Metal(#[allow(dead_code)] nacre_metal::MetalKernels),
+}
+
 pub(crate) struct Inner {
     /// Compiled kernels the host code launches; kept alive as long as the function.
-    pub _kernels: Option<nacre_gpu::CpuKernels>,
+    pub kernels: Option<Kernels>,
     pub first: Tier,
     pub second: Option<Arc<SecondTierSlot>>,
     pub timings: Timings,
@@ -103,6 +113,18 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Completes a call whose host code returned `status`: waits for the kernels it queued
+    /// on a GPU, and reports the first failure (a kernel's trap before the host's, since
+    /// host code stops at the first failed launch).
+    #[inline]
+    fn finish(&self, status: u32) -> Result<(), Error> {
+        let device = match &self.kernels {
+            Some(Kernels::Cuda(k)) => k.finish(),
+            _ => 0,
+        };
+        status_error(if device != 0 { device } else { status })
+    }
+
     /// The tier to call now: its native entry (if any) and the tier itself.
     #[inline]
     fn select(&self) -> (Option<usize>, &Tier) {
@@ -225,13 +247,20 @@ impl<Args, R> Compiled<Args, R> {
     }
 
     fn call_bits_unchecked(&self, args: &[u64]) -> Result<u64, Error> {
-        self.inner.select().1.call_bits(args).map_err(Error::Trap)
+        let r = self.inner.select().1.call_bits(args);
+        self.inner
+            .finish(r.as_ref().err().map_or(0, |t| t.code()))?;
+        r.map_err(Error::Trap)
     }
 }
 
-fn status_result<T>(status: u32, value: T) -> Result<T, Error> {
+/// The error for a status word: `Ok` for 0; a device error with the GPU runtime's account
+/// of it where there is one.
+fn status_error(status: u32) -> Result<(), Error> {
     match status {
-        0 => Ok(value),
+        0 => Ok(()),
+        code if code == Trap::DeviceError.code() => Err(nacre_cuda::runtime::take_last_error()
+            .map_or(Error::Trap(Trap::DeviceError), Error::Cuda)),
         code => Err(Trap::from_code(code).map_or(Error::UnknownTrap(code), Error::Trap)),
     }
 }
@@ -255,9 +284,12 @@ macro_rules! typed_call {
                     let f = unsafe { std::mem::transmute::<usize, Entry<$($p,)* R>>(addr) };
                     let mut status = 0u32;
                     let r = f($($a.to_abi(),)* &mut status);
-                    return status_result(status, R::Host::from_abi(r));
+                    self.inner.finish(status)?;
+                    return Ok(R::Host::from_abi(r));
                 }
-                let bits = tier.call_bits(&[$($a.to_bits()),*]).map_err(Error::Trap)?;
+                let r = tier.call_bits(&[$($a.to_bits()),*]);
+                self.inner.finish(r.as_ref().err().map_or(0, |t| t.code()))?;
+                let bits = r.map_err(Error::Trap)?;
                 Ok(R::Host::from_bits(bits))
             }
         }

@@ -1,9 +1,12 @@
 //! [`Engine`]: traces, optimises and compiles functions, and caches the results.
 
-use crate::compiled::{Compiled, Inner, SecondTierSlot, Tier, Timings};
+use crate::compiled::{Compiled, Inner, Kernels, SecondTierSlot, Tier, Timings};
 use crate::error::Error;
-use crate::options::{BackendKind, DumpTarget, FirstTier, OptLevel, Options, SecondTier, Stage};
+use crate::options::{
+    BackendKind, DeviceKind, DumpTarget, FirstTier, OptLevel, Options, SecondTier, Stage,
+};
 use nacre_backend::Backend;
+use nacre_gpu::{CpuDevice, Device};
 use nacre_ir::{FuncKind, Module, PassOptions, VerifiedModule};
 use nacre_trace::TraceFn;
 use std::any::{Any, TypeId};
@@ -29,6 +32,8 @@ pub struct Engine {
     backend: Arc<dyn Backend>,
     /// The background tier (tiering only).
     second: Option<Background>,
+    /// The device kernels run on and arrays should be allocated on.
+    device: Arc<dyn Device>,
     cache: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
@@ -77,6 +82,22 @@ pub fn make_backend(options: &Options) -> Result<Arc<dyn Backend>, Error> {
     }
 }
 
+/// Opens the device the options choose.
+fn open_device(options: &Options) -> Result<Arc<dyn Device>, Error> {
+    match options.gpu.device {
+        DeviceKind::Cpu => Ok(CpuDevice::shared()),
+        DeviceKind::Cuda => {
+            let ordinal = options.gpu.cuda.device;
+            nacre_cuda::runtime::probe(ordinal)?;
+            Ok(nacre_cuda::runtime::CudaDevice::open(ordinal)?)
+        }
+        DeviceKind::Metal => {
+            nacre_metal::probe()?;
+            Ok(nacre_metal::MetalDevice::shared())
+        }
+    }
+}
+
 /// Traces `f` into an IR module (the capture, before any pass).
 pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, Error> {
     Ok(nacre_trace::trace(f)?)
@@ -91,8 +112,13 @@ pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, 
 
 impl Engine {
     /// An engine with these options.
+    ///
+    /// With [`DeviceKind::Cuda`], the CUDA device is opened now, so that a machine without
+    /// a usable GPU, driver or NVRTC fails here with [`Error::Cuda`] saying what is missing
+    /// ([`DeviceKind::best_available`] picks the CPU there instead).
     pub fn new(options: Options) -> Result<Engine, Error> {
         options.validate()?;
+        let device = open_device(&options)?;
         let backend = make_backend(&options)?;
         let second = match options.tiering {
             None => None,
@@ -120,8 +146,17 @@ impl Engine {
             options,
             backend,
             second,
+            device,
             cache: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The device kernels of this engine run on: allocate the arrays they use there
+    /// (`Array::alloc_on(engine.device(), n)`, `Array::copy_on(engine.device(), &data)`).
+    /// [`CpuDevice`] for [`DeviceKind::Cpu`], the CUDA device's managed memory for
+    /// [`DeviceKind::Cuda`].
+    pub fn device(&self) -> Arc<dyn Device> {
+        self.device.clone()
     }
 
     /// The engine's options.
@@ -169,7 +204,7 @@ impl Engine {
         if self.options.direct {
             let run = move |args: &[u64]| nacre_trace::direct_call(&f, args);
             return Ok(Inner {
-                _kernels: None,
+                kernels: None,
                 first: Tier::Direct(Box::new(run)),
                 second: None,
                 timings: Timings::default(),
@@ -202,13 +237,22 @@ impl Engine {
             .functions
             .values()
             .any(|f| f.kind == FuncKind::Kernel);
-        let kernels = if has_kernels {
+        let kernels = if !has_kernels {
+            None
+        } else if self.options.gpu.device == DeviceKind::Cuda {
+            let kernels =
+                nacre_cuda::runtime::prepare_cuda(verified.module(), &self.options.gpu.cuda)?;
+            verified = verified.with_launch(kernels.launch_binding());
+            Some(Kernels::Cuda(kernels))
+        } else if self.options.gpu.device == DeviceKind::Metal {
+            let kernels = nacre_metal::prepare_metal(verified.module())?;
+            verified = verified.with_launch(kernels.launch_binding());
+            Some(Kernels::Metal(kernels))
+        } else {
             let mode = self.options.gpu.cpu_mode;
             let kernels = nacre_gpu::prepare_cpu(verified.module(), &*self.backend, mode)?;
             verified = verified.with_launch(kernels.launch_binding());
-            Some(kernels)
-        } else {
-            None
+            Some(Kernels::Cpu(kernels))
         };
         let t2 = Instant::now();
         self.dump(&name, Stage::Ir, || verified.module().to_string())?;
@@ -255,7 +299,7 @@ impl Engine {
             total: t3 - t0,
         };
         Ok(Inner {
-            _kernels: kernels,
+            kernels,
             first: Tier::backend(exec),
             second,
             timings,

@@ -21,6 +21,15 @@ pub enum Error {
     /// Preparing the kernels of a module, or GPU memory, failed.
     #[error(transparent)]
     Gpu(#[from] nacre_gpu::GpuError),
+    /// The CUDA runtime failed: no usable device or library, a kernel that did not compile,
+    /// a driver call that failed, a kernel fault, or a launch with an array of another
+    /// device. The error says which, and what to do.
+    #[error("CUDA: {0}")]
+    Cuda(#[from] nacre_cuda::runtime::CudaError),
+    /// The Metal backend failed: not on macOS, no Metal device, a kernel that cannot be
+    /// expressed in MSL or did not compile. The error says which, and what to do.
+    #[error("Metal: {0}")]
+    Metal(#[from] nacre_metal::MetalError),
     /// The compiled function raised a runtime error.
     #[error("runtime error: {0}")]
     Trap(#[from] Trap),

@@ -33,8 +33,8 @@ pub use compiled::{Compiled, TierStats, Timings};
 pub use engine::{make_backend, optimize, trace_module, Engine};
 pub use error::Error;
 pub use options::{
-    BackendKind, COptions, DumpOptions, DumpTarget, FirstTier, GpuOptions, OptLevel, Options,
-    SecondTier, Stage, Tiering,
+    BackendKind, COptions, DeviceKind, DumpOptions, DumpTarget, FirstTier, GpuOptions, OptLevel,
+    Options, SecondTier, Stage, Tiering,
 };
 
 pub use nacre_macros::{jit, kernel};
@@ -44,8 +44,28 @@ pub use nacre_backend::BackendError;
 /// The GPU programming model: kernels, launches, indices, barriers, shared arrays and
 /// unified-memory arrays.
 pub mod gpu {
+    pub use crate::options::DeviceKind;
+    pub use nacre_gpu::cpu::wait_for_c_tier;
     pub use nacre_gpu::{buffer_bytes, Array, CpuDevice, CpuMode, Device, GpuError};
     pub use nacre_trace::gpu::*;
+
+    /// Kernels on NVIDIA GPUs: device information, the kernel cache and the runtime's
+    /// counters. Select CUDA with `Options::gpu.device = DeviceKind::Cuda` (or
+    /// [`DeviceKind::best_available`]) and allocate arrays on [`crate::Engine::device`].
+    pub mod cuda {
+        pub use nacre_cuda::runtime::{
+            cached_kernels, clear_kernel_cache, device_count, device_info, probe, stats,
+            thread_stats, CudaDevice, CudaError, CudaOptions, CudaStats, DeviceInfo, LaunchLimits,
+            LaunchSync, CACHE_DIR_ENV,
+        };
+    }
+
+    /// Kernels on Apple GPUs (macOS only; elsewhere every entry point reports
+    /// [`MetalError::NotMacOs`]): the generated MSL and the runtime's probe. Select Metal
+    /// with `Options::gpu.device = DeviceKind::Metal`.
+    pub mod metal {
+        pub use nacre_metal::{emit_msl, probe, MetalDevice, MetalError, MslKernel};
+    }
 }
 
 /// The IR, for inspection and dumps.

@@ -153,11 +153,71 @@ pub struct DumpOptions {
     pub target: DumpTarget,
 }
 
-/// How kernels run on the CPU.
-#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+/// Where kernels run.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub enum DeviceKind {
+    /// On the CPU, as [`GpuOptions::cpu_mode`] says (the default: works everywhere).
+    #[default]
+    Cpu,
+    /// On an NVIDIA GPU through CUDA ([`GpuOptions::cuda`] says which GPU): kernels are
+    /// compiled at run time by NVRTC and launched through the driver; arrays live in managed
+    /// memory.
+    Cuda,
+    /// On an Apple GPU through Metal.
+    Metal,
+}
+
+impl DeviceKind {
+    /// Every device kind.
+    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Cuda, DeviceKind::Metal];
+
+    /// The kind's name (`cpu`, `cuda`, `metal`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::Metal => "metal",
+        }
+    }
+
+    /// The fastest device that works here: [`DeviceKind::Cuda`] if CUDA device 0 can run
+    /// kernels (driver, device with managed memory, and NVRTC all present), else
+    /// [`DeviceKind::Cpu`].
+    pub fn best_available() -> DeviceKind {
+        if nacre_cuda::runtime::probe(0).is_ok() {
+            DeviceKind::Cuda
+        } else if cfg!(target_os = "macos") && nacre_metal::probe().is_ok() {
+            DeviceKind::Metal
+        } else {
+            DeviceKind::Cpu
+        }
+    }
+}
+
+impl FromStr for DeviceKind {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cpu" => Ok(DeviceKind::Cpu),
+            "cuda" => Ok(DeviceKind::Cuda),
+            "metal" => Ok(DeviceKind::Metal),
+            other => Err(crate::Error::InvalidOption(format!(
+                "unknown device `{other}`; expected one of: cpu, cuda, metal"
+            ))),
+        }
+    }
+}
+
+/// Where and how kernels run.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct GpuOptions {
-    /// Serial (grid = block = 1, for grid-stride kernels) or full grid semantics (default).
+    /// The device kernels run on (default: the CPU).
+    pub device: DeviceKind,
+    /// On the CPU: serial (grid = block = 1, for grid-stride kernels) or full grid semantics
+    /// (default).
     pub cpu_mode: nacre_gpu::CpuMode,
+    /// On CUDA: the device ordinal and the on-disk kernel cache.
+    pub cuda: nacre_cuda::runtime::CudaOptions,
 }
 
 /// Options of an [`crate::Engine`].

@@ -1,0 +1,103 @@
+//! Choosing the device kernels run on: `GpuOptions::device`, `DeviceKind::best_available`,
+//! `Engine::device`, and the errors for devices this machine or build cannot use.
+
+use nacre::gpu::{cuda, launch, thread_idx_x, Array, Block, DeviceKind, Grid};
+use nacre::prelude::*;
+use nacre::{kernel, Error, GpuOptions};
+
+fn options(device: DeviceKind) -> Options {
+    Options {
+        gpu: GpuOptions {
+            device,
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+#[kernel]
+fn write_index(out: Ptr<u32>) {
+    let t = thread_idx_x();
+    out[t] = t;
+}
+
+#[jit]
+fn run_write_index(out: Ptr<u32>) {
+    launch(write_index, Grid::new(1u32), Block::new(8u32), (out,));
+}
+
+#[test]
+fn the_cpu_is_the_default_device() {
+    assert_eq!(GpuOptions::default().device, DeviceKind::Cpu);
+    let engine = Engine::new(Options::default()).unwrap();
+    assert_eq!(engine.device().name(), "cpu");
+    let out = Array::<u32>::alloc_on(engine.device(), 8).unwrap();
+    engine
+        .compile(run_write_index)
+        .unwrap()
+        .call(out.ptr())
+        .unwrap();
+    assert_eq!(out.as_slice(), &[0, 1, 2, 3, 4, 5, 6, 7]);
+}
+
+#[test]
+fn device_kinds_parse_and_name_themselves() {
+    for kind in DeviceKind::ALL {
+        assert_eq!(kind.name().parse::<DeviceKind>().unwrap(), kind);
+    }
+    let err = "tpu".parse::<DeviceKind>().unwrap_err();
+    assert!(err.to_string().contains("cpu, cuda, metal"), "{err}");
+}
+
+#[test]
+fn best_available_is_cuda_exactly_when_a_cuda_device_works() {
+    let cuda_works = cuda::probe(0).is_ok();
+    let best = DeviceKind::best_available();
+    assert_eq!(best == DeviceKind::Cuda, cuda_works);
+    if !cuda_works {
+        assert_eq!(best, DeviceKind::Cpu);
+    }
+    // Whatever it picks makes an engine that runs kernels.
+    let engine = Engine::new(options(best)).unwrap();
+    let out = Array::<u32>::alloc_on(engine.device(), 8).unwrap();
+    engine
+        .compile(run_write_index)
+        .unwrap()
+        .call(out.ptr())
+        .unwrap();
+    assert_eq!(out.as_slice(), &[0, 1, 2, 3, 4, 5, 6, 7]);
+}
+
+#[test]
+fn cuda_without_a_usable_device_fails_at_engine_creation() {
+    match cuda::probe(0) {
+        Ok(_) => {
+            let engine = Engine::new(options(DeviceKind::Cuda)).unwrap();
+            assert_eq!(engine.device().name(), "cuda:0");
+        }
+        Err(why) => {
+            let err = Engine::new(options(DeviceKind::Cuda)).unwrap_err();
+            assert!(matches!(err, Error::Cuda(_)), "{err}");
+            assert_eq!(err.to_string(), format!("CUDA: {why}"));
+        }
+    }
+}
+
+#[test]
+fn a_cuda_ordinal_no_machine_has_is_a_typed_error() {
+    let mut o = options(DeviceKind::Cuda);
+    o.gpu.cuda.device = 4096;
+    let err = Engine::new(o).unwrap_err();
+    assert!(matches!(err, Error::Cuda(_)), "{err}");
+}
+
+#[cfg(not(target_os = "macos"))]
+#[test]
+fn metal_needs_macos() {
+    let err = Engine::new(options(DeviceKind::Metal)).unwrap_err();
+    assert!(
+        matches!(err, Error::Metal(nacre_metal::MetalError::NotMacOs { .. })),
+        "{err}"
+    );
+    assert!(err.to_string().contains("macOS"), "{err}");
+}

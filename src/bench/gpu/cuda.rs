@@ -1,0 +1,852 @@
+//! `nacre bench gpu --backend cuda`: the seed's GPU suite on an NVIDIA GPU, with the same
+//! kernels on the CPU beside it and, with `--peers`, PyTorch, CuPy and Triton timed on the
+//! same machine ([`super::peers`]).
+//!
+//! Every benchmark runs the corpus's host functions (`crates/nacre-corpus/src/kernels.rs`)
+//! compiled by an engine with `DeviceKind::Cuda`, on arrays allocated on `engine.device()`
+//! (managed memory), and measures, in median nanoseconds:
+//!
+//! - `gpu_cuda_saxpy_N`, `gpu_cuda_vecadd_N` (N = 1M, 4M, 16M floats), `gpu_cuda_blocksum_N`
+//!   (16M), `gpu_cuda_logistic_N_I` (262,144 × 256 and 1024 steps, 16M × 1024): one call of
+//!   the host function, timed on the host from the call to its return, which comes after the
+//!   kernel has completed (the call synchronises and reads the kernel's status word); each call
+//!   timed on its own, the median of at least 50 ([`CallConfig`]);
+//! - `gpu_cuda_launch_latency`: the same for a host function that launches a one-thread kernel
+//!   adding one to a counter ([`run_tiny`]): the floor of a call;
+//! - `gpu_cuda_compile_K` (K = saxpy, vecadd, blocksum, logistic): `Engine::compile` of K's
+//!   host function from nothing to a loaded module (trace, passes, CUDA C, NVRTC,
+//!   `cuModuleLoadData`, the host code's compile), with the process's kernel cache cleared and
+//!   a fresh engine (both untimed) for every sample, and no on-disk cache.
+//!
+//! The grid-stride launches (saxpy, vecadd, logistic) get [`cuda_launch_blocks`] blocks of
+//! 256 (four elements per thread; `--blocks` overrides). Before a benchmark is timed its first
+//! call's output is compared with plain Rust, exactly (the CUDA C is compiled without FMA
+//! contraction, and the block sum adds in the kernel's tree order on both sides). While it is
+//! timed, the runtime's counters must show no compile: a relaunch never recompiles.
+//!
+//! Unless `--no-cpu`, the same benchmarks run on an engine with kernels on the CPU (the mode of
+//! `--mode`, grid by default): `gpu_cpu_*`, beside the CUDA figures in the report
+//! ([`super::cuda_report`]).
+
+use super::super::measure::{measure, measure_batched, measure_calls, CallConfig, Config, Stats};
+use super::super::report::{format_ns, Row};
+use super::peers::{self, kernel_source, PeerResults, Request, Runner};
+use super::{check_close, launch_blocks, rayon_logistic, tree_sum, GpuArgs, Mode, BLOCK};
+use anyhow::{bail, Context, Result};
+use nacre::gpu::cuda::{self as cuda, CudaOptions, CudaStats, DeviceInfo};
+use nacre::gpu::{launch, Array, Block, Device, DeviceKind, Grid};
+use nacre::prelude::*;
+use nacre::{kernel, GpuOptions};
+use nacre_corpus::bench::Batch;
+use nacre_corpus::kernels::{
+    run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
+};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The sizes of the saxpy and vecadd benchmarks, in floats.
+pub const VECTOR_SIZES: [usize; 3] = [1 << 20, 1 << 22, 1 << 24];
+/// The sizes of the block-sum benchmark, in floats.
+pub const BLOCKSUM_SIZES: [usize; 1] = [1 << 24];
+/// The (floats, steps) of the logistic benchmarks.
+pub const LOGISTIC: [(usize, u32); 3] = [(1 << 18, 256), (1 << 18, 1024), (1 << 24, 1024)];
+/// The kernels whose cold compile is measured.
+pub const COMPILED_KERNELS: [&str; 4] = ["saxpy", "vecadd", "blocksum", "logistic"];
+/// Elements each thread of a grid-stride launch handles on the GPU by default.
+const CUDA_ELEMENTS_PER_THREAD: usize = 4;
+/// `alpha` of saxpy.
+const ALPHA: f32 = 0.5;
+/// Arrays larger than this have the logistic map checked on a sample of elements.
+const LOGISTIC_FULL_CHECK: usize = 1 << 20;
+/// Elements of a sampled logistic check.
+const LOGISTIC_SAMPLE: usize = 4096;
+
+/// The blocks of 256 a grid-stride launch over `n` elements gets on the GPU unless
+/// `--blocks` says otherwise: four elements per thread (`n / 1024`). Measured on an H200 with
+/// the same grid-stride kernels written by hand (`gpu_peers.py --grid-sweep`), this grid is
+/// within 8% of the best of 132 to 65,536 blocks at every size of the suite (1M: 11.3 µs,
+/// best 10.6; 16M: 63.0 µs, best 62.9; logistic 16M × 1024: 1.698 ms, best 1.691), where
+/// one element per thread loses up to 4× at 1M (the launch of 4,096 blocks) and one block per
+/// multiprocessor up to 4× at 16M (too few loads in flight).
+pub fn cuda_launch_blocks(n: usize) -> u32 {
+    let per_block = BLOCK * CUDA_ELEMENTS_PER_THREAD;
+    n.div_ceil(per_block).clamp(1, i32::MAX as usize) as u32
+}
+
+/// One thread adds one to `counter[0]`: the smallest launch.
+#[kernel]
+pub fn tiny(counter: Ptr<u32>) {
+    counter[0u32] = counter[0u32] + 1u32;
+}
+
+/// Launches [`tiny`] on one block of one thread.
+#[jit]
+pub fn run_tiny(counter: Ptr<u32>) {
+    launch(tiny, Grid::new(1u32), Block::new(1u32), (counter,));
+}
+
+/// Deterministic pseudo-random floats in [lo, hi) (xorshift).
+fn random_in(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            lo + (hi - lo) * ((x >> 8) as f32 / (1u32 << 24) as f32)
+        })
+        .collect()
+}
+
+/// The indices of the logistic map that are checked: all of a small array, else
+/// [`LOGISTIC_SAMPLE`] spread evenly, the last one included.
+fn logistic_checked(n: usize) -> Vec<usize> {
+    if n <= LOGISTIC_FULL_CHECK {
+        return (0..n).collect();
+    }
+    let step = (n - 1) as f64 / (LOGISTIC_SAMPLE - 1) as f64;
+    (0..LOGISTIC_SAMPLE)
+        .map(|k| ((k as f64 * step).round() as usize).min(n - 1))
+        .collect()
+}
+
+/// On the CPU, waits for the C tier that the executor compiles in the background for the
+/// kernels just compiled (as `--backend cpu` does), so that the timing measures the code
+/// every later launch runs and no compiler runs beside it.
+fn settle(is_cuda: bool) {
+    if !is_cuda {
+        super::settle_c_tier();
+    }
+}
+
+/// Where the suite runs kernels: the CUDA engine or the CPU engine beside it.
+struct Place {
+    /// `gpu_cuda` or `gpu_cpu`.
+    prefix: &'static str,
+    options: Options,
+    engine: Engine,
+    /// `--blocks`, else the place's own grid for grid-stride launches.
+    blocks: Option<u32>,
+}
+
+impl Place {
+    fn is_cuda(&self) -> bool {
+        self.options.gpu.device == DeviceKind::Cuda
+    }
+
+    fn device(&self) -> Arc<dyn Device> {
+        self.engine.device()
+    }
+
+    fn grid(&self, n: usize) -> u32 {
+        match (self.blocks, self.is_cuda()) {
+            (Some(b), _) => b,
+            (None, true) => cuda_launch_blocks(n),
+            (None, false) => launch_blocks(n),
+        }
+    }
+
+    fn name(&self, suffix: &str) -> String {
+        format!("{}_{suffix}", self.prefix)
+    }
+}
+
+/// What the runtime did while one CUDA benchmark was timed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Steady {
+    /// Calls made (warm-up and timed).
+    pub calls: u64,
+    /// The runtime's counters over those calls.
+    pub stats: CudaStats,
+}
+
+/// Runs the benchmarks and collects what they measured.
+struct Suite {
+    call_cfg: CallConfig,
+    cpu_cfg: Config,
+    filter: Vec<String>,
+    cuda: Place,
+    cpu: Option<Place>,
+    mode: Mode,
+    rows: Vec<Row>,
+    notes: Vec<String>,
+    /// Result checks that failed (those benchmarks are not timed).
+    failures: Vec<String>,
+    /// The runtime's counters over each timed CUDA benchmark.
+    steady: BTreeMap<String, Steady>,
+    /// The grid of each grid-stride launch, by benchmark name.
+    grids: Vec<(String, u32)>,
+}
+
+impl Suite {
+    fn wants(&self, name: &str) -> bool {
+        self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()))
+    }
+
+    fn places(&self) -> impl Iterator<Item = &Place> {
+        std::iter::once(&self.cuda).chain(self.cpu.as_ref())
+    }
+
+    fn record(&mut self, name: &str, stats: Stats) {
+        eprintln!(
+            "{:>4} {name:<36} {:>11}  ±{:>5.1}%  ({} samples × {})",
+            self.rows.len() + 1,
+            format_ns(stats.median_ns),
+            100.0 * stats.mad_ns / stats.median_ns,
+            stats.samples,
+            stats.batch
+        );
+        self.rows.push(Row {
+            name: name.to_string(),
+            stats,
+        });
+    }
+
+    /// Records a failed result check: printed now, reported at the end; the benchmark is
+    /// not timed.
+    fn fail(&mut self, name: &str, e: anyhow::Error) {
+        let msg = format!("{name}: result check failed, not timed: {e:#}");
+        eprintln!("     {msg}");
+        self.failures.push(msg);
+    }
+
+    /// Times `call` at `place`: one call at a time on CUDA (with the runtime's counters
+    /// around it), batched samples on the CPU.
+    fn time(
+        &mut self,
+        is_cuda: bool,
+        name: &str,
+        mut call: impl FnMut() -> Result<(), nacre::Error>,
+    ) -> Result<()> {
+        if is_cuda {
+            let before = cuda::thread_stats();
+            let mut calls = 0u64;
+            let stats = measure_calls(&self.call_cfg, || {
+                calls += 1;
+                call()
+            })
+            .with_context(|| format!("benchmark {name}"))?;
+            let counters = cuda::thread_stats().since(&before);
+            self.steady.insert(
+                name.to_string(),
+                Steady {
+                    calls,
+                    stats: counters,
+                },
+            );
+            self.record(name, stats);
+        } else {
+            let mut failure: Option<nacre::Error> = None;
+            let stats = measure(&self.cpu_cfg, || {
+                if let Err(e) = call() {
+                    failure.get_or_insert(e);
+                }
+            });
+            if let Some(e) = failure {
+                return Err(e).with_context(|| format!("benchmark {name}"));
+            }
+            self.record(name, stats);
+        }
+        Ok(())
+    }
+
+    /// `P_saxpy_N` on every place.
+    fn saxpy(&mut self, n: usize) -> Result<()> {
+        let x = random_in(n, 1, -1.0, 1.0);
+        let y0 = random_in(n, 2, -1.0, 1.0);
+        let want: Vec<f32> = x.iter().zip(&y0).map(|(x, y)| ALPHA * x + y).collect();
+        let jobs: Vec<_> = self
+            .places()
+            .map(|p| (p.name(&format!("saxpy_{n}")), p.is_cuda()))
+            .collect();
+        for (name, is_cuda) in jobs {
+            if !self.wants(&name) {
+                continue;
+            }
+            let place = self.place(is_cuda);
+            let blocks = place.grid(n);
+            let f = place.engine.compile(run_saxpy_grid_stride)?;
+            settle(is_cuda);
+            let xa = Array::copy_on(place.device(), &x)?;
+            let ya = Array::copy_on(place.device(), &y0)?;
+            self.grids.push((name.clone(), blocks));
+            f.call(ALPHA, xa.ptr(), ya.ptr(), n as u32, blocks)?;
+            if let Err(e) = check_close(&name, ya.as_slice(), &want, 0.0) {
+                self.fail(&name, e);
+                continue;
+            }
+            self.time(is_cuda, &name, || {
+                f.call(ALPHA, xa.ptr(), ya.ptr(), black_box(n as u32), blocks)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `P_vecadd_N` on every place.
+    fn vecadd(&mut self, n: usize) -> Result<()> {
+        let a = random_in(n, 3, -1.0, 1.0);
+        let b = random_in(n, 4, -1.0, 1.0);
+        let want: Vec<f32> = a.iter().zip(&b).map(|(a, b)| a + b).collect();
+        let jobs: Vec<_> = self
+            .places()
+            .map(|p| (p.name(&format!("vecadd_{n}")), p.is_cuda()))
+            .collect();
+        for (name, is_cuda) in jobs {
+            if !self.wants(&name) {
+                continue;
+            }
+            let place = self.place(is_cuda);
+            let blocks = place.grid(n);
+            let f = place.engine.compile(run_vec_add_grid_stride)?;
+            settle(is_cuda);
+            let aa = Array::copy_on(place.device(), &a)?;
+            let ba = Array::copy_on(place.device(), &b)?;
+            let ca = Array::<f32>::alloc_on(place.device(), n)?;
+            self.grids.push((name.clone(), blocks));
+            f.call(aa.ptr(), ba.ptr(), ca.ptr(), n as u32, blocks)?;
+            if let Err(e) = check_close(&name, ca.as_slice(), &want, 0.0) {
+                self.fail(&name, e);
+                continue;
+            }
+            self.time(is_cuda, &name, || {
+                f.call(aa.ptr(), ba.ptr(), ca.ptr(), black_box(n as u32), blocks)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `P_blocksum_N` on every place (grid mode only on the CPU).
+    fn blocksum(&mut self, n: usize) -> Result<()> {
+        let input = random_in(n, 5, -1.0, 1.0);
+        let want: Vec<f32> = input.chunks(BLOCK).map(tree_sum).collect();
+        let jobs: Vec<_> = self
+            .places()
+            .map(|p| (p.name(&format!("blocksum_{n}")), p.is_cuda()))
+            .collect();
+        for (name, is_cuda) in jobs {
+            if !self.wants(&name) {
+                continue;
+            }
+            if !is_cuda && self.mode == Mode::Serial {
+                self.notes.push(format!(
+                    "{name}: skipped in serial mode (one thread of one block cannot run a \
+                     block-wide reduction)"
+                ));
+                continue;
+            }
+            let place = self.place(is_cuda);
+            let f = place.engine.compile(run_block_sum)?;
+            settle(is_cuda);
+            let ia = Array::copy_on(place.device(), &input)?;
+            let oa = Array::<f32>::alloc_on(place.device(), want.len())?;
+            f.call(ia.ptr(), oa.ptr(), n as u32)?;
+            if let Err(e) = check_close(&name, oa.as_slice(), &want, 0.0) {
+                self.fail(&name, e);
+                continue;
+            }
+            self.time(is_cuda, &name, || {
+                f.call(ia.ptr(), oa.ptr(), black_box(n as u32))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `P_logistic_N_I` on every place.
+    fn logistic(&mut self, n: usize, iters: u32) -> Result<()> {
+        let start = random_in(n, 6, 0.05, 0.95);
+        let checked = logistic_checked(n);
+        let mut want: Vec<f32> = checked.iter().map(|&i| start[i]).collect();
+        rayon_logistic(&mut want, iters);
+        let jobs: Vec<_> = self
+            .places()
+            .map(|p| (p.name(&format!("logistic_{n}_{iters}")), p.is_cuda()))
+            .collect();
+        for (name, is_cuda) in jobs {
+            if !self.wants(&name) {
+                continue;
+            }
+            let place = self.place(is_cuda);
+            let blocks = place.grid(n);
+            let f = place.engine.compile(run_logistic)?;
+            settle(is_cuda);
+            let v = Array::copy_on(place.device(), &start)?;
+            self.grids.push((name.clone(), blocks));
+            f.call(v.ptr(), n as u32, iters, blocks)?;
+            let got: Vec<f32> = {
+                let s = v.as_slice();
+                checked.iter().map(|&i| s[i]).collect()
+            };
+            if let Err(e) = check_close(&name, &got, &want, 0.0) {
+                self.fail(&name, e);
+                continue;
+            }
+            self.time(is_cuda, &name, || {
+                f.call(v.ptr(), n as u32, black_box(iters), blocks)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `P_launch_latency`: calls of [`run_tiny`]; the counter must count them all.
+    fn latency(&mut self) -> Result<()> {
+        let jobs: Vec<_> = self
+            .places()
+            .map(|p| (p.name("launch_latency"), p.is_cuda()))
+            .collect();
+        for (name, is_cuda) in jobs {
+            if !self.wants(&name) {
+                continue;
+            }
+            let place = self.place(is_cuda);
+            let f = place.engine.compile(run_tiny)?;
+            settle(is_cuda);
+            let counter = Array::<u32>::alloc_on(place.device(), 1)?;
+            let mut calls = 0u64;
+            self.time(is_cuda, &name, || {
+                calls += 1;
+                f.call(counter.ptr())
+            })?;
+            let got = u64::from(counter.as_slice()[0]);
+            if got != calls % (1 << 32) {
+                self.fail(
+                    &name,
+                    anyhow::anyhow!("the counter is {got} after {calls} calls"),
+                );
+                self.rows.retain(|r| r.name != name);
+            }
+        }
+        Ok(())
+    }
+
+    /// `P_compile_K`: `compile(engine)` on a fresh engine per sample, the kernel cache cleared
+    /// before it (neither timed).
+    fn compile<O>(
+        &mut self,
+        kernel: &str,
+        mut compile: impl FnMut(&Engine) -> Result<O, nacre::Error>,
+    ) -> Result<()> {
+        let jobs: Vec<_> = self
+            .places()
+            .map(|p| {
+                (
+                    p.name(&format!("compile_{kernel}")),
+                    p.is_cuda(),
+                    p.options.clone(),
+                )
+            })
+            .collect();
+        for (name, is_cuda, options) in jobs {
+            if !self.wants(&name) {
+                continue;
+            }
+            let setup = || {
+                if is_cuda {
+                    cuda::clear_kernel_cache();
+                }
+                Engine::new(options.clone())
+            };
+            let mut failure: Option<nacre::Error> = None;
+            let before = is_cuda.then(cuda::thread_stats);
+            let mut samples = 0u64;
+            let stats = measure_batched(&self.cpu_cfg, Batch::PerIteration, setup, |engine| {
+                samples += 1;
+                let engine = match engine {
+                    Ok(engine) => engine,
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        return None;
+                    }
+                };
+                match compile(&engine) {
+                    Ok(compiled) => Some((compiled, engine)),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        None
+                    }
+                }
+            });
+            settle(is_cuda);
+            if let Some(e) = failure {
+                return Err(e).with_context(|| format!("benchmark {name}"));
+            }
+            if let Some(before) = before {
+                let d = cuda::thread_stats().since(&before);
+                if d.compiles != samples || d.disk_cache_hits != 0 || d.cache_hits != 0 {
+                    self.fail(
+                        &name,
+                        anyhow::anyhow!(
+                            "{samples} samples should each compile the kernel once with \
+                             NVRTC; the runtime counted {} compiles, {} kernel-cache hits and \
+                             {} on-disk cache hits",
+                            d.compiles,
+                            d.cache_hits,
+                            d.disk_cache_hits
+                        ),
+                    );
+                    continue;
+                }
+            }
+            self.record(&name, stats);
+        }
+        Ok(())
+    }
+
+    fn place(&self, is_cuda: bool) -> &Place {
+        match (&self.cpu, is_cuda) {
+            (Some(cpu), false) => cpu,
+            _ => &self.cuda,
+        }
+    }
+}
+
+/// The CUDA device's facts for the report and the JSON file.
+fn device_json(info: &DeviceInfo) -> Value {
+    json!({
+        "ordinal": info.ordinal,
+        "name": info.name,
+        "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
+        "multiprocessors": info.multiprocessors,
+        "total_memory_bytes": info.total_memory,
+        "concurrent_managed_access": info.concurrent_managed_access,
+        "driver_cuda_version": info.driver_version,
+    })
+}
+
+/// The options of the CUDA engine: kernels on device `ordinal`, no on-disk kernel cache
+/// unless `NACRE_CUDA_CACHE_DIR` names one (the compile benchmarks then check that it
+/// answered nothing).
+fn cuda_options(ordinal: u32) -> Options {
+    Options {
+        gpu: GpuOptions {
+            device: DeviceKind::Cuda,
+            cuda: CudaOptions {
+                device: ordinal,
+                cache_dir: None,
+            },
+            ..GpuOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+/// The CUDA C of each kernel of the suite, as the CUDA engine generates it.
+fn generated_sources(
+    options: &Options,
+) -> Result<Vec<(&'static str, nacre_cuda::codegen::KernelSource)>> {
+    let p = &options.passes;
+    Ok(vec![
+        (
+            "saxpy",
+            kernel_source("saxpy", nacre::trace_module(&run_saxpy_grid_stride)?, p)?,
+        ),
+        (
+            "vecadd",
+            kernel_source("vecadd", nacre::trace_module(&run_vec_add_grid_stride)?, p)?,
+        ),
+        (
+            "blocksum",
+            kernel_source("blocksum", nacre::trace_module(&run_block_sum)?, p)?,
+        ),
+        (
+            "logistic",
+            kernel_source("logistic", nacre::trace_module(&run_logistic)?, p)?,
+        ),
+        (
+            "tiny",
+            kernel_source("tiny", nacre::trace_module(&run_tiny)?, p)?,
+        ),
+    ])
+}
+
+/// What a CUDA run produced, for the report.
+pub struct Outcome {
+    /// Nacre's rows (`gpu_cuda_*`, `gpu_cpu_*`).
+    pub rows: Vec<Row>,
+    /// The peers' figures, when `--peers` ran them.
+    pub peers: Option<PeerResults>,
+    /// Notes printed under the tables.
+    pub notes: Vec<String>,
+    /// Failed result checks (of Nacre's benchmarks).
+    pub failures: Vec<String>,
+    /// The runtime's counters over each timed CUDA benchmark.
+    pub steady: BTreeMap<String, Steady>,
+    /// The grid of each grid-stride launch.
+    pub grids: Vec<(String, u32)>,
+    /// The device's facts.
+    pub device: Value,
+    /// Whether the run was `--quick`.
+    pub quick: bool,
+}
+
+/// Runs the CUDA suite, prints the report and writes the JSON file if asked.
+pub fn run(args: &GpuArgs) -> Result<()> {
+    if args.blocks == Some(0) {
+        bail!("--blocks must be at least 1");
+    }
+    let options = cuda_options(args.cuda_device);
+    let engine = Engine::new(options.clone()).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot run `nacre bench gpu --backend cuda`: {e}\n(`--backend cpu` runs the suite \
+             with kernels on the CPU)"
+        )
+    })?;
+    let info = cuda::device_info(args.cuda_device)?;
+    let cpu = if args.no_cpu {
+        None
+    } else {
+        let options = Options {
+            gpu: GpuOptions {
+                cpu_mode: args.mode.cpu_mode(),
+                ..GpuOptions::default()
+            },
+            ..Options::default()
+        };
+        Some(Place {
+            prefix: "gpu_cpu",
+            engine: Engine::new(options.clone())?,
+            options,
+            blocks: args.blocks,
+        })
+    };
+    let mut s = Suite {
+        call_cfg: if args.quick {
+            CallConfig::QUICK
+        } else {
+            CallConfig::FULL
+        },
+        cpu_cfg: if args.quick {
+            Config::QUICK
+        } else {
+            Config::FULL
+        },
+        filter: args.filter.clone(),
+        cuda: Place {
+            prefix: "gpu_cuda",
+            options: options.clone(),
+            engine,
+            blocks: args.blocks,
+        },
+        cpu,
+        mode: args.mode,
+        rows: Vec::new(),
+        notes: Vec::new(),
+        failures: Vec::new(),
+        steady: BTreeMap::new(),
+        grids: Vec::new(),
+    };
+    if std::env::var_os(cuda::CACHE_DIR_ENV).is_some_and(|v| !v.is_empty()) {
+        s.notes.push(format!(
+            "{} is set: kernels compiled by this run are stored in that on-disk cache; the \
+             compile benchmarks check that it answered none of them",
+            cuda::CACHE_DIR_ENV
+        ));
+    }
+    let started = Instant::now();
+    eprintln!(
+        "nacre bench gpu --backend cuda on {} ({} multiprocessors, compute capability {}.{}){}: \
+         median per call",
+        info.name,
+        info.multiprocessors,
+        info.compute_capability.0,
+        info.compute_capability.1,
+        if s.cpu.is_some() {
+            format!(", the CPU ({} mode) beside it", args.mode.name())
+        } else {
+            String::new()
+        }
+    );
+
+    for n in VECTOR_SIZES {
+        s.saxpy(n)
+            .with_context(|| format!("saxpy over {n} floats"))?;
+    }
+    for n in VECTOR_SIZES {
+        s.vecadd(n)
+            .with_context(|| format!("vecadd over {n} floats"))?;
+    }
+    for n in BLOCKSUM_SIZES {
+        s.blocksum(n)
+            .with_context(|| format!("block sum over {n} floats"))?;
+    }
+    for (n, iters) in LOGISTIC {
+        s.logistic(n, iters)
+            .with_context(|| format!("logistic map, {n} floats × {iters} steps"))?;
+    }
+    s.latency().context("launch latency")?;
+    s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
+    s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
+    s.compile("blocksum", |e| e.compile(run_block_sum))?;
+    s.compile("logistic", |e| e.compile(run_logistic))?;
+
+    let peers = if args.peers {
+        let request = Request {
+            sizes: VECTOR_SIZES.to_vec(),
+            blocksum_sizes: BLOCKSUM_SIZES.to_vec(),
+            logistic: LOGISTIC.to_vec(),
+            blocks: VECTOR_SIZES
+                .iter()
+                .chain(LOGISTIC.iter().map(|(n, _)| n))
+                .map(|&n| (n, s.cuda.grid(n)))
+                .collect::<BTreeMap<_, _>>()
+                .into_iter()
+                .collect(),
+            quick: args.quick,
+            filter: peers::peer_filter(&args.filter),
+        };
+        let runner = Runner::new(args.python.as_deref(), args.peers_script.as_deref());
+        let sources = generated_sources(&options)?;
+        let dir = peers::TempDir::new()?;
+        match runner.run(dir.path(), &sources, &request) {
+            Ok(results) => Some(results),
+            Err(e) => {
+                let kept = dir.keep();
+                s.failures.push(format!(
+                    "the peers did not run: {e:#} (files kept in {})",
+                    kept.display()
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    let wall = started.elapsed();
+    let outcome = Outcome {
+        rows: s.rows,
+        peers,
+        notes: s.notes,
+        failures: s.failures,
+        steady: s.steady,
+        grids: s.grids,
+        device: device_json(&info),
+        quick: args.quick,
+    };
+    super::cuda_report::print(&outcome);
+    eprintln!(
+        "\n{} benchmarks in {:.1} s",
+        outcome.rows.len(),
+        wall.as_secs_f64()
+    );
+    if let Some(path) = &args.json {
+        let doc = super::cuda_report::to_json(&outcome, args);
+        super::super::report::write_document(path, &doc)
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("results written to {}", path.display());
+    }
+    if !outcome.failures.is_empty() {
+        bail!(
+            "{} failure(s):\n  {}",
+            outcome.failures.len(),
+            outcome.failures.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cuda_grid_gives_four_elements_per_thread() {
+        assert_eq!(cuda_launch_blocks(1 << 20), 1024);
+        assert_eq!(cuda_launch_blocks(1 << 24), 16384);
+        assert_eq!(cuda_launch_blocks(1 << 18), 256);
+        assert_eq!(cuda_launch_blocks(1), 1);
+    }
+
+    #[test]
+    fn random_inputs_stay_in_their_range() {
+        let v = random_in(10_000, 6, 0.05, 0.95);
+        assert!(v.iter().all(|x| (0.05..0.95).contains(x)));
+        assert_ne!(v[0], v[1]);
+        assert_ne!(random_in(4, 1, -1.0, 1.0), random_in(4, 2, -1.0, 1.0));
+    }
+
+    #[test]
+    fn the_logistic_check_samples_large_arrays_to_the_end() {
+        assert_eq!(logistic_checked(5), [0, 1, 2, 3, 4]);
+        let big = logistic_checked(1 << 24);
+        assert_eq!(big.len(), LOGISTIC_SAMPLE);
+        assert_eq!((big[0], big[big.len() - 1]), (0, (1 << 24) - 1));
+        assert!(big.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn every_kernel_of_the_suite_prints_as_cuda_c() {
+        let sources = generated_sources(&Options::default()).unwrap();
+        let kernels: Vec<&str> = sources.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kernels, ["saxpy", "vecadd", "blocksum", "logistic", "tiny"]);
+        for (kernel, src) in &sources {
+            let head = format!("extern \"C\" __global__ void {}(", src.name);
+            assert!(src.source.contains(&head), "{kernel}: {}", src.source);
+        }
+    }
+
+    #[test]
+    fn the_peer_script_reads_the_generated_sources() {
+        let python = std::env::var_os(peers::PYTHON_ENV).unwrap_or_else(|| "python3".into());
+        let probe = std::process::Command::new(&python)
+            .arg("--version")
+            .output();
+        if !probe.is_ok_and(|o| o.status.success()) {
+            eprintln!(
+                "skipped: no Python interpreter ({})",
+                python.to_string_lossy()
+            );
+            return;
+        }
+        let dir = peers::TempDir::new().unwrap();
+        let sources = generated_sources(&Options::default()).unwrap();
+        let src = dir.path().join("nacre_cuda");
+        peers::write_sources(&src, &sources).unwrap();
+        let script = peers::write_script(&dir.path().join("peers")).unwrap();
+        let out = dir.path().join("plan.json");
+        let run = std::process::Command::new(&python)
+            .arg(&script)
+            .arg("--dry-run")
+            .arg("--source-dir")
+            .arg(&src)
+            .arg("--json")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let plan: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        for (kernel, src) in &sources {
+            assert_eq!(plan["plan"]["cupy_symbols"][kernel], src.name.as_str());
+            assert_eq!(plan["plan"]["cupy_status_word"][kernel], true, "{kernel}");
+            assert_eq!(plan["plan"]["cudac_symbols"][kernel], *kernel);
+        }
+        let options = plan["plan"]["cupy_nvrtc_options"].as_array().unwrap();
+        assert!(options.iter().any(|o| o == "--fmad=false"), "{options:?}");
+    }
+
+    #[test]
+    fn without_a_cuda_device_the_suite_fails_with_a_clear_error() {
+        if cuda::probe(0).is_ok() {
+            eprintln!("skipped: this machine has a usable CUDA device");
+            return;
+        }
+        let args = GpuArgs {
+            backend: super::super::GpuBackend::Cuda,
+            quick: true,
+            ..GpuArgs::for_tests()
+        };
+        let e = format!("{:#}", run(&args).unwrap_err());
+        assert!(
+            e.contains("cannot run `nacre bench gpu --backend cuda`"),
+            "{e}"
+        );
+        assert!(e.contains("--backend cpu"), "{e}");
+        assert!(e.to_lowercase().contains("cuda"), "{e}");
+    }
+}
