@@ -19,20 +19,6 @@ use nacre_ir::{
 };
 use std::sync::Arc;
 
-const SCALARS: [Scalar; 11] = [
-    Scalar::Bool,
-    Scalar::I8,
-    Scalar::I16,
-    Scalar::I32,
-    Scalar::I64,
-    Scalar::U8,
-    Scalar::U16,
-    Scalar::U32,
-    Scalar::U64,
-    Scalar::F32,
-    Scalar::F64,
-];
-
 /// The GPU and its compute capability, or `None` (with the reason on stderr).
 fn gpu(test: &str) -> Option<(Arc<CudaContext>, Arch)> {
     // SAFETY: probing loads and unloads libcuda; its initialisers have no preconditions.
@@ -374,17 +360,10 @@ fn unary_ok(op: UnaryOp, s: Scalar) -> bool {
 /// Every valid operator, comparison, select and cast, on edge values.
 fn all_cases() -> Suite {
     let mut suite = Suite::default();
-    for s in SCALARS {
+    for s in Scalar::ALL {
         let t = Type::Scalar(s);
         let vals = values(s);
-        for op in [
-            UnaryOp::Neg,
-            UnaryOp::Not,
-            UnaryOp::Abs,
-            UnaryOp::Sqrt,
-            UnaryOp::Floor,
-            UnaryOp::Ceil,
-        ] {
+        for op in UnaryOp::ALL {
             if unary_ok(op, s) {
                 suite.case(
                     format!("{} {s}", op.name()),
@@ -396,20 +375,7 @@ fn all_cases() -> Suite {
                 );
             }
         }
-        for op in [
-            BinaryOp::Add,
-            BinaryOp::Sub,
-            BinaryOp::Mul,
-            BinaryOp::Div,
-            BinaryOp::Rem,
-            BinaryOp::And,
-            BinaryOp::Or,
-            BinaryOp::Xor,
-            BinaryOp::Shl,
-            BinaryOp::Shr,
-            BinaryOp::Min,
-            BinaryOp::Max,
-        ] {
+        for op in BinaryOp::ALL {
             let bitwise = matches!(
                 op,
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr
@@ -439,14 +405,7 @@ fn all_cases() -> Suite {
                 move |a| Ok(semantics::fma(s, a[0], a[1], a[2])),
             );
         }
-        for op in [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ] {
+        for op in CmpOp::ALL {
             suite.case(
                 format!("{} {s}", op.name()),
                 &[s, s],
@@ -465,7 +424,7 @@ fn all_cases() -> Suite {
             product(&[vec![0, 1], few.clone(), few]),
             |a| Ok(if a[0] & 1 != 0 { a[1] } else { a[2] }),
         );
-        for to in SCALARS {
+        for to in Scalar::ALL {
             let to_t = Type::Scalar(to);
             suite.case(
                 format!("cast {s} to {to}"),

@@ -397,6 +397,16 @@ impl InstKind {
 }
 
 impl UnaryOp {
+    /// All unary operators, in declaration order.
+    pub const ALL: [UnaryOp; 6] = [
+        UnaryOp::Neg,
+        UnaryOp::Not,
+        UnaryOp::Abs,
+        UnaryOp::Sqrt,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+    ];
+
     /// The printer's name of the operator.
     pub const fn name(self) -> &'static str {
         match self {
@@ -411,6 +421,22 @@ impl UnaryOp {
 }
 
 impl BinaryOp {
+    /// All binary operators, in declaration order.
+    pub const ALL: [BinaryOp; 12] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Rem,
+        BinaryOp::And,
+        BinaryOp::Or,
+        BinaryOp::Xor,
+        BinaryOp::Shl,
+        BinaryOp::Shr,
+        BinaryOp::Min,
+        BinaryOp::Max,
+    ];
+
     /// The printer's name of the operator.
     pub const fn name(self) -> &'static str {
         match self {
@@ -431,6 +457,16 @@ impl BinaryOp {
 }
 
 impl CmpOp {
+    /// All comparison operators, in declaration order.
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
+
     /// The printer's name of the operator.
     pub const fn name(self) -> &'static str {
         match self {
@@ -470,5 +506,61 @@ impl fmt::Display for BlockCall {
             f.write_str(")")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `all` holds each variant once, at the place `position` gives it, and `position` gives
+    /// the places `0..all.len()`. The matches below are exhaustive: a new variant does not
+    /// compile until it has a place there, which must then be its place in `ALL`.
+    fn lists_each_once<T: Copy + fmt::Debug>(all: &[T], position: impl Fn(T) -> usize) {
+        for (i, &v) in all.iter().enumerate() {
+            assert_eq!(position(v), i, "{v:?} is listed at {i}");
+        }
+    }
+
+    #[test]
+    fn unary_all_lists_every_operator_once() {
+        lists_each_once(&UnaryOp::ALL, |op| match op {
+            UnaryOp::Neg => 0,
+            UnaryOp::Not => 1,
+            UnaryOp::Abs => 2,
+            UnaryOp::Sqrt => 3,
+            UnaryOp::Floor => 4,
+            UnaryOp::Ceil => 5,
+        });
+    }
+
+    #[test]
+    fn binary_all_lists_every_operator_once() {
+        lists_each_once(&BinaryOp::ALL, |op| match op {
+            BinaryOp::Add => 0,
+            BinaryOp::Sub => 1,
+            BinaryOp::Mul => 2,
+            BinaryOp::Div => 3,
+            BinaryOp::Rem => 4,
+            BinaryOp::And => 5,
+            BinaryOp::Or => 6,
+            BinaryOp::Xor => 7,
+            BinaryOp::Shl => 8,
+            BinaryOp::Shr => 9,
+            BinaryOp::Min => 10,
+            BinaryOp::Max => 11,
+        });
+    }
+
+    #[test]
+    fn cmp_all_lists_every_operator_once() {
+        lists_each_once(&CmpOp::ALL, |op| match op {
+            CmpOp::Eq => 0,
+            CmpOp::Ne => 1,
+            CmpOp::Lt => 2,
+            CmpOp::Le => 3,
+            CmpOp::Gt => 4,
+            CmpOp::Ge => 5,
+        });
     }
 }

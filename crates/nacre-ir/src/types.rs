@@ -30,7 +30,7 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    /// All scalar types, in a fixed order.
+    /// All scalar types, in declaration order.
     pub const ALL: [Scalar; 11] = [
         Scalar::Bool,
         Scalar::I8,
@@ -213,6 +213,34 @@ impl fmt::Display for Type {
             Type::Ptr(s, AddressSpace::Generic) => write!(f, "ptr<{s}>"),
             Type::Ptr(s, AddressSpace::Device) => write!(f, "ptr<{s}, device>"),
             Type::Ptr(s, AddressSpace::Shared) => write!(f, "ptr<{s}, shared>"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Scalar::ALL` holds each type once, at the place the match gives it. The match is
+    /// exhaustive: a new type does not compile until it has a place there, which must then
+    /// be its place in `ALL`.
+    #[test]
+    fn all_lists_every_scalar_once() {
+        let position = |s: Scalar| match s {
+            Scalar::Bool => 0,
+            Scalar::I8 => 1,
+            Scalar::I16 => 2,
+            Scalar::I32 => 3,
+            Scalar::I64 => 4,
+            Scalar::U8 => 5,
+            Scalar::U16 => 6,
+            Scalar::U32 => 7,
+            Scalar::U64 => 8,
+            Scalar::F32 => 9,
+            Scalar::F64 => 10,
+        };
+        for (i, &s) in Scalar::ALL.iter().enumerate() {
+            assert_eq!(position(s), i, "{s:?} is listed at {i}");
         }
     }
 }

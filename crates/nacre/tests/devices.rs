@@ -26,11 +26,8 @@ fn run_write_index(out: Ptr<u32>) {
     launch(write_index, Grid::new(1u32), Block::new(8u32), (out,));
 }
 
-#[test]
-fn the_cpu_is_the_default_device() {
-    assert_eq!(GpuOptions::default().device, DeviceKind::Cpu);
-    let engine = Engine::new(Options::default()).unwrap();
-    assert_eq!(engine.device().name(), "cpu");
+/// Runs `write_index` through `engine` on its device and checks what it wrote.
+fn assert_runs_kernels(engine: &Engine) {
     let out = Array::<u32>::alloc_on(engine.device(), 8).unwrap();
     engine
         .compile(run_write_index)
@@ -38,6 +35,14 @@ fn the_cpu_is_the_default_device() {
         .call(out.ptr())
         .unwrap();
     assert_eq!(out.as_slice(), &[0, 1, 2, 3, 4, 5, 6, 7]);
+}
+
+#[test]
+fn the_cpu_is_the_default_device() {
+    assert_eq!(GpuOptions::default().device, DeviceKind::Cpu);
+    let engine = Engine::new(Options::default()).unwrap();
+    assert_eq!(engine.device().name(), "cpu");
+    assert_runs_kernels(&engine);
 }
 
 #[test]
@@ -59,13 +64,7 @@ fn best_available_is_cuda_exactly_when_a_cuda_device_works() {
     }
     // Whatever it picks makes an engine that runs kernels.
     let engine = Engine::new(options(best)).unwrap();
-    let out = Array::<u32>::alloc_on(engine.device(), 8).unwrap();
-    engine
-        .compile(run_write_index)
-        .unwrap()
-        .call(out.ptr())
-        .unwrap();
-    assert_eq!(out.as_slice(), &[0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_runs_kernels(&engine);
 }
 
 #[test]

@@ -372,16 +372,8 @@ fn singles(s: Scalar) -> Vec<Vec<u64>> {
 #[test]
 fn unary_ops() {
     let mut suite = Suite::default();
-    let ops = [
-        UnaryOp::Neg,
-        UnaryOp::Not,
-        UnaryOp::Abs,
-        UnaryOp::Sqrt,
-        UnaryOp::Floor,
-        UnaryOp::Ceil,
-    ];
     for s in Scalar::ALL {
-        for op in ops {
+        for op in UnaryOp::ALL {
             let ty = Type::Scalar(s);
             suite.case(
                 format!("{}.{s}", op.name()),
@@ -399,22 +391,8 @@ fn unary_ops() {
 #[test]
 fn binary_ops() {
     let mut suite = Suite::default();
-    let ops = [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::Rem,
-        BinaryOp::And,
-        BinaryOp::Or,
-        BinaryOp::Xor,
-        BinaryOp::Shl,
-        BinaryOp::Shr,
-        BinaryOp::Min,
-        BinaryOp::Max,
-    ];
     for s in Scalar::ALL {
-        for op in ops {
+        for op in BinaryOp::ALL {
             let ty = Type::Scalar(s);
             suite.case(
                 format!("{}.{s}", op.name()),
@@ -507,20 +485,12 @@ fn pointer_values() -> Vec<u64> {
 #[test]
 fn comparisons() {
     let mut suite = Suite::default();
-    let ops = [
-        CmpOp::Eq,
-        CmpOp::Ne,
-        CmpOp::Lt,
-        CmpOp::Le,
-        CmpOp::Gt,
-        CmpOp::Ge,
-    ];
     let pty = Type::ptr(Scalar::F64);
     let ptr_pairs: Vec<Vec<u64>> = pointer_values()
         .iter()
         .flat_map(|&a| pointer_values().into_iter().map(move |b| vec![a, b]))
         .collect();
-    for op in ops {
+    for op in CmpOp::ALL {
         for ty in Scalar::ALL.iter().map(|&s| Type::Scalar(s)).chain([pty]) {
             let inputs = match ty {
                 Type::Scalar(s) => pairs(s),

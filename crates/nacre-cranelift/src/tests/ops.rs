@@ -6,39 +6,6 @@ use super::*;
 use nacre_ir::semantics;
 use nacre_ir::{BinaryOp, CmpOp, Const, Trap, UnaryOp};
 
-const UNARY: [UnaryOp; 6] = [
-    UnaryOp::Neg,
-    UnaryOp::Not,
-    UnaryOp::Abs,
-    UnaryOp::Sqrt,
-    UnaryOp::Floor,
-    UnaryOp::Ceil,
-];
-
-const BINARY: [BinaryOp; 12] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Rem,
-    BinaryOp::And,
-    BinaryOp::Or,
-    BinaryOp::Xor,
-    BinaryOp::Shl,
-    BinaryOp::Shr,
-    BinaryOp::Min,
-    BinaryOp::Max,
-];
-
-const CMP: [CmpOp; 6] = [
-    CmpOp::Eq,
-    CmpOp::Ne,
-    CmpOp::Lt,
-    CmpOp::Le,
-    CmpOp::Gt,
-    CmpOp::Ge,
-];
-
 /// Integer bit patterns, truncated to each width.
 const INT_PATTERNS: [u64; 37] = [
     0,
@@ -215,7 +182,7 @@ fn unary_ops_match_semantics() {
     for opt in OPT_LEVELS {
         let be = backend(opt);
         let mut bad = Mismatches::default();
-        for op in UNARY {
+        for op in UnaryOp::ALL {
             for s in Scalar::ALL {
                 let defined = match op {
                     UnaryOp::Not => !s.is_float(),
@@ -257,7 +224,7 @@ fn binary_ops_match_semantics() {
     for opt in OPT_LEVELS {
         let be = backend(opt);
         let mut bad = Mismatches::default();
-        for op in BINARY {
+        for op in BinaryOp::ALL {
             let zeros_equal = matches!(op, BinaryOp::Min | BinaryOp::Max);
             let bitwise = matches!(
                 op,
@@ -303,7 +270,7 @@ fn comparisons_match_semantics() {
     for opt in OPT_LEVELS {
         let be = backend(opt);
         let mut bad = Mismatches::default();
-        for op in CMP {
+        for op in CmpOp::ALL {
             for &ty in &types {
                 let f = function("cmp", &[ty, ty], Some(Type::BOOL), |b, p| {
                     let r = b.cmp(op, p[0], p[1]);

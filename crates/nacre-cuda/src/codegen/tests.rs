@@ -9,53 +9,6 @@ use nacre_ir::{
     BinaryOp, CmpOp, Const, ExternFunc, Function, FunctionBuilder, Signature, Type, UnaryOp, Value,
 };
 
-const SCALARS: [Scalar; 11] = [
-    Scalar::Bool,
-    Scalar::I8,
-    Scalar::I16,
-    Scalar::I32,
-    Scalar::I64,
-    Scalar::U8,
-    Scalar::U16,
-    Scalar::U32,
-    Scalar::U64,
-    Scalar::F32,
-    Scalar::F64,
-];
-
-const BINARY: [BinaryOp; 12] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Rem,
-    BinaryOp::And,
-    BinaryOp::Or,
-    BinaryOp::Xor,
-    BinaryOp::Shl,
-    BinaryOp::Shr,
-    BinaryOp::Min,
-    BinaryOp::Max,
-];
-
-const UNARY: [UnaryOp; 6] = [
-    UnaryOp::Neg,
-    UnaryOp::Not,
-    UnaryOp::Abs,
-    UnaryOp::Sqrt,
-    UnaryOp::Floor,
-    UnaryOp::Ceil,
-];
-
-const CMP: [CmpOp; 6] = [
-    CmpOp::Eq,
-    CmpOp::Ne,
-    CmpOp::Lt,
-    CmpOp::Le,
-    CmpOp::Gt,
-    CmpOp::Ge,
-];
-
 /// A function of `kind`; `body` gets the builder in the entry block and the parameters.
 fn func(
     name: &str,
@@ -147,7 +100,7 @@ fn ops_kernel(s: Scalar) -> Function {
             store_at(b, out, slot, v);
             slot += 1;
         };
-        for op in UNARY {
+        for op in UnaryOp::ALL {
             let ok = match op {
                 UnaryOp::Not => !s.is_float(),
                 UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => s.is_float(),
@@ -158,7 +111,7 @@ fn ops_kernel(s: Scalar) -> Function {
                 put(b, v);
             }
         }
-        for op in BINARY {
+        for op in BinaryOp::ALL {
             let bitwise = matches!(
                 op,
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr
@@ -172,7 +125,7 @@ fn ops_kernel(s: Scalar) -> Function {
             let v = b.fma(x, y, z);
             put(b, v);
         }
-        for op in CMP {
+        for op in CmpOp::ALL {
             let v = b.cmp(op, x, y);
             put(b, v);
         }
@@ -186,9 +139,9 @@ fn ops_kernel(s: Scalar) -> Function {
 /// `casts_<from>(x, out_bool, out_i8, ..., out_f64)`: `x` cast to every scalar type.
 fn casts_kernel(from: Scalar) -> Function {
     let mut params = vec![Type::Scalar(from)];
-    params.extend(SCALARS.iter().map(|&s| Type::ptr(s)));
+    params.extend(Scalar::ALL.iter().map(|&s| Type::ptr(s)));
     kernel(&format!("casts_{from}"), &params, |b, p| {
-        for (i, &to) in SCALARS.iter().enumerate() {
+        for (i, &to) in Scalar::ALL.iter().enumerate() {
             let v = b.cast(p[0], Type::Scalar(to));
             b.store(p[i + 1], v);
         }
@@ -249,8 +202,8 @@ fn dialect_spellings() {
 
 #[test]
 fn parameters_of_every_type() {
-    let mut params: Vec<Type> = SCALARS.iter().map(|&s| Type::Scalar(s)).collect();
-    params.extend(SCALARS.iter().map(|&s| Type::ptr(s)));
+    let mut params: Vec<Type> = Scalar::ALL.iter().map(|&s| Type::Scalar(s)).collect();
+    params.extend(Scalar::ALL.iter().map(|&s| Type::ptr(s)));
     let src = cuda(vec![kernel("params", &params, |b, _| {
         b.ret(None);
     })]);
@@ -265,7 +218,7 @@ fn parameters_of_every_type() {
 
 #[test]
 fn operators_on_every_type() {
-    for s in SCALARS {
+    for s in Scalar::ALL {
         let src = cuda(vec![ops_kernel(s)]);
         if matches!(
             s,
@@ -332,7 +285,7 @@ fn float_semantics_are_spelled_out() {
 
 #[test]
 fn casts_between_every_type() {
-    for from in SCALARS {
+    for from in Scalar::ALL {
         let src = cuda(vec![casts_kernel(from)]);
         if matches!(from, Scalar::Bool | Scalar::I64 | Scalar::F32 | Scalar::F64) {
             insta::assert_snapshot!(format!("casts_{from}"), src);

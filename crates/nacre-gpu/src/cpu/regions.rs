@@ -1179,14 +1179,7 @@ mod tests {
 
     #[test]
     fn comparisons_flip_and_negate() {
-        for op in [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ] {
+        for op in CmpOp::ALL {
             for (a, b) in [(1u32, 2u32), (2, 2), (3, 2)] {
                 let holds = |op: CmpOp, a: u32, b: u32| match op {
                     CmpOp::Eq => a == b,

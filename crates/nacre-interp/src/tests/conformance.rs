@@ -8,39 +8,6 @@ use super::{konst, single, single_unverified};
 use nacre_ir::semantics::{self, normalize};
 use nacre_ir::{BinaryOp, CmpOp, Scalar, Trap, Type, UnaryOp};
 
-const BINARY: [BinaryOp; 12] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Rem,
-    BinaryOp::And,
-    BinaryOp::Or,
-    BinaryOp::Xor,
-    BinaryOp::Shl,
-    BinaryOp::Shr,
-    BinaryOp::Min,
-    BinaryOp::Max,
-];
-
-const UNARY: [UnaryOp; 6] = [
-    UnaryOp::Neg,
-    UnaryOp::Not,
-    UnaryOp::Abs,
-    UnaryOp::Sqrt,
-    UnaryOp::Floor,
-    UnaryOp::Ceil,
-];
-
-const CMP: [CmpOp; 6] = [
-    CmpOp::Eq,
-    CmpOp::Ne,
-    CmpOp::Lt,
-    CmpOp::Le,
-    CmpOp::Gt,
-    CmpOp::Ge,
-];
-
 /// Interesting values of a scalar type, normalised.
 fn samples(s: Scalar) -> Vec<u64> {
     let raw: Vec<u64> = match s {
@@ -177,7 +144,7 @@ fn garbage(s: Scalar) -> u64 {
 fn binary_operators_match_semantics() {
     for s in Scalar::ALL {
         let ty = Type::Scalar(s);
-        for op in BINARY {
+        for op in BinaryOp::ALL {
             let exe = single_unverified(vec![ty, ty], Some(ty), |b, p| {
                 let r = b.binary(op, p[0], p[1]);
                 b.ret(Some(r));
@@ -202,7 +169,7 @@ fn binary_operators_match_semantics() {
 fn unary_operators_match_semantics() {
     for s in Scalar::ALL {
         let ty = Type::Scalar(s);
-        for op in UNARY {
+        for op in UnaryOp::ALL {
             let exe = single_unverified(vec![ty], Some(ty), |b, p| {
                 let r = b.unary(op, p[0]);
                 b.ret(Some(r));
@@ -237,7 +204,7 @@ fn samples_of(ty: Type) -> Vec<u64> {
 #[test]
 fn comparisons_match_semantics_as_values() {
     for ty in all_types() {
-        for op in CMP {
+        for op in CmpOp::ALL {
             let exe = single(vec![ty, ty], Some(Type::BOOL), |b, p| {
                 let r = b.cmp(op, p[0], p[1]);
                 b.ret(Some(r));
@@ -339,7 +306,7 @@ fn branch_on(op: CmpOp, ty: Type, shape: Shape) -> crate::InterpExecutable {
 #[test]
 fn comparisons_match_semantics_in_branches() {
     for ty in all_types() {
-        for op in CMP {
+        for op in CmpOp::ALL {
             for shape in SHAPES {
                 let exe = branch_on(op, ty, shape);
                 for &x in &samples_of(ty) {

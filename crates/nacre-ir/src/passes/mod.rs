@@ -674,15 +674,7 @@ mod tests {
                     self.ints.push(v);
                 }
                 5 => {
-                    let ops = [
-                        CmpOp::Eq,
-                        CmpOp::Ne,
-                        CmpOp::Lt,
-                        CmpOp::Le,
-                        CmpOp::Gt,
-                        CmpOp::Ge,
-                    ];
-                    let op = ops[self.rng.below(ops.len())];
+                    let op = CmpOp::ALL[self.rng.below(CmpOp::ALL.len())];
                     let a = self.int_operand();
                     let b = if self.rng.percent(20) {
                         a
