@@ -6,7 +6,8 @@
 //! [`Config::min_sample`] (so that nanosecond routines are not lost in the clock's
 //! resolution). The number of samples aims at [`Config::target`] of measuring, within
 //! [`Config::min_samples`]..=[`Config::max_samples`]. The reported value is the median of the
-//! samples. Calls that synchronise with a GPU are timed one by one instead ([`measure_calls`]).
+//! samples. Calls that synchronise with a GPU are timed one by one instead ([`measure_calls`]), or report their
+//! own device and host times ([`measure_device_calls`]).
 
 use nacre_corpus::bench::Batch;
 use std::hint::black_box;
@@ -83,6 +84,26 @@ impl CallConfig {
     };
 }
 
+/// Warms `routine` up (at least [`CallConfig::MIN_WARMUP_CALLS`] calls and
+/// [`CallConfig::warmup`]) and returns how many calls to time, from the warm-up's host-clock
+/// estimate, within [`CallConfig::min_calls`]..=[`CallConfig::max_calls`].
+fn warm_up_calls<T, E>(
+    cfg: &CallConfig,
+    routine: &mut impl FnMut() -> Result<T, E>,
+) -> Result<usize, E> {
+    let warmup_start = Instant::now();
+    let mut warmup_calls = 0usize;
+    while warmup_calls < CallConfig::MIN_WARMUP_CALLS || warmup_start.elapsed() < cfg.warmup {
+        routine()?;
+        warmup_calls += 1;
+    }
+    let per_call_ns = warmup_start.elapsed().as_nanos() as f64 / warmup_calls as f64;
+    Ok(
+        ((cfg.target.as_nanos() as f64 / per_call_ns.max(1.0)).round() as usize)
+            .clamp(cfg.min_calls, cfg.max_calls.max(cfg.min_calls)),
+    )
+}
+
 /// Measures `routine` one call at a time: warm-up, then `n` calls each timed with [`Instant`]
 /// (`n` from the warm-up's estimate, within [`CallConfig::min_calls`]..=[`CallConfig::max_calls`]);
 /// the median of the calls (`batch` 1). The first error of the routine ends the measurement
@@ -91,15 +112,7 @@ pub fn measure_calls<E>(
     cfg: &CallConfig,
     mut routine: impl FnMut() -> Result<(), E>,
 ) -> Result<Stats, E> {
-    let warmup_start = Instant::now();
-    let mut warmup_calls = 0usize;
-    while warmup_calls < CallConfig::MIN_WARMUP_CALLS || warmup_start.elapsed() < cfg.warmup {
-        routine()?;
-        warmup_calls += 1;
-    }
-    let per_call_ns = warmup_start.elapsed().as_nanos() as f64 / warmup_calls as f64;
-    let calls = ((cfg.target.as_nanos() as f64 / per_call_ns.max(1.0)).round() as usize)
-        .clamp(cfg.min_calls, cfg.max_calls.max(cfg.min_calls));
+    let calls = warm_up_calls(cfg, &mut routine)?;
     let mut samples = Vec::with_capacity(calls);
     for _ in 0..calls {
         let start = Instant::now();
@@ -107,6 +120,47 @@ pub fn measure_calls<E>(
         samples.push(start.elapsed().as_nanos() as f64);
     }
     Ok(Stats::from_samples(samples, 1))
+}
+
+/// The two times of one call measured by [`measure_device_calls`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CallTimes {
+    /// The time the device measured (CUDA events around the call).
+    pub device: Duration,
+    /// The host clock's time of the same call.
+    pub host: Duration,
+}
+
+/// What [`measure_device_calls`] measured: the same calls on two clocks.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct DeviceStats {
+    /// The device's times of the calls.
+    pub device: Stats,
+    /// The host clock's times of the same calls.
+    pub host: Stats,
+}
+
+/// Measures `routine` one call at a time like [`measure_calls`], where each call reports its
+/// own times ([`CallTimes`]: the device's and the host's) instead of being timed from outside:
+/// warm-up, then `n` calls (`n` from the warm-up's host-clock estimate, within
+/// [`CallConfig::min_calls`]..=[`CallConfig::max_calls`]); the medians of each clock's times
+/// (`batch` 1). The first error of the routine ends the measurement and is returned.
+pub fn measure_device_calls<E>(
+    cfg: &CallConfig,
+    mut routine: impl FnMut() -> Result<CallTimes, E>,
+) -> Result<DeviceStats, E> {
+    let calls = warm_up_calls(cfg, &mut routine)?;
+    let mut device = Vec::with_capacity(calls);
+    let mut host = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let times = routine()?;
+        device.push(times.device.as_nanos() as f64);
+        host.push(times.host.as_nanos() as f64);
+    }
+    Ok(DeviceStats {
+        device: Stats::from_samples(device, 1),
+        host: Stats::from_samples(host, 1),
+    })
 }
 
 /// The most inputs prepared for one batch of a batched benchmark (they are all alive at once).
@@ -293,6 +347,48 @@ mod tests {
                 Err("stopped")
             } else {
                 Ok(())
+            }
+        });
+        assert_eq!(e.unwrap_err(), "stopped");
+    }
+
+    #[test]
+    fn measure_device_calls_keeps_each_clock_apart() {
+        let cfg = CallConfig {
+            warmup: Duration::from_millis(1),
+            target: Duration::from_millis(1),
+            min_calls: 50,
+            max_calls: 60,
+        };
+        // Device times cycle 10, 20, 30 µs; host times are always 100 µs more.
+        let mut calls = 0u64;
+        let s = measure_device_calls(&cfg, || {
+            calls += 1;
+            let device = Duration::from_micros(10 * (1 + calls % 3));
+            Ok::<_, String>(CallTimes {
+                device,
+                host: device + Duration::from_micros(100),
+            })
+        })
+        .unwrap();
+        assert!((50..=60).contains(&s.device.samples), "{s:?}");
+        assert_eq!(s.device.samples, s.host.samples);
+        assert_eq!(s.device.batch, 1);
+        assert_eq!(s.device.median_ns, 20_000.0);
+        assert_eq!(s.device.min_ns, 10_000.0);
+        assert_eq!(s.host.median_ns, 120_000.0);
+        assert_eq!(s.host.min_ns, 110_000.0);
+        assert!(calls as usize >= s.device.samples + CallConfig::MIN_WARMUP_CALLS);
+        let mut left = 5;
+        let e = measure_device_calls(&cfg, || {
+            left -= 1;
+            if left == 0 {
+                Err("stopped")
+            } else {
+                Ok(CallTimes {
+                    device: Duration::ZERO,
+                    host: Duration::ZERO,
+                })
             }
         });
         assert_eq!(e.unwrap_err(), "stopped");

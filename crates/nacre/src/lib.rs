@@ -55,8 +55,8 @@ pub mod gpu {
     pub mod cuda {
         pub use nacre_cuda::runtime::{
             cached_kernels, clear_kernel_cache, device_count, device_info, probe, stats,
-            thread_stats, CudaDevice, CudaError, CudaOptions, CudaStats, DeviceInfo, LaunchLimits,
-            LaunchSync, CACHE_DIR_ENV,
+            thread_stats, time_on_device, CudaDevice, CudaError, CudaOptions, CudaStats,
+            DeviceInfo, LaunchLimits, LaunchSync, CACHE_DIR_ENV,
         };
     }
 

@@ -8,11 +8,17 @@
 //!
 //! - `gpu_cuda_saxpy_N`, `gpu_cuda_vecadd_N` (N = 1M, 4M, 16M floats), `gpu_cuda_blocksum_N`
 //!   (16M), `gpu_cuda_logistic_N_I` (262,144 × 256 and 1024 steps, 16M × 1024): one call of
-//!   the host function, timed on the host from the call to its return, which comes after the
-//!   kernel has completed (the call synchronises and reads the kernel's status word); each call
-//!   timed on its own, the median of at least 50 ([`CallConfig`]);
-//! - `gpu_cuda_launch_latency`: the same for a host function that launches a one-thread kernel
-//!   adding one to a counter ([`run_tiny`]): the floor of a call;
+//!   the host function, timed with CUDA events ([`cuda::time_on_device`]): one recorded on the
+//!   thread's stream before the call, the other by the runtime just before the call waits for
+//!   its kernels, so behind the last one. The figure covers the launch and the kernel on the
+//!   GPU's clock, not the host's wait, as the peers' event-timed figures do. Each call is
+//!   timed on its own, the median of at least 50 ([`CallConfig`]). The same calls are also
+//!   timed on the host clock, from the call to its return (which comes after the kernel has
+//!   completed: the call synchronises and reads the kernel's status word): the
+//!   `host_results` of the JSON and the report's `host clock` column;
+//! - `gpu_cuda_launch_latency`: a host function that launches a one-thread kernel adding one
+//!   to a counter ([`run_tiny`]), timed on the host clock from the call to its return (the
+//!   floor of a call, as the host sees it);
 //! - `gpu_cuda_compile_K` (K = saxpy, vecadd, blocksum, logistic): `Engine::compile` of K's
 //!   host function from nothing to a loaded module (trace, passes, CUDA C, NVRTC,
 //!   `cuModuleLoadData`, the host code's compile), with the process's kernel cache cleared and
@@ -28,7 +34,10 @@
 //! `--mode`, grid by default): `gpu_cpu_*`, beside the CUDA figures in the report
 //! ([`super::cuda_report`]).
 
-use super::super::measure::{measure, measure_batched, measure_calls, CallConfig, Config, Stats};
+use super::super::measure::{
+    measure, measure_batched, measure_calls, measure_device_calls, CallConfig, CallTimes, Config,
+    Stats,
+};
 use super::super::report::{format_ns, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
 use super::{check_close, launch_blocks, rayon_logistic, tree_sum, GpuArgs, Mode, BLOCK};
@@ -45,7 +54,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The sizes of the saxpy and vecadd benchmarks, in floats.
 pub const VECTOR_SIZES: [usize; 3] = [1 << 20, 1 << 22, 1 << 24];
@@ -163,6 +172,15 @@ pub struct Steady {
     pub stats: CudaStats,
 }
 
+/// How a CUDA benchmark is timed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Clock {
+    /// CUDA events around each call (the row), with the host clock beside it (`host`).
+    Events,
+    /// The host clock around each call only.
+    Host,
+}
+
 /// Runs the benchmarks and collects what they measured.
 struct Suite {
     call_cfg: CallConfig,
@@ -177,6 +195,8 @@ struct Suite {
     failures: Vec<String>,
     /// The runtime's counters over each timed CUDA benchmark.
     steady: BTreeMap<String, Steady>,
+    /// The host-clock median of each event-timed CUDA benchmark, in nanoseconds.
+    host: BTreeMap<String, f64>,
     /// The grid of each grid-stride launch, by benchmark name.
     grids: Vec<(String, u32)>,
 }
@@ -191,8 +211,13 @@ impl Suite {
     }
 
     fn record(&mut self, name: &str, stats: Stats) {
+        let host = self
+            .host
+            .get(name)
+            .map(|h| format!(", host clock {}", format_ns(*h)))
+            .unwrap_or_default();
         eprintln!(
-            "{:>4} {name:<36} {:>11}  ±{:>5.1}%  ({} samples × {})",
+            "{:>4} {name:<36} {:>11}  ±{:>5.1}%  ({} samples × {}{host})",
             self.rows.len() + 1,
             format_ns(stats.median_ns),
             100.0 * stats.mad_ns / stats.median_ns,
@@ -214,20 +239,42 @@ impl Suite {
     }
 
     /// Times `call` at `place`: one call at a time on CUDA (with the runtime's counters
-    /// around it), batched samples on the CPU.
+    /// around it), by `clock`; batched samples on the host clock on the CPU.
     fn time(
         &mut self,
         is_cuda: bool,
+        clock: Clock,
         name: &str,
         mut call: impl FnMut() -> Result<(), nacre::Error>,
     ) -> Result<()> {
         if is_cuda {
             let before = cuda::thread_stats();
             let mut calls = 0u64;
-            let stats = measure_calls(&self.call_cfg, || {
-                calls += 1;
-                call()
-            })
+            let stats = match clock {
+                Clock::Host => measure_calls(&self.call_cfg, || {
+                    calls += 1;
+                    call().map_err(anyhow::Error::from)
+                }),
+                Clock::Events => {
+                    let ordinal = self.cuda.options.gpu.cuda.device;
+                    measure_device_calls(&self.call_cfg, || {
+                        calls += 1;
+                        let mut host = Duration::ZERO;
+                        let (result, device) = cuda::time_on_device(ordinal, || {
+                            let start = Instant::now();
+                            let result = call();
+                            host = start.elapsed();
+                            result
+                        })?;
+                        result?;
+                        Ok::<_, anyhow::Error>(CallTimes { device, host })
+                    })
+                    .map(|both| {
+                        self.host.insert(name.to_string(), both.host.median_ns);
+                        both.device
+                    })
+                }
+            }
             .with_context(|| format!("benchmark {name}"))?;
             let counters = cuda::thread_stats().since(&before);
             self.steady.insert(
@@ -278,7 +325,7 @@ impl Suite {
                 self.fail(&name, e);
                 continue;
             }
-            self.time(is_cuda, &name, || {
+            self.time(is_cuda, Clock::Events, &name, || {
                 f.call(ALPHA, xa.ptr(), ya.ptr(), black_box(n as u32), blocks)
             })?;
         }
@@ -311,7 +358,7 @@ impl Suite {
                 self.fail(&name, e);
                 continue;
             }
-            self.time(is_cuda, &name, || {
+            self.time(is_cuda, Clock::Events, &name, || {
                 f.call(aa.ptr(), ba.ptr(), ca.ptr(), black_box(n as u32), blocks)
             })?;
         }
@@ -347,7 +394,7 @@ impl Suite {
                 self.fail(&name, e);
                 continue;
             }
-            self.time(is_cuda, &name, || {
+            self.time(is_cuda, Clock::Events, &name, || {
                 f.call(ia.ptr(), oa.ptr(), black_box(n as u32))
             })?;
         }
@@ -383,7 +430,7 @@ impl Suite {
                 self.fail(&name, e);
                 continue;
             }
-            self.time(is_cuda, &name, || {
+            self.time(is_cuda, Clock::Events, &name, || {
                 f.call(v.ptr(), n as u32, black_box(iters), blocks)
             })?;
         }
@@ -405,7 +452,7 @@ impl Suite {
             settle(is_cuda);
             let counter = Array::<u32>::alloc_on(place.device(), 1)?;
             let mut calls = 0u64;
-            self.time(is_cuda, &name, || {
+            self.time(is_cuda, Clock::Host, &name, || {
                 calls += 1;
                 f.call(counter.ptr())
             })?;
@@ -573,6 +620,9 @@ pub struct Outcome {
     pub failures: Vec<String>,
     /// The runtime's counters over each timed CUDA benchmark.
     pub steady: BTreeMap<String, Steady>,
+    /// The host-clock median of each event-timed `gpu_cuda_*` benchmark (its row holds the
+    /// CUDA-event median), in nanoseconds.
+    pub host: BTreeMap<String, f64>,
     /// The grid of each grid-stride launch.
     pub grids: Vec<(String, u32)>,
     /// The device's facts.
@@ -635,6 +685,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         notes: Vec::new(),
         failures: Vec::new(),
         steady: BTreeMap::new(),
+        host: BTreeMap::new(),
         grids: Vec::new(),
     };
     if std::env::var_os(cuda::CACHE_DIR_ENV).is_some_and(|v| !v.is_empty()) {
@@ -721,6 +772,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         notes: s.notes,
         failures: s.failures,
         steady: s.steady,
+        host: s.host,
         grids: s.grids,
         device: device_json(&info),
         quick: args.quick,

@@ -1,6 +1,11 @@
 //! The report of `nacre bench gpu --backend cuda`: Nacre's CUDA figures beside the CPU's,
 //! the peers' figures with the ratios `gpu_cuda_X / peer_F_X`, the runtime's counters over the
 //! timed calls, the targets with PASS/MISS, and the JSON document.
+//!
+//! Two clocks: Nacre's kernel benchmarks and the peers' kernels are timed with CUDA events
+//! (the rows, `results` in the JSON), and the same calls on the host clock as well (Nacre's in
+//! [`Outcome::host`], `host_results` in the JSON; the peers' in `peer_host_results`). Targets
+//! compare event time with event time; the host-clock ratio is printed beside each.
 
 use super::super::measure::Stats;
 use super::super::report::{self, format_ns, Row};
@@ -144,19 +149,23 @@ pub fn judge(target: &Target, rows: &[Row], o: &Outcome) -> Verdict {
                 Some(f) => format!("{} ≤ max({name}, {})", target.name, format_ns(*f)),
                 None => format!("{} ≤ {name}", target.name),
             };
-            let host = o
+            let host_limit = o
                 .peers
                 .as_ref()
                 .and_then(|p| p.host.get(name))
                 .map(|h| floor.map_or(*h, |f| h.max(f)));
+            let host_ratio = o
+                .host
+                .get(&target.name)
+                .zip(host_limit)
+                .map(|(g, l)| format!(" (host clock: {:.3})", g / l))
+                .unwrap_or_default();
             let measured = match (got, limit) {
                 (Some(g), Some(l)) => format!(
-                    "{} / {} = {:.3}{}",
+                    "{} / {} = {:.3}{host_ratio}",
                     format_ns(g),
                     format_ns(l),
                     g / l,
-                    host.map(|h| format!(" (host clock: {:.3})", g / h))
-                        .unwrap_or_default()
                 ),
                 (Some(g), None) => format!("{} (no peer)", format_ns(g)),
                 _ => String::new(),
@@ -231,42 +240,66 @@ pub fn print(o: &Outcome) {
         o.device["multiprocessors"]
     );
     let with_cpu = o.rows.iter().any(|r| r.name.starts_with("gpu_cpu_"));
+    println!(
+        "\nmedian: CUDA events around the call (launch_latency and compile_*: host clock); \
+         host clock: the same calls from call to return{}",
+        if with_cpu {
+            "; the CPU: host clock; cpu/cuda: by host clocks"
+        } else {
+            ""
+        }
+    );
     if with_cpu {
         println!(
-            "\n{:<34} {:>11} {:>7}   {:<34} {:>11} {:>7} {:>9}",
-            "benchmark", "median", "±MAD", "the CPU beside it", "median", "±MAD", "cpu/cuda"
+            "{:<34} {:>11} {:>7} {:>11}   {:<34} {:>11} {:>7} {:>9}",
+            "benchmark",
+            "median",
+            "±MAD",
+            "host clock",
+            "the CPU beside it",
+            "median",
+            "±MAD",
+            "cpu/cuda"
         );
-        println!("{}", "-".repeat(34 + 12 + 8 + 3 + 34 + 12 + 8 + 10));
+        println!("{}", "-".repeat(34 + 12 + 8 + 12 + 3 + 34 + 12 + 8 + 10));
     } else {
-        println!("\n{:<34} {:>11} {:>7}", "benchmark", "median", "±MAD");
-        println!("{}", "-".repeat(34 + 12 + 8));
+        println!(
+            "{:<34} {:>11} {:>7} {:>11}",
+            "benchmark", "median", "±MAD", "host clock"
+        );
+        println!("{}", "-".repeat(34 + 12 + 8 + 12));
     }
     for row in o.rows.iter().filter(|r| r.name.starts_with("gpu_cuda_")) {
+        let host = o.host.get(&row.name).copied();
+        let host_cell = host.map(format_ns).unwrap_or_default();
         if !with_cpu {
             println!(
-                "{:<34} {:>11} {:>7}",
+                "{:<34} {:>11} {:>7} {:>11}",
                 row.name,
                 format_ns(row.stats.median_ns),
-                spread(&row.stats)
+                spread(&row.stats),
+                host_cell
             );
             continue;
         }
         let rest = suffix(&row.name).unwrap_or_default();
         let cpu_name = format!("gpu_cpu_{rest}");
+        let cuda_host = host.unwrap_or(row.stats.median_ns);
         let (cpu, cpu_median, cpu_spread, ratio) = match lookup(&rows, &cpu_name) {
             Some(c) => (
                 cpu_name,
                 format_ns(c.median_ns),
                 spread(c),
-                ratio(c.median_ns / row.stats.median_ns),
+                ratio(c.median_ns / cuda_host),
             ),
             None => Default::default(),
         };
         println!(
-            "{:<34} {:>11} {:>7}   {:<34} {:>11} {:>7} {:>9}",
+            "{:<34} {:>11} {:>7} {:>11}   {:<34} {:>11} {:>7} {:>9}",
             row.name,
             format_ns(row.stats.median_ns),
             spread(&row.stats),
+            host_cell,
             cpu,
             cpu_median,
             cpu_spread,
@@ -277,12 +310,12 @@ pub fn print(o: &Outcome) {
     if let Some(p) = &o.peers {
         for (title, host) in [
             (
-                "CUDA events around each launch; ratio = gpu_cuda / peer",
+                "CUDA events around each call or launch (launch_latency and compile_*: host \
+                 clock); ratio = gpu_cuda / peer",
                 false,
             ),
             (
-                "host clock around launch + synchronize, as Nacre's calls are timed; ratio = \
-                 gpu_cuda / peer",
+                "host clock around each call, or launch + synchronize; ratio = gpu_cuda / peer",
                 true,
             ),
         ] {
@@ -295,9 +328,14 @@ pub fn print(o: &Outcome) {
             println!("{}", "-".repeat(28 + 12 + 4 * 23));
             for row in o.rows.iter().filter(|r| r.name.starts_with("gpu_cuda_")) {
                 let rest = suffix(&row.name).unwrap_or_default();
-                if host && (rest.starts_with("compile_") || rest == "launch_latency") {
-                    continue;
-                }
+                let ours = if host {
+                    match o.host.get(&row.name) {
+                        Some(h) => *h,
+                        None => continue,
+                    }
+                } else {
+                    row.stats.median_ns
+                };
                 let cells: Vec<String> = PEERS
                     .iter()
                     .map(|(fw, _)| {
@@ -307,13 +345,13 @@ pub fn print(o: &Outcome) {
                         } else {
                             median(&p.rows, &name)
                         };
-                        cell(row.stats.median_ns, theirs)
+                        cell(ours, theirs)
                     })
                     .collect();
                 if cells.iter().all(String::is_empty) {
                     continue;
                 }
-                print!("{rest:<28} {:>11}", format_ns(row.stats.median_ns));
+                print!("{rest:<28} {:>11}", format_ns(ours));
                 for c in cells {
                     print!("   {c:>20}");
                 }
@@ -348,9 +386,12 @@ pub fn print(o: &Outcome) {
         }
     }
     println!(
-        "  gpu_*: host clock around one call (returns after the kernel completed); \
-         peer_*: CUDA events around the launch (peer_*_launch_latency and peer_*_compile_*: \
-         host clock)"
+        "  gpu_cuda_*: CUDA events on the thread's stream, before the call and just before it \
+         waits for its kernels, so launch and kernel on the GPU's clock; their host-clock \
+         figures (call to return) are the `host clock` column; gpu_cuda_launch_latency, \
+         gpu_cuda_compile_* and gpu_cpu_*: host clock. peer_*: CUDA events around the launch \
+         (peer_*_launch_latency and peer_*_compile_*: host clock). Targets compare event with \
+         event; the host-clock ratio is beside each"
     );
     for note in &o.notes {
         println!("  {note}");
@@ -383,8 +424,9 @@ pub fn print(o: &Outcome) {
 }
 
 /// The JSON document: the common one (`unit`, `results` with Nacre's and the peers' medians,
-/// `machine`, `command`) plus the peers' host-timed figures, notes and failed checks, the
-/// runtime's counters, the targets and the configuration.
+/// `machine`, `command`) plus Nacre's host-clock figures of its event-timed benchmarks
+/// (`host_results`), the peers' host-timed figures, notes and failed checks, the runtime's
+/// counters, the targets and the configuration.
 pub fn to_json(o: &Outcome, args: &GpuArgs) -> Value {
     let rows = all_rows(o);
     let mut doc = report::to_json(&rows);
@@ -409,6 +451,7 @@ pub fn to_json(o: &Outcome, args: &GpuArgs) -> Value {
         })
         .collect();
     doc["steady_state"] = Value::Object(steady);
+    doc["host_results"] = json!(o.host);
     doc["targets"] = targets()
         .iter()
         .map(|t| {
@@ -483,6 +526,7 @@ mod tests {
             notes: Vec::new(),
             failures: Vec::new(),
             steady,
+            host: BTreeMap::new(),
             grids: Vec::new(),
             device: json!({"name": "test GPU", "multiprocessors": 1}),
             quick: true,
@@ -531,6 +575,7 @@ mod tests {
             p.host
                 .insert("peer_cudac_blocksum_16777216".into(), 86_000.0);
         }
+        o.host.insert("gpu_cuda_blocksum_16777216".into(), 94_600.0);
         let t = targets()
             .into_iter()
             .find(|t| t.name == "gpu_cuda_blocksum_16777216")
@@ -538,7 +583,38 @@ mod tests {
         let v = judge(&t, &all_rows(&o), &o);
         assert_eq!(v.verdict, "MISS");
         assert!(
-            v.measured.ends_with("(host clock: 1.000)"),
+            v.measured.ends_with("= 1.049 (host clock: 1.100)"),
+            "{}",
+            v.measured
+        );
+    }
+
+    #[test]
+    fn targets_judge_event_time_not_the_host_clock() {
+        let mut o = outcome(
+            vec![row("gpu_cuda_logistic_262144_256", 16_000.0)],
+            vec![row("peer_cudac_logistic_262144_256", 17_000.0)],
+            0,
+        );
+        let t = targets()
+            .into_iter()
+            .find(|t| t.name == "gpu_cuda_logistic_262144_256")
+            .unwrap();
+        // Without host figures there is no host-clock ratio.
+        let v = judge(&t, &all_rows(&o), &o);
+        assert_eq!(v.verdict, "PASS");
+        assert!(!v.measured.contains("host clock"), "{}", v.measured);
+        // A slower host clock does not change the verdict; its ratio is printed beside it.
+        o.host
+            .insert("gpu_cuda_logistic_262144_256".into(), 40_000.0);
+        if let Some(p) = o.peers.as_mut() {
+            p.host
+                .insert("peer_cudac_logistic_262144_256".into(), 20_000.0);
+        }
+        let v = judge(&t, &all_rows(&o), &o);
+        assert_eq!(v.verdict, "PASS");
+        assert!(
+            v.measured.ends_with("(host clock: 2.000)"),
             "{}",
             v.measured
         );
@@ -577,11 +653,12 @@ mod tests {
 
     #[test]
     fn json_merges_peers_and_counters() {
-        let o = outcome(
+        let mut o = outcome(
             vec![row("gpu_cuda_saxpy_16777216", 50_000.0)],
             vec![row("peer_torch_saxpy_16777216", 56_000.0)],
             0,
         );
+        o.host.insert("gpu_cuda_saxpy_16777216".into(), 58_000.0);
         let args = GpuArgs {
             backend: super::super::GpuBackend::Cuda,
             peers: true,
@@ -591,6 +668,7 @@ mod tests {
         assert_eq!(doc["unit"], "ns");
         assert_eq!(doc["results"]["gpu_cuda_saxpy_16777216"], 50_000.0);
         assert_eq!(doc["results"]["peer_torch_saxpy_16777216"], 56_000.0);
+        assert_eq!(doc["host_results"]["gpu_cuda_saxpy_16777216"], 58_000.0);
         assert_eq!(
             doc["steady_state"]["gpu_cuda_saxpy_16777216"]["launches"],
             100

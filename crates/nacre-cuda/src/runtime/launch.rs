@@ -28,6 +28,7 @@
 use crate::runtime::context::{per_thread_stream, Context};
 use crate::runtime::driver::{self, panic_message};
 use crate::runtime::error::CudaError;
+use crate::runtime::events;
 use crate::runtime::last_error::set_last_error;
 use crate::runtime::memory::PrepareFailure;
 use crate::runtime::prepare::CudaKernel;
@@ -154,6 +155,7 @@ fn finish_sequence(seq: &mut Sequence) -> u32 {
     seq.open = false;
     let waited = driver::guard("cuStreamSynchronize", || {
         seq.ctx.bind()?;
+        events::record_end_before_wait(seq.ctx);
         // SAFETY: synchronises this thread's stream.
         seq.ctx.check("cuStreamSynchronize", unsafe {
             sys::cuStreamSynchronize(per_thread_stream())

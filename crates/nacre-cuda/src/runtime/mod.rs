@@ -10,6 +10,7 @@
 //! - [`prepare`]: [`prepare_cuda`] compiles a module's kernels and binds the launcher.
 //! - [`launch`]: the launchers, launch sequences with their status word, and
 //!   [`finish_launches`], which waits for a call's launches.
+//! - [`events`]: [`time_on_device`], the GPU's own time of a call, by CUDA events.
 //! - [`mod@stats`], [`error`], [`last_error`]: counters, [`CudaError`], and the thread's last
 //!   error behind a [`nacre_ir::Trap::DeviceError`].
 //!
@@ -32,6 +33,7 @@ pub mod context;
 pub mod disk_cache;
 mod driver;
 pub mod error;
+pub mod events;
 pub mod last_error;
 pub mod launch;
 pub mod memory;
@@ -44,6 +46,7 @@ pub mod stats;
 pub use context::{device_count, device_info, DeviceInfo, LaunchLimits};
 pub use disk_cache::CACHE_DIR_ENV;
 pub use error::CudaError;
+pub use events::time_on_device;
 pub use last_error::take_last_error;
 pub use launch::{cuda_launch_async, cuda_launch_sync, finish_launches};
 pub use memory::CudaDevice;
