@@ -92,51 +92,53 @@ pub fn normalize(ty: Type, bits: u64) -> u64 {
     }
 }
 
-/// Dispatches `$body` with `$t` bound to the Rust type of scalar `$s`.
+/// Evaluates `$body` with the type alias `$t` bound to the Rust type of the
+/// [`Scalar`](crate::Scalar) `$s` (`bool`, `i8`, ..., `f64`): `with_scalar!(s, T => size_of::<T>())`.
+#[macro_export]
 macro_rules! with_scalar {
     ($s:expr, $t:ident => $body:expr) => {
         match $s {
-            Scalar::Bool => {
+            $crate::Scalar::Bool => {
                 type $t = bool;
                 $body
             }
-            Scalar::I8 => {
+            $crate::Scalar::I8 => {
                 type $t = i8;
                 $body
             }
-            Scalar::I16 => {
+            $crate::Scalar::I16 => {
                 type $t = i16;
                 $body
             }
-            Scalar::I32 => {
+            $crate::Scalar::I32 => {
                 type $t = i32;
                 $body
             }
-            Scalar::I64 => {
+            $crate::Scalar::I64 => {
                 type $t = i64;
                 $body
             }
-            Scalar::U8 => {
+            $crate::Scalar::U8 => {
                 type $t = u8;
                 $body
             }
-            Scalar::U16 => {
+            $crate::Scalar::U16 => {
                 type $t = u16;
                 $body
             }
-            Scalar::U32 => {
+            $crate::Scalar::U32 => {
                 type $t = u32;
                 $body
             }
-            Scalar::U64 => {
+            $crate::Scalar::U64 => {
                 type $t = u64;
                 $body
             }
-            Scalar::F32 => {
+            $crate::Scalar::F32 => {
                 type $t = f32;
                 $body
             }
-            Scalar::F64 => {
+            $crate::Scalar::F64 => {
                 type $t = f64;
                 $body
             }

@@ -65,59 +65,6 @@ fn compile_fn(backend: &CraneliftBackend, f: Function) -> Arc<dyn Executable> {
     compile(backend, module(f, Vec::new()))
 }
 
-/// Binds `$t` to the Rust type of an IR scalar (pointers are `u64`).
-macro_rules! with_rust_type {
-    ($s:expr, $t:ident => $body:expr) => {
-        match $s {
-            Scalar::Bool => {
-                type $t = bool;
-                $body
-            }
-            Scalar::I8 => {
-                type $t = i8;
-                $body
-            }
-            Scalar::I16 => {
-                type $t = i16;
-                $body
-            }
-            Scalar::I32 => {
-                type $t = i32;
-                $body
-            }
-            Scalar::I64 => {
-                type $t = i64;
-                $body
-            }
-            Scalar::U8 => {
-                type $t = u8;
-                $body
-            }
-            Scalar::U16 => {
-                type $t = u16;
-                $body
-            }
-            Scalar::U32 => {
-                type $t = u32;
-                $body
-            }
-            Scalar::U64 => {
-                type $t = u64;
-                $body
-            }
-            Scalar::F32 => {
-                type $t = f32;
-                $body
-            }
-            Scalar::F64 => {
-                type $t = f64;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use with_rust_type;
-
 /// The scalar a value of `ty` travels as in native calls (pointers as `u64`).
 fn carrier(ty: Type) -> Scalar {
     ty.scalar().unwrap_or(Scalar::U64)

@@ -3,7 +3,7 @@
 //! through [`Executable::call`] and through the typed native entry.
 
 use super::*;
-use nacre_ir::semantics;
+use nacre_ir::{semantics, with_scalar};
 use nacre_ir::{BinaryOp, CmpOp, Const, Trap, UnaryOp};
 
 /// Integer bit patterns, truncated to each width.
@@ -204,7 +204,7 @@ fn unary_ops_match_semantics() {
                     let what = || format!("{opt:?} {op:?} {s} {a:#x}");
                     bad.check(what, s, want, exe.call(&[a]), false);
                     // SAFETY: the function is `fn(T) -> T`.
-                    let (r, st) = with_rust_type!(s, T => unsafe { native1::<T, T>(entry, a) });
+                    let (r, st) = with_scalar!(s, T => unsafe { native1::<T, T>(entry, a) });
                     bad.check(
                         || format!("native {}", what()),
                         s,
@@ -248,8 +248,7 @@ fn binary_ops_match_semantics() {
                         let what = || format!("{opt:?} {op:?} {s} {a:#x} {c:#x}");
                         bad.check(what, s, want, exe.call(&[a, c]), zeros_equal);
                         // SAFETY: the function is `fn(T, T) -> T`.
-                        let (r, st) =
-                            with_rust_type!(s, T => unsafe { native2::<T, T>(entry, a, c) });
+                        let (r, st) = with_scalar!(s, T => unsafe { native2::<T, T>(entry, a, c) });
                         let got = outcome(r, st);
                         bad.check(|| format!("native {}", what()), s, want, got, zeros_equal);
                     }
@@ -287,7 +286,7 @@ fn comparisons_match_semantics() {
                         bad.check(what, Scalar::Bool, want, exe.call(&[a, c]), false);
                         // SAFETY: the function is `fn(T, T) -> bool`.
                         let (r, st) =
-                            with_rust_type!(s, T => unsafe { native2::<T, bool>(entry, a, c) });
+                            with_scalar!(s, T => unsafe { native2::<T, bool>(entry, a, c) });
                         let got = outcome(r, st);
                         bad.check(
                             || format!("native {}", what()),
@@ -339,7 +338,7 @@ fn casts_match_semantics() {
                     let what = || format!("{opt:?} cast {from} -> {to} {a:#x}");
                     bad.check(what, ts, want, exe.call(&[a]), false);
                     // SAFETY: the function is `fn(F) -> T`.
-                    let (r, st) = with_rust_type!(fs, F => with_rust_type!(ts, T => unsafe {
+                    let (r, st) = with_scalar!(fs, F => with_scalar!(ts, T => unsafe {
                         native1::<F, T>(entry, a)
                     }));
                     bad.check(
@@ -378,7 +377,7 @@ fn fma_matches_semantics() {
                         bad.check(what, s, want, exe.call(&[a, c, d]), false);
                         // SAFETY: the function is `fn(T, T, T) -> T`.
                         let (r, st) =
-                            with_rust_type!(s, T => unsafe { native3::<T, T>(entry, a, c, d) });
+                            with_scalar!(s, T => unsafe { native3::<T, T>(entry, a, c, d) });
                         bad.check(
                             || format!("native {}", what()),
                             s,
@@ -415,7 +414,7 @@ fn select_matches_semantics() {
                     bad.check(what, s, want, exe.call(&[c, a, d]), false);
                     // SAFETY: the function is `fn(bool, T, T) -> T`.
                     let (r, st) =
-                        with_rust_type!(s, T => unsafe { native3::<bool, T>(entry, c, a, d) });
+                        with_scalar!(s, T => unsafe { native3::<bool, T>(entry, c, a, d) });
                     bad.check(
                         || format!("native {}", what()),
                         s,
@@ -462,7 +461,7 @@ fn constants_round_trip() {
             let what = || format!("const {ty} {bits:#x}");
             bad.check(what, s, Ok(bits), exe.call(&[]), false);
             // SAFETY: the function is `fn() -> T`.
-            let (r, st) = with_rust_type!(s, T => unsafe { native0::<T>(entry) });
+            let (r, st) = with_scalar!(s, T => unsafe { native0::<T>(entry) });
             bad.check(
                 || format!("native {}", what()),
                 s,
