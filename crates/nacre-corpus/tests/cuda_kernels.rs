@@ -4,7 +4,7 @@
 //!
 //! Without a usable CUDA device (no driver, no GPU, no NVRTC) every test prints
 //! `skipped: <why>` and passes. The test executable runs on its own, without cargo: copy
-//! `target/<profile>/deps/cuda_kernels-<hash>` to the GPU machine and run it (NVRTC's
+//! `target/<profile>/deps/corpus-<hash>` to the GPU machine and run it (filter `cuda_kernels::`) (NVRTC's
 //! folder, e.g. `/usr/local/cuda/lib64`, must be on `LD_LIBRARY_PATH`).
 
 use nacre::gpu::cuda::{self, CudaError};
@@ -24,7 +24,7 @@ fn cuda_engine() -> Option<Engine> {
         SAID.call_once(|| {
             let _ = writeln!(
                 std::io::stderr(),
-                "skipped: no usable CUDA device: {e} (every test of cuda_kernels passes \
+                "skipped: no usable CUDA device: {e} (every test of corpus::cuda_kernels passes \
                  without running)"
             );
         });
