@@ -15,7 +15,9 @@
 //! Printers for targets without `goto` use [`structure`]: the control-flow graph as nested
 //! branches, loops and labelled regions.
 //!
-//! [`DominatorTree`] (also used by the verifier) is public for backends and later passes.
+//! [`DominatorTree`] (also used by the verifier) is public for backends and later passes, as
+//! is [`grid_stride_loop`], which finds a kernel's canonical grid-stride loop (the CPU runtime
+//! runs it in chunks; the CUDA printer gives it wide memory accesses).
 //!
 //! [`run_passes`] runs the enabled passes on every function of a module. All passes are linear
 //! or near-linear in the size of the function.
@@ -24,6 +26,7 @@ pub mod address_space;
 pub mod const_fold;
 pub mod dce;
 pub mod dominators;
+pub mod grid_stride;
 pub mod loop_analysis;
 pub mod simplify_cfg;
 pub mod structure;
@@ -36,6 +39,7 @@ pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use const_fold::const_fold;
 pub use dce::dce;
 pub use dominators::DominatorTree;
+pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};
 pub use loop_analysis::{compute_loops, loops};
 pub use simplify_cfg::simplify_cfg;
 pub use structure::{structure, structure_simplified, Stmt, StructureError};
