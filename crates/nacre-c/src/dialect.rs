@@ -15,6 +15,23 @@
 use crate::helpers::{self, Helper};
 use nacre_ir::{AddressSpace, Dim, FuncKind, GpuIndex, Scalar, Type};
 
+/// The iterations a thread runs together in a lane-parallel grid-stride loop, and so the
+/// elements of a group of [`Dialect::lane_group`].
+pub const LANES: u32 = 4;
+
+/// A dialect's type for a group of [`LANES`] elements (see [`Dialect::lane_group`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LaneGroup {
+    /// The type's name, for example `float4` or `nacre_f32x4`.
+    pub name: String,
+    /// Its definition, printed once in a kernel before the first use, for example
+    /// `struct __align__(16) nacre_f32x4 { float v[4]; };` (`None` for a built-in type).
+    pub definition: Option<String>,
+    /// What reaches the elements of a group variable before the subscript `[k]`: `.v` for a
+    /// struct with an array member `v`, empty for a vector type with subscripts.
+    pub elements: &'static str,
+}
+
 /// A math-library function the printer calls on floats.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum MathFn {
@@ -179,6 +196,14 @@ pub trait Dialect {
     /// `static __device__ `.
     fn device_function_qualifier(&self) -> Result<&'static str, String> {
         Err("device functions (functions called by GPU kernels)".to_string())
+    }
+
+    /// The type of an aligned group of [`LANES`] elements of `elem` (aligned to its whole
+    /// size). A dialect that has one gets wide memory accesses in lane-parallel grid-stride
+    /// loops (see the printer's `lanes` module): four iterations per thread, each array read
+    /// and written as one group. The default, `None`, prints such loops as they are.
+    fn lane_group(&self, _elem: Scalar) -> Option<LaneGroup> {
+        None
     }
 
     /// True if the target has no `goto`: the printer then prints control flow as nested

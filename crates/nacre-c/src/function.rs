@@ -22,6 +22,9 @@
 //! queries and barriers are spelled by the dialect. A kernel keeps the hidden status
 //! parameter ([`STATUS`]): a trap stores its code there and returns, as in host functions.
 //!
+//! A kernel's lane-parallel grid-stride loop gets a wide-access variant in front of it in
+//! dialects with [`Dialect::lane_group`] (see the `lanes` submodule).
+//!
 //! Dialects without `goto` ([`Dialect::structured_control_flow`]) get the body as nested
 //! `if`s, `for (;;)` loops and `do { } while (0)` regions instead of labels and jumps (see
 //! the `structured` submodule).
@@ -38,6 +41,7 @@ use nacre_ir::{
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
+mod lanes;
 mod structured;
 
 /// The identifier of the hidden status-word pointer, every function's last parameter.
@@ -269,6 +273,8 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     shared_decls: Vec<String>,
     /// The index kinds the function reads, by position in [`GpuIndex::ALL`].
     indices: [bool; 4],
+    /// The kernel's lane-parallel grid-stride loop, printed with wide accesses (see `lanes`).
+    lanes: Option<lanes::LanePlan>,
 }
 
 impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
@@ -285,6 +291,10 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         } else {
             "return;"
         };
+        let lanes = match func.kind {
+            FuncKind::Kernel => lanes::plan(ctx.dialect, func),
+            _ => None,
+        };
         Ok(FunctionPrinter {
             ctx,
             func,
@@ -296,6 +306,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             shared: HashMap::new(),
             shared_decls: Vec::new(),
             indices: [false; 4],
+            lanes,
         })
     }
 
@@ -647,7 +658,12 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     .cloned()
                     .ok_or_else(|| self.err(format_args!("{inst} has no shared storage")))?
             }
-            InstKind::Jump(dest) => return self.jump(out, dest, next),
+            InstKind::Jump(dest) => {
+                if self.lanes.as_ref().is_some_and(|p| p.entry_jump() == inst) {
+                    self.lane_prelude(out)?;
+                }
+                return self.jump(out, dest, next);
+            }
             InstKind::Branch {
                 cond,
                 then_dest,

@@ -589,6 +589,49 @@ fn check_saxpy_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
     compare("saxpy grid-stride", y.as_slice(), &want)
 }
 
+/// Launches [`saxpy_grid_stride`] on `n` elements from `x[dx]` and `y[dy]`: arrays that need
+/// not be aligned to a GPU backend's wide accesses, and lengths that leave a remainder.
+#[jit]
+pub fn run_saxpy_offsets(
+    alpha: Val<f32>,
+    x: Ptr<f32>,
+    y: Ptr<f32>,
+    n: Val<u32>,
+    dx: Val<u32>,
+    dy: Val<u32>,
+) {
+    launch(
+        saxpy_grid_stride,
+        Grid::new(7u32),
+        Block::new(256u32),
+        (alpha, x.offset(dx), y.offset(dy), n),
+    );
+}
+
+fn check_saxpy_offsets(engine: &Engine, n: usize) -> Result<(), String> {
+    let f = engine.compile(run_saxpy_offsets).map_err(err)?;
+    let n = n.max(1);
+    for (dx, dy, len) in [(0, 0, n + 3), (1, 0, n + 1), (0, 3, n + 2), (2, 2, n + 1)] {
+        let (xv, yv) = (random_f32(len + dx, 14), random_f32(len + dy, 15));
+        let (x, y) = (
+            Array::copy_on(engine.device(), &xv).map_err(err)?,
+            Array::copy_on(engine.device(), &yv).map_err(err)?,
+        );
+        f.call(2.0, x.ptr(), y.ptr(), len as u32, dx as u32, dy as u32)
+            .map_err(err)?;
+        let mut want = yv.clone();
+        for i in 0..len {
+            want[dy + i] = 2.0 * xv[dx + i] + yv[dy + i];
+        }
+        compare(
+            &format!("saxpy from x[{dx}], y[{dy}], {len} elements"),
+            y.as_slice(),
+            &want,
+        )?;
+    }
+    Ok(())
+}
+
 /// Grid-stride `c = a + b`.
 #[kernel]
 pub fn vec_add_grid_stride(a: Ptr<f32>, b: Ptr<f32>, c: Ptr<f32>, n: Val<u32>) {
@@ -772,6 +815,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: true,
             check: check_saxpy_grid_stride,
             module: || nacre::trace_module(&run_saxpy_grid_stride),
+        },
+        KernelCase {
+            name: "saxpy_offsets",
+            grid_stride: true,
+            check: check_saxpy_offsets,
+            module: || nacre::trace_module(&run_saxpy_offsets),
         },
         KernelCase {
             name: "vec_add_grid_stride",

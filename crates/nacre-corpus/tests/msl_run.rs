@@ -244,6 +244,7 @@ fn spec(case: &str) -> Vec<Arg> {
         "block_sum" => vec![F32s(600), F32s(3), U32(600)],
         "transpose" => vec![F32s(20 * 36), F32s(20 * 36), U32(20), U32(36)],
         "saxpy_grid_stride" => vec![F32(1.5), F32s(1000), F32s(1000), U32(1000), U32(2)],
+        "saxpy_offsets" => vec![F32(1.5), F32s(1000), F32s(1000), U32(985), U32(4), U32(8)],
         "vec_add_grid_stride" | "large_batch" => {
             vec![F32s(1000), F32s(1000), F32s(1000), U32(1000), U32(2)]
         }

@@ -9,6 +9,13 @@
 //! NaN-ignoring float min/max, saturating float-to-int casts, and integer division by zero
 //! stores the trap code into the status word and returns.
 //!
+//! A kernel whose canonical grid-stride loop has a lane-parallel body (saxpy, vecadd: see
+//! [`nacre_ir::passes::lane_access`]) also gets a variant of the loop that runs four
+//! consecutive iterations per thread and moves each array as one aligned group
+//! ([`CudaDialect`]'s `lane_group`, a struct of four elements aligned to its size, which NVVM
+//! loads and stores with one vector instruction); it runs when every array is aligned and the
+//! bound cannot wrap, and the plain loop finishes the remainder.
+//!
 //! # Kernel calling convention
 //!
 //! A kernel `k(p0, .., pn)` becomes
@@ -20,7 +27,7 @@
 //! is [`KernelSource::name`].
 
 use nacre_backend::BackendError;
-use nacre_c::dialect::{KernelHead, KernelPrototype, MathFn};
+use nacre_c::dialect::{KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::Dialect;
 use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Module, Scalar};
@@ -168,6 +175,21 @@ impl Dialect for CudaDialect {
 
     fn device_function_qualifier(&self) -> Result<&'static str, String> {
         Ok("static __device__ ")
+    }
+
+    fn lane_group(&self, elem: Scalar) -> Option<LaneGroup> {
+        // CUDA's own vector types (float4, ...) do not cover every element type with the
+        // group's alignment (double4, longlong4), so every group is a struct of this source.
+        let name = format!("nacre_{}x{LANES}", elem.name());
+        let bytes = elem.bytes() * LANES;
+        Some(LaneGroup {
+            definition: Some(format!(
+                "struct __align__({bytes}) {name} {{ {} v[{LANES}]; }};",
+                self.scalar_type(elem)
+            )),
+            name,
+            elements: ".v",
+        })
     }
 }
 

@@ -25,7 +25,7 @@
 
 use crate::error::MetalError;
 use crate::layout::KernelLayout;
-use nacre_c::dialect::MathFn;
+use nacre_c::dialect::{LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{emit_kernel_source, Dialect, KernelHead, KernelPrototype, LoopGuard};
 use nacre_ir::passes::infer_address_spaces;
@@ -241,6 +241,18 @@ impl Dialect for MslDialect {
             declaration: format!("uint2 {name} = uint2(4294967295u);"),
             exhausted: format!("metal::all({name} == uint2(0u))"),
             step: format!("{name} -= uint2({name}.y == 0u, 1u);"),
+        })
+    }
+
+    fn lane_group(&self, elem: Scalar) -> Option<LaneGroup> {
+        // Metal's vector types, aligned to their size; Metal has no double vectors.
+        if elem == Scalar::F64 || LANES != 4 {
+            return None;
+        }
+        Some(LaneGroup {
+            name: format!("{}4", self.scalar_type(elem)),
+            definition: None,
+            elements: "",
         })
     }
 }

@@ -138,6 +138,11 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
                     .and_then(|t| self.func.insts[t].kind.successors().nth(*slot as usize))
                     .cloned()
                     .ok_or_else(|| self.err(format_args!("{from} has no successor {slot}")))?;
+                if self.lanes.as_ref().is_some_and(|p| p.entry() == *from) {
+                    let mut text = String::new();
+                    self.lane_prelude(&mut text)?;
+                    reindent(&mut r.out, &text, indent);
+                }
                 let (lines, temps) = self.moves(&dest)?;
                 let inner = if temps {
                     line(&mut r.out, indent, "{");

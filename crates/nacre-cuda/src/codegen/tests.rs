@@ -548,3 +548,108 @@ fn errors_are_typed() {
         other => panic!("expected Unsupported, got {other:?}"),
     }
 }
+
+/// A grid-stride kernel over `params` (the last one the `u32` bound): the entry computes the
+/// canonical start and stride, the header tests `i < n`, and `body` fills the loop body given
+/// the parameters and `i`.
+fn grid_stride(
+    name: &str,
+    params: &[Type],
+    body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value], Value),
+) -> Function {
+    kernel(name, params, |b, p| {
+        let grid = b.gpu_index(GpuIndex::GridDim, Dim::X);
+        let block = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+        let stride = b.binary(BinaryOp::Mul, grid, block);
+        let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
+        let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+        let base = b.binary(BinaryOp::Mul, bid, bdim);
+        let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+        let start = b.binary(BinaryOp::Add, base, tid);
+        let header = b.create_block();
+        let i = b.append_block_param(header, Type::U32);
+        let body_block = b.create_block();
+        let exit = b.create_block();
+        b.jump(header, vec![start]);
+        b.switch_to_block(header);
+        let n = *p.last().expect("a bound");
+        let more = b.cmp(CmpOp::Lt, i, n);
+        b.branch(more, body_block, vec![], exit, vec![]);
+        b.switch_to_block(body_block);
+        body(b, p, i);
+        let next = b.binary(BinaryOp::Add, i, stride);
+        b.jump(header, vec![next]);
+        b.switch_to_block(exit);
+        b.ret(None);
+    })
+}
+
+#[test]
+fn lane_groups_for_every_element_size() {
+    // out[i] = in[i] as i64 + i, over u8 in and i64 out: groups of 4 and 32 bytes.
+    let k = grid_stride(
+        "widen",
+        &[Type::ptr(Scalar::U8), Type::ptr(Scalar::I64), Type::U32],
+        |b, p, i| {
+            let src = b.elem_ptr(p[0], i);
+            let x = b.load(src);
+            let x = b.cast(x, Type::I64);
+            let wide_i = b.cast(i, Type::I64);
+            let y = b.binary(BinaryOp::Add, x, wide_i);
+            let dst = b.elem_ptr(p[1], i);
+            b.store(dst, y);
+        },
+    );
+    let src = cuda(vec![k]);
+    assert!(
+        src.contains("struct __align__(4) nacre_u8x4 { uint8_t v[4]; };"),
+        "{src}"
+    );
+    assert!(
+        src.contains("struct __align__(32) nacre_i64x4 { int64_t v[4]; };"),
+        "{src}"
+    );
+    assert!(
+        src.contains("((uintptr_t)v0 & 3) == 0 && ((uintptr_t)v1 & 31) == 0"),
+        "{src}"
+    );
+    // The body reads `i`, so every lane declares it; the output group is only stored.
+    assert!(src.contains("uint32_t v11 = nacre_j * 4 + 3;"), "{src}");
+    assert!(src.contains("nacre_i64x4 nacre_a1;\n"), "{src}");
+    assert_eq!(src.matches("nacre_a1.v[").count(), 4, "{src}");
+}
+
+#[test]
+fn loops_that_are_not_lane_parallel_stay_scalar() {
+    let ptrs = [Type::ptr(Scalar::I32), Type::ptr(Scalar::I32), Type::U32];
+    // An integer division may trap: lanes would change which elements were stored first.
+    let div = grid_stride("div", &ptrs, |b, p, i| {
+        let a = b.elem_ptr(p[0], i);
+        let x = b.load(a);
+        let q = b.binary(BinaryOp::Div, x, x);
+        b.store(a, q);
+    });
+    // A load after a store: the group would be read before the lane's store.
+    let load_after_store = grid_stride("reload", &ptrs, |b, p, i| {
+        let a = b.elem_ptr(p[0], i);
+        let x = b.load(a);
+        let out = b.elem_ptr(p[1], i);
+        b.store(out, x);
+        let again = b.load(a);
+        b.store(a, again);
+    });
+    // A neighbour's element: not at `i`.
+    let neighbour = grid_stride("neighbour", &ptrs, |b, p, i| {
+        let one = konst(b, Type::U32, 1);
+        let j = b.binary(BinaryOp::Add, i, one);
+        let a = b.elem_ptr(p[0], j);
+        let x = b.load(a);
+        let out = b.elem_ptr(p[1], i);
+        b.store(out, x);
+    });
+    for k in [div, load_after_store, neighbour] {
+        let name = k.name.clone();
+        let src = cuda(vec![k]);
+        assert!(!src.contains("nacre_groups"), "{name}: {src}");
+    }
+}
