@@ -92,161 +92,58 @@ pub fn normalize(ty: Type, bits: u64) -> u64 {
     }
 }
 
+/// The `match` behind [`with_scalar!`] and the crate's numeric dispatch macros: one arm per
+/// listed variant binding `$t` to its Rust type, then the given extra arms.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __match_scalar {
+    ($s:expr, $t:ident => $body:expr, [$($v:ident = $ty:ty),*] $($rest:tt)*) => {
+        match $s {
+            $($crate::Scalar::$v => {
+                type $t = $ty;
+                $body
+            })*
+            $($rest)*
+        }
+    };
+}
+
 /// Evaluates `$body` with the type alias `$t` bound to the Rust type of the
 /// [`Scalar`](crate::Scalar) `$s` (`bool`, `i8`, ..., `f64`): `with_scalar!(s, T => size_of::<T>())`.
 #[macro_export]
 macro_rules! with_scalar {
     ($s:expr, $t:ident => $body:expr) => {
-        match $s {
-            $crate::Scalar::Bool => {
-                type $t = bool;
-                $body
-            }
-            $crate::Scalar::I8 => {
-                type $t = i8;
-                $body
-            }
-            $crate::Scalar::I16 => {
-                type $t = i16;
-                $body
-            }
-            $crate::Scalar::I32 => {
-                type $t = i32;
-                $body
-            }
-            $crate::Scalar::I64 => {
-                type $t = i64;
-                $body
-            }
-            $crate::Scalar::U8 => {
-                type $t = u8;
-                $body
-            }
-            $crate::Scalar::U16 => {
-                type $t = u16;
-                $body
-            }
-            $crate::Scalar::U32 => {
-                type $t = u32;
-                $body
-            }
-            $crate::Scalar::U64 => {
-                type $t = u64;
-                $body
-            }
-            $crate::Scalar::F32 => {
-                type $t = f32;
-                $body
-            }
-            $crate::Scalar::F64 => {
-                type $t = f64;
-                $body
-            }
-        }
+        $crate::__match_scalar!($s, $t => $body, [
+            Bool = bool, I8 = i8, I16 = i16, I32 = i32, I64 = i64,
+            U8 = u8, U16 = u16, U32 = u32, U64 = u64, F32 = f32, F64 = f64
+        ])
     };
 }
 
+/// As [`with_scalar!`] for the numeric types; `$other` for `bool`.
 macro_rules! with_num {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
-        match $s {
-            Scalar::I8 => {
-                type $t = i8;
-                $body
-            }
-            Scalar::I16 => {
-                type $t = i16;
-                $body
-            }
-            Scalar::I32 => {
-                type $t = i32;
-                $body
-            }
-            Scalar::I64 => {
-                type $t = i64;
-                $body
-            }
-            Scalar::U8 => {
-                type $t = u8;
-                $body
-            }
-            Scalar::U16 => {
-                type $t = u16;
-                $body
-            }
-            Scalar::U32 => {
-                type $t = u32;
-                $body
-            }
-            Scalar::U64 => {
-                type $t = u64;
-                $body
-            }
-            Scalar::F32 => {
-                type $t = f32;
-                $body
-            }
-            Scalar::F64 => {
-                type $t = f64;
-                $body
-            }
-            Scalar::Bool => $other,
-        }
+        $crate::__match_scalar!($s, $t => $body, [
+            I8 = i8, I16 = i16, I32 = i32, I64 = i64,
+            U8 = u8, U16 = u16, U32 = u32, U64 = u64, F32 = f32, F64 = f64
+        ] Scalar::Bool => $other,)
     };
 }
 
+/// As [`with_scalar!`] for the integer types; `$other` for the rest.
 macro_rules! with_int {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
-        match $s {
-            Scalar::I8 => {
-                type $t = i8;
-                $body
-            }
-            Scalar::I16 => {
-                type $t = i16;
-                $body
-            }
-            Scalar::I32 => {
-                type $t = i32;
-                $body
-            }
-            Scalar::I64 => {
-                type $t = i64;
-                $body
-            }
-            Scalar::U8 => {
-                type $t = u8;
-                $body
-            }
-            Scalar::U16 => {
-                type $t = u16;
-                $body
-            }
-            Scalar::U32 => {
-                type $t = u32;
-                $body
-            }
-            Scalar::U64 => {
-                type $t = u64;
-                $body
-            }
-            _ => $other,
-        }
+        $crate::__match_scalar!($s, $t => $body, [
+            I8 = i8, I16 = i16, I32 = i32, I64 = i64,
+            U8 = u8, U16 = u16, U32 = u32, U64 = u64
+        ] _ => $other,)
     };
 }
 
+/// As [`with_scalar!`] for the float types; `$other` for the rest.
 macro_rules! with_float {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
-        match $s {
-            Scalar::F32 => {
-                type $t = f32;
-                $body
-            }
-            Scalar::F64 => {
-                type $t = f64;
-                $body
-            }
-            _ => $other,
-        }
+        $crate::__match_scalar!($s, $t => $body, [F32 = f32, F64 = f64] _ => $other,)
     };
 }
 
