@@ -29,7 +29,7 @@
 use nacre_backend::BackendError;
 use nacre_c::dialect::{KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
-use nacre_c::Dialect;
+use nacre_c::{CDialect, Dialect};
 use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Module, Scalar};
 
 /// The CUDA C of one kernel.
@@ -87,22 +87,12 @@ impl Dialect for CudaDialect {
     }
 
     fn scalar_type(&self, s: Scalar) -> &'static str {
-        match s {
-            Scalar::Bool | Scalar::U8 => "uint8_t",
-            Scalar::I8 => "int8_t",
-            Scalar::I16 => "int16_t",
-            Scalar::I32 => "int32_t",
-            Scalar::I64 => "int64_t",
-            Scalar::U16 => "uint16_t",
-            Scalar::U32 => "uint32_t",
-            Scalar::U64 => "uint64_t",
-            Scalar::F32 => "float",
-            Scalar::F64 => "double",
-        }
+        // The fixed-width names of C, which the preamble declares.
+        CDialect.scalar_type(s)
     }
 
     fn address_type(&self) -> &'static str {
-        "uintptr_t"
+        CDialect.address_type()
     }
 
     fn address_space_qualifier(&self, _space: AddressSpace) -> Result<&'static str, String> {
@@ -119,10 +109,8 @@ impl Dialect for CudaDialect {
     }
 
     fn math_function(&self, f: MathFn, s: Scalar) -> String {
-        match s {
-            Scalar::F32 => format!("{}f", f.c_name()),
-            _ => f.c_name().to_string(),
-        }
+        // CUDA's device math library has C's names (`sqrtf`, `fmod`, ...).
+        CDialect.math_function(f, s)
     }
 
     fn helper_definition(&self, helper: Helper) -> String {
