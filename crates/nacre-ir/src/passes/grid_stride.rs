@@ -445,3 +445,115 @@ fn address_def(f: &Function, p: Value) -> Option<Inst> {
     let i = def(f, p)?;
     matches!(f.insts[i].kind, InstKind::ElemPtr(..)).then_some(i)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::FunctionBuilder;
+    use crate::function::{FuncKind, Signature};
+    use crate::passes::test_util::assert_valid;
+
+    /// `saxpy(alpha, x, y, n)` as a grid-stride kernel; `extra` may add instructions to the
+    /// body before the jump back (given the builder, the parameters and `i`).
+    fn saxpy(extra: impl FnOnce(&mut FunctionBuilder<'_>, &[Value], Value)) -> Function {
+        let pf = Type::ptr(Scalar::F32);
+        let mut f = Function::new(
+            "saxpy",
+            FuncKind::Kernel,
+            Signature {
+                params: vec![Type::F32, pf, pf, Type::U32],
+                ret: None,
+            },
+        );
+        let mut b = FunctionBuilder::new(&mut f);
+        let p = b.create_entry_block();
+        let grid = b.gpu_index(GpuIndex::GridDim, Dim::X);
+        let dim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+        let stride = b.binary(BinaryOp::Mul, grid, dim);
+        let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
+        let dim2 = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+        let base = b.binary(BinaryOp::Mul, bid, dim2);
+        let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+        let start = b.binary(BinaryOp::Add, base, tid);
+        let header = b.create_block();
+        let i = b.append_block_param(header, Type::U32);
+        let body = b.create_block();
+        let exit = b.create_block();
+        b.jump(header, vec![start]);
+        b.switch_to_block(header);
+        let more = b.cmp(CmpOp::Lt, i, p[3]);
+        b.branch(more, body, vec![], exit, vec![]);
+        b.switch_to_block(body);
+        let xp = b.elem_ptr(p[1], i);
+        let x = b.load(xp);
+        let yp = b.elem_ptr(p[2], i);
+        let y = b.load(yp);
+        let ax = b.binary(BinaryOp::Mul, p[0], x);
+        let r = b.binary(BinaryOp::Add, ax, y);
+        b.store(yp, r);
+        extra(&mut b, &p, i);
+        let next = b.binary(BinaryOp::Add, i, stride);
+        b.jump(header, vec![next]);
+        b.switch_to_block(exit);
+        b.ret(None);
+        assert_valid(&f);
+        f
+    }
+
+    #[test]
+    fn saxpy_is_a_lane_parallel_grid_stride_loop() {
+        let f = saxpy(|_, _, _| {});
+        let lp = grid_stride_loop(&f).expect("a grid-stride loop");
+        assert_eq!(lp.ty, Type::U32);
+        assert_eq!(lp.max, u64::from(u32::MAX));
+        assert_eq!(lp.bound, f.blocks[lp.entry].params[3]);
+        assert_eq!(lp.body, lp.latch);
+        let access = lane_access(&f, &lp).expect("lane-parallel");
+        let arrays: Vec<_> = access
+            .arrays
+            .iter()
+            .map(|a| (a.base, a.elem, a.loaded, a.stored))
+            .collect();
+        let p = &f.blocks[lp.entry].params;
+        assert_eq!(
+            arrays,
+            [
+                (p[1], Scalar::F32, true, false),
+                (p[2], Scalar::F32, true, true)
+            ]
+        );
+        assert_eq!(access.addresses.len(), 2);
+    }
+
+    #[test]
+    fn a_second_store_then_load_is_not_lane_parallel() {
+        let f = saxpy(|b, p, i| {
+            let xp = b.elem_ptr(p[1], i);
+            let again = b.load(xp);
+            b.store(xp, again);
+        });
+        let lp = grid_stride_loop(&f).expect("still a grid-stride loop");
+        assert_eq!(lane_access(&f, &lp), None);
+    }
+
+    #[test]
+    fn a_barrier_is_not_a_grid_stride_loop() {
+        let f = saxpy(|b, _, _| {
+            b.barrier();
+        });
+        assert_eq!(grid_stride_loop(&f), None);
+    }
+
+    #[test]
+    fn an_address_stored_as_a_value_is_not_lane_parallel() {
+        let f = saxpy(|b, p, i| {
+            let xp = b.elem_ptr(p[1], i);
+            let q = b.cast(xp, Type::U64);
+            let slot = b.elem_ptr(p[2], i);
+            let bits = b.cast(q, Type::F32);
+            b.store(slot, bits);
+        });
+        let lp = grid_stride_loop(&f).expect("still a grid-stride loop");
+        assert_eq!(lane_access(&f, &lp), None);
+    }
+}
