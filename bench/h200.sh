@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Everything the H200 figures in bench/results come from, in one run on the GPU machine, from
+# the project root, with the executables of bench/carry-h200.sh in .carry/:
+#
+#   bash bench/h200.sh OUT
+#
+# writes into OUT:
+#   h200_tests.txt   the CUDA test executables (the corpus on the GPU, the disk cache, a kernel
+#                    fault, the facade's devices, every operator against nacre_ir::semantics)
+#                    and compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
+#                    the corpus test
+#   launch_floor.txt bench/probes/launch_floor.cu: a launch and wait without Nacre, four ways
+#   h200.txt, h200.json, h200.err
+#                    nacre bench gpu --backend cuda --peers
+# A step that fails is reported in its file and the next one runs.
+set -uo pipefail
+out=${1:?usage: bash bench/h200.sh OUT}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+sanitizer=/usr/local/cuda/bin/compute-sanitizer
+
+{
+    for t in corpus cuda_disk_cache cuda_fault devices device_semantics; do
+        echo "== $t"
+        case $t in
+            corpus) .carry/corpus cuda_kernels:: 2>&1 ;;
+            *) ".carry/$t" 2>&1 ;;
+        esac
+    done
+    for tool in memcheck racecheck initcheck synccheck; do
+        echo "== compute-sanitizer --tool $tool .carry/corpus --test-threads=1 cuda_kernels::corpus_kernels_match"
+        if [ -x "$sanitizer" ]; then
+            "$sanitizer" --tool "$tool" .carry/corpus --test-threads=1 \
+                cuda_kernels::corpus_kernels_match 2>&1 |
+                grep -E "SANITIZER|SUMMARY|test result|corpus on"
+        else
+            echo "no $sanitizer"
+        fi
+    done
+} > "$out/h200_tests.txt" 2>&1
+
+{
+    echo "== nvcc -O2 bench/probes/launch_floor.cu -lcuda"
+    if nvcc -O2 -o "$out/launch_floor" bench/probes/launch_floor.cu \
+        -L/usr/local/cuda/lib64/stubs -lcuda; then
+        "$out/launch_floor"
+        "$out/launch_floor" spin
+    fi
+    rm -f "$out/launch_floor"
+} > "$out/launch_floor.txt" 2>&1
+
+echo "== .carry/nacre bench gpu --backend cuda --peers --json bench/results/h200.json" \
+    > "$out/h200.err"
+.carry/nacre bench gpu --backend cuda --peers --json "$out/h200.json" \
+    > "$out/h200.txt" 2>> "$out/h200.err"
+echo "bench exit status: $?" >> "$out/h200.err"
+grep -E "^== |test result|SUMMARY|FAILED|panicked" "$out/h200_tests.txt"
+cat "$out/launch_floor.txt"
+grep -E "PASS|MISS" "$out/h200.txt"

@@ -1,0 +1,117 @@
+// The floor of a host call that launches one tiny kernel and waits for it, measured without
+// Nacre, and which way of waiting is fastest on the machine. Built and run on the GPU machine
+// (bench/h200.sh does both):
+//
+//   nvcc -O2 -o launch_floor bench/probes/launch_floor.cu -L/usr/local/cuda/lib64/stubs -lcuda
+//   ./launch_floor
+//   ./launch_floor spin        # the same with the context's scheduling set to spin
+//
+// Every mode launches `tiny<<<1, 32>>>` on the per-thread default stream and then waits by:
+//   sync   cudaStreamSynchronize
+//   event  an event recorded after the kernel, polled with cudaEventQuery
+//   write  cuStreamWriteValue32 of a sequence number into pinned mapped host memory after the
+//          kernel, polled with a volatile read
+//   flag   the kernel itself stores the sequence number there, from its last thread to leave,
+//          polled with a volatile read (and one stream sync every 64 calls)
+// It prints the median and 10th percentile of 5000 calls after 500 warm-up calls.
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+__global__ void tiny(float *out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = out[i] * 2.0f + 1.0f;
+}
+
+__global__ void tiny_flag(float *out, unsigned n, volatile unsigned *flag, unsigned *left,
+                          unsigned seq) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = out[i] * 2.0f + 1.0f;
+    __threadfence_system();
+    if (atomicSub(left, 1u) == 1u) {
+        *left = blockDim.x * gridDim.x;
+        __threadfence_system();
+        *flag = seq;
+    }
+}
+
+static void check(cudaError_t e, const char *what) {
+    if (e != cudaSuccess) {
+        fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+static void check_driver(CUresult e, const char *what) {
+    if (e != CUDA_SUCCESS) {
+        fprintf(stderr, "%s: error %d\n", what, (int)e);
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    bool spin = argc > 1 && strcmp(argv[1], "spin") == 0;
+    if (spin) check(cudaSetDeviceFlags(cudaDeviceScheduleSpin), "cudaSetDeviceFlags");
+    check(cudaFree(0), "init");
+    cudaStream_t s = cudaStreamPerThread;
+    float *out;
+    check(cudaMallocManaged(&out, 32 * sizeof(float)), "cudaMallocManaged");
+    check(cudaMemset(out, 0, 32 * sizeof(float)), "cudaMemset");
+    unsigned *host_flag, *dev_flag, *left;
+    check(cudaHostAlloc((void **)&host_flag, 4, cudaHostAllocMapped | cudaHostAllocPortable),
+          "cudaHostAlloc");
+    check(cudaHostGetDevicePointer((void **)&dev_flag, host_flag, 0), "device pointer");
+    check(cudaMalloc(&left, 4), "cudaMalloc");
+    unsigned threads = 32;
+    check(cudaMemcpy(left, &threads, 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    *host_flag = 0;
+    cudaEvent_t ev;
+    check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+
+    const char *modes[] = {"sync", "event", "write", "flag"};
+    unsigned seq = 0;
+    for (const char *mode : modes) {
+        std::vector<double> us;
+        for (int k = 0; k < 5500; k++) {
+            auto t0 = std::chrono::steady_clock::now();
+            seq++;
+            if (!strcmp(mode, "flag")) {
+                tiny_flag<<<1, 32, 0, s>>>(out, 32, dev_flag, left, seq);
+                while (*(volatile unsigned *)host_flag != seq) {
+                }
+            } else {
+                tiny<<<1, 32, 0, s>>>(out, 32);
+                if (!strcmp(mode, "sync")) {
+                    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+                } else if (!strcmp(mode, "event")) {
+                    check(cudaEventRecord(ev, s), "cudaEventRecord");
+                    cudaError_t e;
+                    while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
+                    }
+                    check(e, "cudaEventQuery");
+                } else {
+                    check_driver(cuStreamWriteValue32((CUstream)s, (CUdeviceptr)dev_flag, seq, 0),
+                                 "cuStreamWriteValue32");
+                    while (*(volatile unsigned *)host_flag != seq) {
+                    }
+                }
+            }
+            auto t1 = std::chrono::steady_clock::now();
+            if (!strcmp(mode, "flag") && k % 64 == 63) {
+                check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+            }
+            if (k >= 500) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        }
+        check(cudaGetLastError(), mode);
+        std::sort(us.begin(), us.end());
+        printf("%-5s %-6s median %6.2f us  p10 %6.2f us\n", spin ? "spin" : "auto", mode,
+               us[us.size() / 2], us[us.size() / 10]);
+    }
+    check(cudaStreamSynchronize(s), "final cudaStreamSynchronize");
+    return 0;
+}
