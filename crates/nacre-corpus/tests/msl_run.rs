@@ -10,46 +10,13 @@
 //! structured control flow, loop guards, scalar copies), not Apple's compiler or GPU. Without
 //! a C++ compiler (`c++`, `g++`, `clang++`, or `NACRE_CXX`) the test says it is skipped.
 
-use nacre::ir::{LaunchBinding, PassOptions, VerifiedModule};
-use nacre::{make_backend, optimize, BackendKind, Options};
-use nacre_backend::Executable;
+use crate::emulation::{build, check_against_cpu, cxx_ready, Param};
 use nacre_c::Dialect;
-use nacre_corpus::kernels::all;
-use nacre_gpu::{prepare_cpu, Array, CpuMode};
-use nacre_metal::layout::Param;
+use nacre_metal::layout;
 use nacre_metal::{emit_msl, MslDialect, MslKernel};
-use std::collections::HashMap;
-use std::ffi::c_void;
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
 const EMULATION_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../nacre-metal/emulation");
-
-type RunFn = unsafe extern "C" fn(*const u32, *const *mut c_void, *mut u32);
-
-/// A kernel compiled for the emulation.
-struct Emulated {
-    _lib: libloading::Library,
-    run: RunFn,
-    params: Vec<Param>,
-}
-
-/// The C++ compiler: `NACRE_CXX`, else the first of `c++`, `g++` and `clang++` that runs.
-fn cxx() -> Option<String> {
-    if let Ok(c) = std::env::var("NACRE_CXX") {
-        return Some(c);
-    }
-    ["c++", "g++", "clang++"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .map(str::to_string)
-}
 
 /// The kernel source with its kernel-scope shared arrays made function statics (one array
 /// for the threads of the threadgroup that runs), and a runner `nacre_run` that calls the
@@ -82,8 +49,10 @@ fn emulation_source(k: &MslKernel) -> String {
         .iter()
         .enumerate()
         .map(|(i, p)| match p {
-            Param::Buffer(s) => format!("({} *)args[{i}]", MslDialect.scalar_type(*s)),
-            Param::Scalar(s) => format!("*(const {} *)args[{i}]", MslDialect.scalar_type(*s)),
+            layout::Param::Buffer(s) => format!("({} *)args[{i}]", MslDialect.scalar_type(*s)),
+            layout::Param::Scalar(s) => {
+                format!("*(const {} *)args[{i}]", MslDialect.scalar_type(*s))
+            }
         })
         .collect();
     args.push("status".to_string());
@@ -131,258 +100,28 @@ extern "C" void nacre_run(const unsigned *dims, void *const *args, unsigned *sta
     out
 }
 
-fn build(cxx: &str, k: &MslKernel) -> Result<Emulated, String> {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let dir: PathBuf = std::env::temp_dir().join(format!(
-        "nacre-msl-run-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let src = dir.join("kernel.cpp");
-    let lib = dir.join("kernel.so");
-    std::fs::write(&src, emulation_source(k)).map_err(|e| e.to_string())?;
-    let out = Command::new(cxx)
-        .args([
-            "-std=c++20",
-            "-O1",
-            "-ffp-contract=off",
-            "-fno-strict-aliasing",
-        ])
-        .args(["-shared", "-fPIC", "-pthread", "-w"])
-        .arg(format!("-I{EMULATION_DIR}"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cxx} rejected @{}:\n{}",
-            k.name,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    // SAFETY: the library was just built from generated code with no initialisers that run
-    // at load time beyond the C++ runtime's.
-    let library = unsafe { libloading::Library::new(&lib) }.map_err(|e| e.to_string())?;
-    // SAFETY: `nacre_run` is defined above with exactly this signature.
-    let run: RunFn = unsafe { library.get::<RunFn>("nacre_run") }
-        .map(|s| *s)
-        .map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(Emulated {
-        _lib: library,
-        run,
-        params: k.layout.params.clone(),
-    })
-}
-
-/// The launcher of emulated kernels (a [`nacre::ir::LaunchFn`]).
-unsafe extern "C" fn emulated_launch(
-    handle: usize,
-    dims: *const u32,
-    args: *const u64,
-    status: *mut u32,
-) {
-    // SAFETY: the handle is a live `Emulated` of this test; six dims and one argument per
-    // parameter, as every launcher gets.
-    let (k, d) = unsafe { (&*(handle as *const Emulated), *(dims as *const [u32; 6])) };
-    let threads: u64 = d[3..].iter().map(|&x| u64::from(x)).product();
-    if d.contains(&0) || threads > 1024 {
-        // SAFETY: `status` is the caller's writable status word.
-        unsafe { *status = nacre::Trap::InvalidLaunch.code() };
-        return;
-    }
-    let ptrs: Vec<*mut c_void> = k
-        .params
-        .iter()
-        .enumerate()
-        .map(|(i, p)| match p {
-            // SAFETY: `args` holds one slot per parameter.
-            Param::Buffer(_) => (unsafe { *args.add(i) }) as usize as *mut c_void,
-            // Scalars are read in their own size from the little-endian slot.
-            // SAFETY: as above.
-            Param::Scalar(_) => (unsafe { args.add(i) }) as *mut c_void,
-        })
-        .collect();
-    // SAFETY: the runner reads the dims, the argument pointers and writes the status word.
-    unsafe { (k.run)(dims, ptrs.as_ptr(), status) };
-}
-
-/// One argument of a host function.
-#[derive(Clone, Copy)]
-enum Arg {
-    /// An `f32` array of this length with values in (-1, 1).
-    F32s(usize),
-    /// An `f32` array with values in (0, 1).
-    Unit(usize),
-    /// A `u32` array.
-    U32s(usize),
-    /// An `i32` array.
-    I32s(usize),
-    /// A `u32` scalar.
-    U32(u32),
-    /// An `f32` scalar.
-    F32(f32),
-}
-
-fn spec(case: &str) -> Vec<Arg> {
-    use Arg::*;
-    match case {
-        "index_queries" => vec![U32s(3 * 64 * 4), U32(3)],
-        "index_3d" => vec![U32s(8 * 6 * 4)],
-        "sync_only" => vec![U32s(2 * 128), U32(2)],
-        "bounded_index" => vec![U32s(300), U32(300)],
-        "vec_add" => vec![F32s(512), F32s(512), F32s(512), U32(2)],
-        "vec_add_dynamic" => vec![F32s(512), F32s(512), F32s(512), U32(512)],
-        "vec_add_bounded" => vec![F32s(300), F32s(300), F32s(300), U32(300)],
-        "vec_scale" => vec![F32s(300), F32(2.5), U32(300)],
-        "saxpy" => vec![F32(1.5), F32s(300), F32s(300), U32(300)],
-        "classify" => vec![F32s(300), U32s(300), U32(300)],
-        "prefix_sum" => vec![I32s(512), U32(2)],
-        "block_sum" => vec![F32s(600), F32s(3), U32(600)],
-        "transpose" => vec![F32s(20 * 36), F32s(20 * 36), U32(20), U32(36)],
-        "saxpy_grid_stride" => vec![F32(1.5), F32s(1000), F32s(1000), U32(1000), U32(2)],
-        "saxpy_offsets" => vec![F32(1.5), F32s(1000), F32s(1000), U32(985), U32(4), U32(8)],
-        "vec_add_grid_stride" | "large_batch" => {
-            vec![F32s(1000), F32s(1000), F32s(1000), U32(1000), U32(2)]
-        }
-        "logistic" => vec![Unit(700), U32(700), U32(50), U32(2)],
-        other => panic!("no argument spec for kernel case {other}"),
-    }
-}
-
-/// Live arrays of one run, as (bits of every element).
-enum Data {
-    F32(Array<f32>),
-    U32(Array<u32>),
-    I32(Array<i32>),
-}
-
-impl Data {
-    fn bits(&self) -> Vec<u64> {
-        match self {
-            Data::F32(a) => a.as_slice().iter().map(|x| x.to_bits() as u64).collect(),
-            Data::U32(a) => a.as_slice().iter().map(|&x| x as u64).collect(),
-            Data::I32(a) => a.as_slice().iter().map(|&x| x as u32 as u64).collect(),
-        }
-    }
-}
-
-/// Runs `exec` on fresh arrays made from `args`; returns the call's outcome and the arrays'
-/// contents afterwards.
-fn run(exec: &dyn Executable, args: &[Arg]) -> (Result<u64, nacre::Trap>, Vec<Vec<u64>>) {
-    let mut arrays = Vec::new();
-    let mut bits = Vec::new();
-    for (n, a) in args.iter().enumerate() {
-        let seed = (n as u64 + 1) * 7919;
-        let value = |i: usize| ((i as u64 * 7919 + seed) % 2000) as f32 / 1000.0 - 1.0;
-        match *a {
-            Arg::F32s(len) => {
-                let v: Vec<f32> = (0..len).map(value).collect();
-                let arr = Array::copy(&v).expect("array");
-                bits.push(arr.as_ptr() as u64);
-                arrays.push(Data::F32(arr));
-            }
-            Arg::Unit(len) => {
-                let v: Vec<f32> = (0..len).map(|i| 0.05 + 0.45 * (value(i) + 1.0)).collect();
-                let arr = Array::copy(&v).expect("array");
-                bits.push(arr.as_ptr() as u64);
-                arrays.push(Data::F32(arr));
-            }
-            Arg::U32s(len) => {
-                let arr = Array::copy(&vec![u32::MAX; len]).expect("array");
-                bits.push(arr.as_ptr() as u64);
-                arrays.push(Data::U32(arr));
-            }
-            Arg::I32s(len) => {
-                let v: Vec<i32> = (0..len).map(|i| ((i * 7919) % 201) as i32 - 100).collect();
-                let arr = Array::copy(&v).expect("array");
-                bits.push(arr.as_ptr() as u64);
-                arrays.push(Data::I32(arr));
-            }
-            Arg::U32(x) => bits.push(x as u64),
-            Arg::F32(x) => bits.push(x.to_bits() as u64),
-        }
-    }
-    let result = exec.call(&bits);
-    (result, arrays.iter().map(Data::bits).collect())
-}
-
-/// The C++ compiler, or `None` (after saying the test is skipped). With
-/// `NACRE_REQUIRE_CLANG=1` (CI, where clang++ comes with clang) a missing compiler fails.
-fn cxx_ready() -> Option<String> {
-    let found = cxx();
-    if found.is_none() {
-        if std::env::var("NACRE_REQUIRE_CLANG").is_ok_and(|v| v == "1") {
-            panic!("NACRE_REQUIRE_CLANG=1 but no C++ compiler (c++, g++, clang++) runs");
-        }
-        eprintln!("skipped: no C++ compiler (c++, g++, clang++; or set NACRE_CXX)");
-    }
-    found
-}
-
 #[test]
 fn generated_msl_computes_what_the_cpu_runtime_computes() {
     let Some(cxx) = cxx_ready() else {
         return;
     };
-    let backend = make_backend(&Options::with_backend(BackendKind::Cranelift)).expect("backend");
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    for case in all() {
-        let module = (case.module)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let verified: VerifiedModule = optimize(module, &PassOptions::default()).expect("verifies");
-        let msl = emit_msl(verified.module()).unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let emulated: Vec<(nacre::ir::FuncId, Box<Emulated>)> = msl
-            .iter()
-            .map(|k| {
-                (
-                    k.id,
-                    Box::new(build(&cxx, k).unwrap_or_else(|e| panic!("{e}"))),
-                )
+    check_against_cpu("MSL", |verified| {
+        let msl = emit_msl(verified.module()).map_err(|e| e.to_string())?;
+        msl.iter()
+            .map(|k: &MslKernel| {
+                let params = k
+                    .layout
+                    .params
+                    .iter()
+                    .map(|p| match *p {
+                        layout::Param::Buffer(s) => Param::Buffer(s),
+                        layout::Param::Scalar(s) => Param::Scalar(s),
+                    })
+                    .collect();
+                let source = emulation_source(k);
+                let kernel = build(&cxx, Path::new(EMULATION_DIR), &k.name, &source, params)?;
+                Ok((k.id, kernel))
             })
-            .collect();
-        let handles: HashMap<_, _> = emulated
-            .iter()
-            .map(|(id, e)| (*id, &**e as *const Emulated as usize))
-            .collect();
-        let emu_binding = LaunchBinding {
-            launcher: emulated_launch,
-            handles,
-        };
-        let cpu = prepare_cpu(verified.module(), &*backend, CpuMode::Grid).expect("cpu kernels");
-        let on_cpu = backend
-            .compile(&verified.clone().with_launch(cpu.launch_binding()))
-            .expect("compiles");
-        let on_msl = backend
-            .compile(&verified.clone().with_launch(emu_binding))
-            .expect("compiles");
-        let args = spec(case.name);
-        let (want, want_arrays) = run(&*on_cpu, &args);
-        let (got, got_arrays) = run(&*on_msl, &args);
-        checked += 1;
-        if want != got {
-            failures.push(format!("{}: CPU {want:?}, MSL {got:?}", case.name));
-        } else if want_arrays != got_arrays {
-            let (arg, index) = want_arrays
-                .iter()
-                .zip(&got_arrays)
-                .enumerate()
-                .find_map(|(n, (w, g))| w.iter().zip(g).position(|(x, y)| x != y).map(|i| (n, i)))
-                .unwrap_or((0, 0));
-            failures.push(format!(
-                "{}: argument {arg} differs first at element {index}: CPU {:#x}, MSL {:#x}",
-                case.name, want_arrays[arg][index], got_arrays[arg][index]
-            ));
-        }
-        assert!(
-            want.is_ok(),
-            "{}: the CPU run failed ({want:?}); fix the argument spec",
-            case.name
-        );
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(checked >= 17, "only {checked} cases");
+            .collect()
+    });
 }

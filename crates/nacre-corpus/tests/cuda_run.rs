@@ -1,0 +1,106 @@
+//! Every corpus kernel's generated CUDA C *executed* on the host: compiled as C++20 by the
+//! host's C++ compiler against `crates/nacre-cuda/emulation/nacre_cuda_emulation.h`, which
+//! emulates CUDA's execution model (one OS thread per GPU thread, the threads of a block
+//! meeting at `__syncthreads`, blocks one after another, `__shared__` arrays per block), and
+//! launched by the traced host function in place of a GPU (see `emulation.rs`). Every array
+//! must come out bit-identical to the CPU runtime in grid mode.
+//!
+//! This checks what the generated CUDA C computes on machines without a GPU (indices,
+//! barriers, shared arrays, control flow, the lane groups of grid-stride loops with their
+//! alignment checks and remainders), not NVIDIA's compiler or GPU: `cuda_compile.rs` checks
+//! that NVRTC and ptxas accept the same source, and `cuda_kernels.rs` runs it on a GPU.
+//! Without a C++ compiler the test says it is skipped.
+
+use crate::emulation::{build, check_against_cpu, cxx_ready, Param};
+use nacre::ir::{Module, Type};
+use nacre_c::Dialect;
+use nacre_cuda::codegen::{emit_kernels, CudaDialect, KernelSource};
+use std::path::Path;
+
+const EMULATION_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../nacre-cuda/emulation");
+
+/// The kernel's source inside a namespace (its fixed-width typedefs then shadow the C
+/// library's), and a runner `nacre_run` that calls the kernel once per thread of every block.
+fn emulation_source(k: &KernelSource, params: &[Param]) -> String {
+    let mut args: Vec<String> = params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match *p {
+            Param::Buffer(s) => format!("({} *)args[{i}]", CudaDialect.scalar_type(s)),
+            Param::Scalar(s) => format!("*(const {} *)args[{i}]", CudaDialect.scalar_type(s)),
+        })
+        .collect();
+    args.push("(uint32_t *)status".to_string());
+    format!(
+        r#"#include "nacre_cuda_emulation.h"
+
+namespace nacre_kernel {{
+{source}
+
+extern "C" void nacre_run(const unsigned *dims, void *const *args, unsigned *status) {{
+    nacre_dim3 grid{{dims[0], dims[1], dims[2]}};
+    nacre_dim3 block{{dims[3], dims[4], dims[5]}};
+    unsigned n = block.x * block.y * block.z;
+    for (unsigned gz = 0; gz < grid.z; gz++)
+    for (unsigned gy = 0; gy < grid.y; gy++)
+    for (unsigned gx = 0; gx < grid.x; gx++) {{
+        std::barrier<> group(n);
+        std::vector<std::thread> threads;
+        threads.reserve(n);
+        for (unsigned tz = 0; tz < block.z; tz++)
+        for (unsigned ty = 0; ty < block.y; ty++)
+        for (unsigned tx = 0; tx < block.x; tx++)
+            threads.emplace_back([&, tx, ty, tz] {{
+                nacre_emulated_barrier = &group;
+                threadIdx = {{tx, ty, tz}};
+                blockIdx = {{gx, gy, gz}};
+                blockDim = block;
+                gridDim = grid;
+                {symbol}({args});
+            }});
+        for (auto &t : threads) t.join();
+    }}
+}}
+}} // namespace nacre_kernel
+"#,
+        source = k.source,
+        symbol = k.name,
+        args = args.join(", ")
+    )
+}
+
+/// How each parameter of kernel `id` of `module` reaches the runner.
+fn params(module: &Module, id: nacre::ir::FuncId) -> Result<Vec<Param>, String> {
+    let f = module
+        .functions
+        .get(id)
+        .ok_or_else(|| format!("no kernel {id}"))?;
+    f.signature
+        .params
+        .iter()
+        .map(|&ty| match ty {
+            Type::Ptr(elem, _) => Ok(Param::Buffer(elem)),
+            Type::Scalar(s) => Ok(Param::Scalar(s)),
+        })
+        .collect()
+}
+
+#[test]
+fn generated_cuda_computes_what_the_cpu_runtime_computes() {
+    let Some(cxx) = cxx_ready() else {
+        return;
+    };
+    check_against_cpu("CUDA", |verified| {
+        let module = verified.module();
+        let kernels = emit_kernels(module).map_err(|e| e.to_string())?;
+        kernels
+            .iter()
+            .map(|(id, k)| {
+                let params = params(module, *id)?;
+                let source = emulation_source(k, &params);
+                let kernel = build(&cxx, Path::new(EMULATION_DIR), &k.name, &source, params)?;
+                Ok((*id, kernel))
+            })
+            .collect()
+    });
+}

@@ -1,0 +1,44 @@
+// CUDA C as plain C++20 on the host, for running generated CUDA kernels on a CPU in tests
+// (crates/nacre-corpus/tests/cuda_run.rs). Every GPU thread is an OS thread; the threads of
+// one block run together and meet at __syncthreads, blocks run one after another. The
+// built-in indices are thread-local variables the runner sets; `__shared__` storage becomes
+// a function static (one array for the threads of the block that runs).
+//
+// This emulates CUDA's execution model, not NVIDIA's compiler or GPU: it checks what the
+// generated code computes (indices, barriers, shared arrays, control flow, lane groups),
+// while tests/cuda_compile.rs checks that NVRTC and ptxas accept it. The generated source is
+// included inside a namespace by the test, so that its own fixed-width typedefs do not
+// collide with the C library's.
+
+#pragma once
+
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <math.h>
+#include <thread>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) alignas(n)
+
+struct nacre_dim3 {
+    unsigned x, y, z;
+};
+
+// The indices of the calling thread and the launch's shape (set by the runner).
+inline thread_local nacre_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+// The barrier of the block the calling thread belongs to (set by the runner).
+inline thread_local std::barrier<> *nacre_emulated_barrier = nullptr;
+
+inline void __syncthreads() { nacre_emulated_barrier->arrive_and_wait(); }
+
+inline float __int_as_float(int x) {
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+}
