@@ -11,7 +11,7 @@
 //! that NVRTC and ptxas accept the same source, and `cuda_kernels.rs` runs it on a GPU.
 //! Without a C++ compiler the test says it is skipped.
 
-use crate::emulation::{build, check_against_cpu, cxx_ready, Param};
+use crate::emulation::{build, check_against_cpu, cxx_ready, runner, Param};
 use nacre::ir::{Module, Type};
 use nacre_c::Dialect;
 use nacre_cuda::codegen::{emit_kernels, CudaDialect, KernelSource};
@@ -31,41 +31,19 @@ fn emulation_source(k: &KernelSource, params: &[Param]) -> String {
         })
         .collect();
     args.push("(uint32_t *)status".to_string());
+    let run = runner(
+        "nacre_dim3",
+        &[
+            "threadIdx = {tx, ty, tz};".to_string(),
+            "blockIdx = {gx, gy, gz};".to_string(),
+            "blockDim = block;".to_string(),
+            "gridDim = grid;".to_string(),
+            format!("{}({});", k.name, args.join(", ")),
+        ],
+    );
     format!(
-        r#"#include "nacre_cuda_emulation.h"
-
-namespace nacre_kernel {{
-{source}
-
-extern "C" void nacre_run(const unsigned *dims, void *const *args, unsigned *status) {{
-    nacre_dim3 grid{{dims[0], dims[1], dims[2]}};
-    nacre_dim3 block{{dims[3], dims[4], dims[5]}};
-    unsigned n = block.x * block.y * block.z;
-    for (unsigned gz = 0; gz < grid.z; gz++)
-    for (unsigned gy = 0; gy < grid.y; gy++)
-    for (unsigned gx = 0; gx < grid.x; gx++) {{
-        std::barrier<> group(n);
-        std::vector<std::thread> threads;
-        threads.reserve(n);
-        for (unsigned tz = 0; tz < block.z; tz++)
-        for (unsigned ty = 0; ty < block.y; ty++)
-        for (unsigned tx = 0; tx < block.x; tx++)
-            threads.emplace_back([&, tx, ty, tz] {{
-                nacre_emulated_barrier = &group;
-                threadIdx = {{tx, ty, tz}};
-                blockIdx = {{gx, gy, gz}};
-                blockDim = block;
-                gridDim = grid;
-                {symbol}({args});
-            }});
-        for (auto &t : threads) t.join();
-    }}
-}}
-}} // namespace nacre_kernel
-"#,
-        source = k.source,
-        symbol = k.name,
-        args = args.join(", ")
+        "#include \"nacre_cuda_emulation.h\"\n\nnamespace nacre_kernel {{\n{}\n{run}}} // namespace nacre_kernel\n",
+        k.source
     )
 }
 

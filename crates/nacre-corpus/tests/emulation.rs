@@ -57,6 +57,40 @@ fn cxx() -> Option<String> {
         .map(str::to_string)
 }
 
+/// The definition of `nacre_run` (see the module docs): for every block of the grid in turn,
+/// one thread per thread of the block, all meeting at the block's `std::barrier` (published to
+/// the emulation header as `nacre_emulated_barrier`), each running `per_thread`. `dim3` is the
+/// emulation's three-component index type; `grid`, `block`, `gx`.. and `tx`.. name the launch's
+/// shape and the thread's block and thread indices.
+pub fn runner(dim3: &str, per_thread: &[String]) -> String {
+    let body: String = per_thread
+        .iter()
+        .map(|l| format!("                {l}\n"))
+        .collect();
+    format!(
+        r#"extern "C" void nacre_run(const unsigned *dims, void *const *args, unsigned *status) {{
+    {dim3} grid{{dims[0], dims[1], dims[2]}};
+    {dim3} block{{dims[3], dims[4], dims[5]}};
+    unsigned n = block.x * block.y * block.z;
+    for (unsigned gz = 0; gz < grid.z; gz++)
+    for (unsigned gy = 0; gy < grid.y; gy++)
+    for (unsigned gx = 0; gx < grid.x; gx++) {{
+        std::barrier<> group(n);
+        std::vector<std::thread> threads;
+        threads.reserve(n);
+        for (unsigned tz = 0; tz < block.z; tz++)
+        for (unsigned ty = 0; ty < block.y; ty++)
+        for (unsigned tx = 0; tx < block.x; tx++)
+            threads.emplace_back([&, tx, ty, tz] {{
+                nacre_emulated_barrier = &group;
+{body}            }});
+        for (auto &t : threads) t.join();
+    }}
+}}
+"#
+    )
+}
+
 /// Compiles `source` (a translation unit defining `nacre_run`, see the module docs) with
 /// `include` on the include path, for kernel `name` with `params`.
 pub fn build(

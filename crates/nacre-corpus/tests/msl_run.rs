@@ -10,7 +10,7 @@
 //! structured control flow, loop guards, scalar copies), not Apple's compiler or GPU. Without
 //! a C++ compiler (`c++`, `g++`, `clang++`, or `NACRE_CXX`) the test says it is skipped.
 
-use crate::emulation::{build, check_against_cpu, cxx_ready, Param};
+use crate::emulation::{build, check_against_cpu, cxx_ready, runner, Param};
 use nacre_c::Dialect;
 use nacre_metal::layout;
 use nacre_metal::{emit_msl, MslDialect, MslKernel};
@@ -67,35 +67,14 @@ fn emulation_source(k: &MslKernel) -> String {
     .collect();
     builtins.sort();
     args.extend(builtins.into_iter().map(|(_, v)| v.to_string()));
-    out.push_str(&format!(
-        r#"
-#undef thread
-
-extern "C" void nacre_run(const unsigned *dims, void *const *args, unsigned *status) {{
-    uint3 grid{{dims[0], dims[1], dims[2]}};
-    uint3 block{{dims[3], dims[4], dims[5]}};
-    unsigned n = block.x * block.y * block.z;
-    for (uint gz = 0; gz < grid.z; gz++)
-    for (uint gy = 0; gy < grid.y; gy++)
-    for (uint gx = 0; gx < grid.x; gx++) {{
-        std::barrier<> group(n);
-        std::vector<std::thread> threads;
-        threads.reserve(n);
-        for (uint tz = 0; tz < block.z; tz++)
-        for (uint ty = 0; ty < block.y; ty++)
-        for (uint tx = 0; tx < block.x; tx++)
-            threads.emplace_back([&, tx, ty, tz] {{
-                nacre_emulated_barrier = &group;
-                uint3 tid{{tx, ty, tz}};
-                uint3 gid{{gx, gy, gz}};
-                {symbol}({args});
-            }});
-        for (auto &t : threads) t.join();
-    }}
-}}
-"#,
-        symbol = k.symbol,
-        args = args.join(", ")
+    out.push_str("\n#undef thread\n\n");
+    out.push_str(&runner(
+        "uint3",
+        &[
+            "uint3 tid{tx, ty, tz};".to_string(),
+            "uint3 gid{gx, gy, gz};".to_string(),
+            format!("{}({});", k.symbol, args.join(", ")),
+        ],
     ));
     out
 }
