@@ -345,7 +345,9 @@ impl LaneAccess {
 /// Whether the body of `lp` (a loop of `f`) is lane-parallel, and its arrays.
 ///
 /// It is when the body is one block (the latch) that, besides `i + stride` and the jump back,
-/// holds only pure instructions that cannot trap (no integer division), loads and stores whose
+/// holds only instructions whose operands are `i`, values of the entry or of the body itself
+/// (nothing the header computed): pure instructions that cannot trap (no integer division),
+/// loads and stores whose
 /// addresses are `elem_ptr(base, i)` with `base` from the entry, and no call; addresses are used
 /// only as such; every load comes before every store; and at least one array is accessed.
 ///
@@ -370,11 +372,24 @@ pub fn lane_access(f: &Function, lp: &GridStrideLoop) -> Option<LaneAccess> {
     };
     let mut address_values: HashSet<Value> = HashSet::new();
     let mut stored_any = false;
+    // Operands come from the entry, the body itself, or are `i`: the group loop runs before
+    // the header has computed anything else.
+    let in_body = |v: Value| match f.values.get(v).map(|d| d.def) {
+        Some(ValueDef::Result(d)) => insts.contains(&d),
+        _ => false,
+    };
     for &i in insts {
         if i == jump || i == lp.advance {
             continue;
         }
         let kind = &f.insts[i].kind;
+        let mut foreign = false;
+        kind.for_each_operand(|v| {
+            foreign |= v != lp.index && defined_in_entry(v) != Some(true) && !in_body(v);
+        });
+        if foreign {
+            return None;
+        }
         match kind {
             InstKind::ElemPtr(base, idx) => {
                 if *idx != lp.index || defined_in_entry(*base) != Some(true) {
@@ -454,8 +469,9 @@ mod tests {
     use crate::passes::test_util::assert_valid;
 
     /// `saxpy(alpha, x, y, n)` as a grid-stride kernel; `extra` may add instructions to the
-    /// body before the jump back (given the builder, the parameters and `i`).
-    fn saxpy(extra: impl FnOnce(&mut FunctionBuilder<'_>, &[Value], Value)) -> Function {
+    /// body before the jump back (given the builder, the parameters, `i` and the header's
+    /// `i < n`).
+    fn saxpy(extra: impl FnOnce(&mut FunctionBuilder<'_>, &[Value], Value, Value)) -> Function {
         let pf = Type::ptr(Scalar::F32);
         let mut f = Function::new(
             "saxpy",
@@ -491,7 +507,7 @@ mod tests {
         let ax = b.binary(BinaryOp::Mul, p[0], x);
         let r = b.binary(BinaryOp::Add, ax, y);
         b.store(yp, r);
-        extra(&mut b, &p, i);
+        extra(&mut b, &p, i, more);
         let next = b.binary(BinaryOp::Add, i, stride);
         b.jump(header, vec![next]);
         b.switch_to_block(exit);
@@ -502,7 +518,7 @@ mod tests {
 
     #[test]
     fn saxpy_is_a_lane_parallel_grid_stride_loop() {
-        let f = saxpy(|_, _, _| {});
+        let f = saxpy(|_, _, _, _| {});
         let lp = grid_stride_loop(&f).expect("a grid-stride loop");
         assert_eq!(lp.ty, Type::U32);
         assert_eq!(lp.max, u64::from(u32::MAX));
@@ -527,7 +543,7 @@ mod tests {
 
     #[test]
     fn a_second_store_then_load_is_not_lane_parallel() {
-        let f = saxpy(|b, p, i| {
+        let f = saxpy(|b, p, i, _| {
             let xp = b.elem_ptr(p[1], i);
             let again = b.load(xp);
             b.store(xp, again);
@@ -537,8 +553,20 @@ mod tests {
     }
 
     #[test]
+    fn a_value_of_the_header_is_not_lane_parallel() {
+        // y[i] = (i < n) as f32, reading the header's comparison.
+        let f = saxpy(|b, p, i, cond| {
+            let yp = b.elem_ptr(p[2], i);
+            let c = b.cast(cond, Type::F32);
+            b.store(yp, c);
+        });
+        let lp = grid_stride_loop(&f).expect("still a grid-stride loop");
+        assert_eq!(lane_access(&f, &lp), None);
+    }
+
+    #[test]
     fn a_barrier_is_not_a_grid_stride_loop() {
-        let f = saxpy(|b, _, _| {
+        let f = saxpy(|b, _, _, _| {
             b.barrier();
         });
         assert_eq!(grid_stride_loop(&f), None);
@@ -546,7 +574,7 @@ mod tests {
 
     #[test]
     fn an_address_stored_as_a_value_is_not_lane_parallel() {
-        let f = saxpy(|b, p, i| {
+        let f = saxpy(|b, p, i, _| {
             let xp = b.elem_ptr(p[1], i);
             let q = b.cast(xp, Type::U64);
             let slot = b.elem_ptr(p[2], i);
