@@ -1,12 +1,15 @@
 //! Running the system C compiler on generated source and loading the shared library.
 //!
 //! Each compilation works in a fresh directory under [`std::env::temp_dir`]: the source is
-//! written to `source.c`, compiled with `<compiler> <flags> -std=gnu99 -fno-strict-aliasing
-//! -fno-strict-overflow -ffp-contract=off -shared -fPIC -o lib.so source.c -lm` and loaded with
-//! [`libloading`]. The directory is removed once the library is loaded (a loaded library stays
+//! written to `source.c`, compiled with `<compiler> <tuning> <flags> -std=gnu99
+//! -fno-strict-aliasing -fno-strict-overflow -ffp-contract=off -shared -fPIC -o lib.so source.c
+//! -lm` and loaded with [`libloading`]. The directory is removed once the library is loaded (a loaded library stays
 //! mapped after its file is deleted). When the compiler fails, the directory is kept so that
 //! the source can be inspected, and its path is reported in [`BackendError::CCompiler`].
 //!
+//! The tuning flags ([`tuning_flags`]) come first: `-O2` and the machine-specific flags that
+//! let the compiler vectorise for this CPU, as far as this compiler accepts them (GCC and
+//! Clang spell them differently), so the configurable flags after them can override them.
 //! The fixed flags keep the IR's semantics and come after the configurable ones, so they win:
 //! IR memory is untyped (a pointer cast through `u64` may reinterpret any memory), pointer
 //! arithmetic wraps, and GNU C dialects would otherwise let the compiler fuse a multiplication
@@ -15,11 +18,13 @@
 
 use libloading::Library;
 use nacre_backend::BackendError;
+use std::collections::HashMap;
 use std::fs;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How the C backend invokes the C compiler.
@@ -27,7 +32,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub struct COptions {
     /// The compiler command (`cc` by default), looked up in `PATH`.
     pub compiler: String,
-    /// Flags passed before the fixed ones (`["-O2"]` by default). They must not change the
+    /// Flags passed after the [`tuning_flags`] and before the fixed ones (none by default),
+    /// so they can override the tuning (`-O3`, `-march=x86-64-v2`). They must not change the
     /// semantics of floating-point arithmetic (no `-ffast-math`).
     pub flags: Vec<String>,
     /// A directory in which to keep a copy of every generated source file (created if
@@ -39,10 +45,62 @@ impl Default for COptions {
     fn default() -> Self {
         COptions {
             compiler: "cc".to_string(),
-            flags: vec!["-O2".to_string()],
+            flags: Vec::new(),
             keep_source_dir: None,
         }
     }
+}
+
+/// The machine-specific flags [`tuning_flags`] tries, in order: GCC's vectoriser with the
+/// dynamic cost model (which allows run-time overlap checks), then what Clang accepts on x86
+/// and on Arm.
+const TUNING_CANDIDATES: &[&[&str]] = &[
+    &["-march=native", "-fvect-cost-model=dynamic"],
+    &["-march=native"],
+    &["-mcpu=native"],
+];
+
+/// A small loop for [`tuning_flags`] to compile.
+const TUNING_PROBE: &str =
+    "void nacre_probe(float *a, const float *b, int n) { for (int i = 0; i < n; i++) a[i] += 2.0f * b[i]; }\n";
+
+/// The flags every compilation with `compiler` starts with: `-O2`, then the first set of
+/// [`TUNING_CANDIDATES`] with which `compiler` compiles a small loop (none if it accepts
+/// none, or does not run). Probed once per compiler and process.
+pub fn tuning_flags(compiler: &str) -> Vec<String> {
+    static PROBED: OnceLock<Mutex<HashMap<String, Vec<String>>>> = OnceLock::new();
+    let probed = PROBED.get_or_init(Default::default);
+    if let Some(flags) = probed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(compiler)
+    {
+        return flags.clone();
+    }
+    let accepts = |extra: &[&str]| {
+        let child = Command::new(compiler)
+            .arg("-O2")
+            .args(extra)
+            .args(["-x", "c", "-c", "-o", "/dev/null", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(mut child) = child else { return false };
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(TUNING_PROBE.as_bytes());
+        }
+        child.wait().is_ok_and(|status| status.success())
+    };
+    let mut flags = vec!["-O2".to_string()];
+    if let Some(extra) = TUNING_CANDIDATES.iter().find(|extra| accepts(extra)) {
+        flags.extend(extra.iter().map(|f| f.to_string()));
+    }
+    probed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(compiler.to_string(), flags.clone());
+    flags
 }
 
 /// Flags every compilation uses, after the configurable ones.
@@ -131,6 +189,7 @@ fn build(
         .map_err(io_error(format!("writing {}", source_path.display())))?;
 
     let output = Command::new(&options.compiler)
+        .args(tuning_flags(&options.compiler))
         .args(&options.flags)
         .args(FIXED_FLAGS)
         .arg("-o")

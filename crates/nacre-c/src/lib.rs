@@ -45,7 +45,7 @@ pub mod names;
 #[cfg(test)]
 mod tests;
 
-pub use compile::COptions;
+pub use compile::{tuning_flags, COptions};
 pub use dialect::{
     CDialect, Dialect, KernelHead, KernelParam, KernelPrototype, LoopGuard, StructuredCDialect,
 };

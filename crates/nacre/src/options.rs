@@ -89,7 +89,9 @@ pub enum OptLevel {
 pub struct COptions {
     /// The C compiler command (default `cc`).
     pub compiler: String,
-    /// Flags passed to it (default `-O2`).
+    /// Flags passed to it after the tuning flags that every compilation starts with (`-O2`
+    /// and the machine-specific vectorisation flags the compiler accepts, see
+    /// [`nacre_c::tuning_flags`]), so they can override them; none by default.
     pub flags: Vec<String>,
 }
 
@@ -97,11 +99,7 @@ impl Default for COptions {
     fn default() -> Self {
         COptions {
             compiler: "cc".into(),
-            flags: vec![
-                "-O2".into(),
-                "-march=native".into(),
-                "-fvect-cost-model=dynamic".into(),
-            ],
+            flags: Vec::new(),
         }
     }
 }

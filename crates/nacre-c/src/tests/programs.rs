@@ -636,6 +636,46 @@ fn simple() -> nacre_ir::VerifiedModule {
 }
 
 #[test]
+fn tuning_flags_are_what_the_compiler_accepts() {
+    let cc = crate::tuning_flags("cc");
+    assert_eq!(cc.first().map(String::as_str), Some("-O2"), "{cc:?}");
+    // Probed once: the same answer again.
+    assert_eq!(crate::tuning_flags("cc"), cc);
+    // GCC takes the whole first set.
+    let gcc = std::process::Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Free Software Foundation"));
+    if gcc {
+        assert_eq!(cc, ["-O2", "-march=native", "-fvect-cost-model=dynamic"]);
+    }
+    // A compiler that does not run gets `-O2` alone (and its compile fails later, with a
+    // typed error).
+    assert_eq!(crate::tuning_flags("nacre-no-such-compiler"), ["-O2"]);
+    // Clang rejects GCC's `-fvect-cost-model`; its tuning must still compile code (this is
+    // `cc` on macOS).
+    let clang_runs = std::process::Command::new("clang")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if clang_runs {
+        let flags = crate::tuning_flags("clang");
+        assert!(
+            !flags.iter().any(|f| f.starts_with("-fvect-cost-model")),
+            "{flags:?}"
+        );
+        let options = COptions {
+            compiler: "clang".into(),
+            ..COptions::default()
+        };
+        let exe = CBackend::new(options).compile_module(&simple()).unwrap();
+        assert_eq!(exe.call(&[]), Ok(1));
+    } else {
+        eprintln!("clang part skipped: clang does not run here");
+    }
+}
+
+#[test]
 fn compiler_failure_keeps_the_source() {
     let options = COptions {
         flags: vec!["-Werror=nonexistent-flag".into()],

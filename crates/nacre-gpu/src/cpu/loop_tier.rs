@@ -3,9 +3,9 @@
 //!
 //! A collapsed grid-stride loop over arrays (saxpy, vector addition) is one load/compute/store
 //! per element. Compiled by Cranelift it runs one scalar element per iteration, about a
-//! third of the speed of the same loop vectorised by LLVM; the C compiler (GCC or Clang at
-//! `-O2` with the vectoriser's dynamic cost model) vectorises it, with a run-time check that
-//! the arrays do not overlap. Compiling C takes tens of milliseconds, a hundred times the
+//! third of the speed of the same loop vectorised by LLVM; the C compiler (GCC or Clang with
+//! the C backend's tuning flags, `-O2 -march=native` and, for GCC, the vectoriser's dynamic
+//! cost model) vectorises it, with a run-time check that the arrays do not overlap. Compiling C takes tens of milliseconds, a hundred times the
 //! Cranelift compile, so it happens off the caller's thread: [`request`] queues the compiled
 //! step module for one background worker and returns at once; launches keep running the
 //! backend's code until the C code is ready in the kernel's [`Upgrade`] slot, then switch to
@@ -23,10 +23,6 @@ use nacre_c::{CBackend, COptions};
 use nacre_ir::VerifiedModule;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
-
-/// The C compiler flags of the tier: optimise, vectorise for this machine, and allow the
-/// run-time overlap checks (the cheap default cost model of GCC at `-O2` refuses them).
-pub const FLAGS: [&str; 3] = ["-O2", "-march=native", "-fvect-cost-model=dynamic"];
 
 /// The most step modules the cache keeps; beyond that the oldest finished entries are
 /// forgotten (the kernels that use them keep their code).
@@ -233,10 +229,9 @@ fn probe(options: &COptions) -> Result<(), String> {
 /// The worker: compiles queued modules one at a time, forever.
 fn run_worker() {
     let w = worker();
-    let options = COptions {
-        flags: FLAGS.iter().map(|s| s.to_string()).collect(),
-        ..COptions::default()
-    };
+    // The C backend's defaults: `cc` with its tuning flags (`nacre_c::tuning_flags`), which
+    // vectorise for this machine and, with GCC, allow the run-time overlap checks.
+    let options = COptions::default();
     let available = probe(&options);
     let backend = CBackend::new(options);
     loop {
