@@ -317,7 +317,13 @@ pub fn check_against_cpu(
             launcher: emulated_launch,
             handles,
         };
-        let cpu = prepare_cpu(verified.module(), &*backend, CpuMode::Grid).expect("cpu kernels");
+        let cpu = prepare_cpu(
+            verified.module(),
+            &*backend,
+            CpuMode::Grid,
+            &nacre_c::COptions::default(),
+        )
+        .expect("cpu kernels");
         let on_cpu = backend
             .compile(&verified.clone().with_launch(cpu.launch_binding()))
             .expect("compiles");

@@ -63,3 +63,28 @@ fn collapsed_loops_get_a_c_tier_with_the_same_results() {
     assert!(!kernel.is_collapsible());
     assert_eq!(kernel.c_tier(), TierState::None);
 }
+
+#[test]
+fn the_c_tier_uses_the_given_compiler() {
+    let n = 10_001usize;
+    let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+    let y0: Vec<f32> = (0..n).map(|i| (i % 5) as f32).collect();
+    let want: Vec<f32> = x.iter().zip(&y0).map(|(x, y)| 0.75 * x + y).collect();
+    let (m, id) = saxpy();
+    let cranelift = backends()
+        .into_iter()
+        .find(|b| b.name() == "cranelift")
+        .expect("a Cranelift backend");
+    let options = nacre_c::COptions {
+        compiler: "nacre-no-such-compiler".into(),
+        ..nacre_c::COptions::default()
+    };
+    let kernels = nacre_gpu::prepare_cpu(&m, &*cranelift, CpuMode::Grid, &options).unwrap();
+    let kernel = kernels.get(id).expect("the kernel").clone();
+    match kernel.wait_for_c_tier(Duration::from_secs(120)) {
+        TierState::Failed(why) => assert!(why.contains("nacre-no-such-compiler"), "{why}"),
+        other => panic!("expected the C tier to fail without its compiler, got {other:?}"),
+    }
+    // The kernel keeps running Cranelift's code.
+    assert_eq!(run(&kernel, &x, &y0), want);
+}

@@ -58,12 +58,17 @@ fn cranelift(opt: OptLevel, keep_listing: bool) -> Result<Arc<dyn Backend>, Erro
     )?))
 }
 
-fn c_backend(options: &Options) -> Arc<dyn Backend> {
-    Arc::new(nacre_c::CBackend::new(nacre_c::COptions {
+/// The C compiler settings of `options`, for the C backend and the CPU kernels' C tier.
+fn c_options(options: &Options) -> nacre_c::COptions {
+    nacre_c::COptions {
         compiler: options.c.compiler.clone(),
         flags: options.c.flags.clone(),
         ..Default::default()
-    }))
+    }
+}
+
+fn c_backend(options: &Options) -> Arc<dyn Backend> {
+    Arc::new(nacre_c::CBackend::new(c_options(options)))
 }
 
 /// Creates the backend selected by the options (the first tier under tiered compilation).
@@ -250,7 +255,8 @@ impl Engine {
             Some(Kernels::Metal(kernels))
         } else {
             let mode = self.options.gpu.cpu_mode;
-            let kernels = nacre_gpu::prepare_cpu(verified.module(), &*self.backend, mode)?;
+            let c_tier = c_options(&self.options);
+            let kernels = nacre_gpu::prepare_cpu(verified.module(), &*self.backend, mode, &c_tier)?;
             verified = verified.with_launch(kernels.launch_binding());
             Some(Kernels::Cpu(kernels))
         };

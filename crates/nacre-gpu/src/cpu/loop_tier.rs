@@ -11,10 +11,11 @@
 //! backend's code until the C code is ready in the kernel's [`Upgrade`] slot, then switch to
 //! it (see `exec`).
 //!
-//! Results are cached for the process by the text of the step module: compiling the same
-//! kernel again (another engine, the same function traced again) reuses the C code or joins
-//! the compilation in flight, so a kernel is compiled by the C compiler at most once per
-//! process. A failure (no C compiler on the machine, a compiler error) is remembered as well
+//! The compiler and flags are the engine's C options (those of the C backend). Results are
+//! cached for the process by those options and the text of the step module: compiling the
+//! same kernel again (another engine, the same function traced again) reuses the C code or
+//! joins the compilation in flight, so a kernel is compiled by the C compiler at most once per
+//! process and setting. A failure (no C compiler on the machine, a compiler error) is remembered as well
 //! and leaves the kernel on the backend's code; [`Upgrade::state`] says which happened.
 
 use crate::cpu::kernel::{native_step, StepFn};
@@ -110,6 +111,9 @@ impl Upgrade {
     }
 }
 
+/// A queued compilation: its cache key, the step module and the compiler settings.
+type Job = (String, VerifiedModule, COptions);
+
 /// A cache entry: compiled, failed, or in flight with the slots that wait for it.
 enum Entry {
     Done(Result<Tiered, String>),
@@ -122,7 +126,7 @@ struct State {
     cache: HashMap<String, Entry>,
     /// Keys in the order they were first requested (for forgetting the oldest).
     order: VecDeque<String>,
-    queue: VecDeque<(String, VerifiedModule)>,
+    queue: VecDeque<Job>,
     /// A job taken off the queue is compiling.
     busy: bool,
     worker_started: bool,
@@ -141,10 +145,12 @@ fn worker() -> &'static Worker {
     })
 }
 
-/// Queues `module` (a verified collapsed step module) for the C compiler; its code arrives in
-/// `slot`. Returns at once; a module compiled (or failed) before fills `slot` immediately.
-pub(crate) fn request(module: VerifiedModule, slot: Arc<Upgrade>) {
-    let key = module.module().to_string();
+/// Queues `module` (a verified collapsed step module) for the C compiler of `options` (with
+/// its tuning flags, `nacre_c::tuning_flags`, and the options' flags after them); its code
+/// arrives in `slot`. Returns at once; a module compiled (or failed) before with the same
+/// options fills `slot` immediately.
+pub(crate) fn request(module: VerifiedModule, slot: Arc<Upgrade>, options: &COptions) {
+    let key = format!("{options:?}\n{}", module.module());
     let w = worker();
     let Ok(mut state) = w.state.lock() else {
         let _ = slot.failed.set("the C tier's worker panicked".to_string());
@@ -157,7 +163,7 @@ pub(crate) fn request(module: VerifiedModule, slot: Arc<Upgrade>) {
             forget_oldest(&mut state);
             state.cache.insert(key.clone(), Entry::Pending(vec![slot]));
             state.order.push_back(key.clone());
-            state.queue.push_back((key, module));
+            state.queue.push_back((key, module, options.clone()));
             if !state.worker_started {
                 let spawned = std::thread::Builder::new()
                     .name("nacre-c-tier".to_string())
@@ -195,7 +201,7 @@ fn forget_oldest(state: &mut State) {
 /// Fails every queued job (the worker could not start).
 fn fail_all(state: &mut State, why: &str) {
     let result: Result<Tiered, String> = Err(why.to_string());
-    for (key, _) in std::mem::take(&mut state.queue) {
+    for (key, ..) in std::mem::take(&mut state.queue) {
         if let Some(Entry::Pending(waiting)) = state.cache.remove(&key) {
             for slot in waiting {
                 slot.finish(&result);
@@ -229,11 +235,8 @@ fn probe(options: &COptions) -> Result<(), String> {
 /// The worker: compiles queued modules one at a time, forever.
 fn run_worker() {
     let w = worker();
-    // The C backend's defaults: `cc` with its tuning flags (`nacre_c::tuning_flags`), which
-    // vectorise for this machine and, with GCC, allow the run-time overlap checks.
-    let options = COptions::default();
-    let available = probe(&options);
-    let backend = CBackend::new(options);
+    // Whether each compiler runs, asked once.
+    let mut available: HashMap<String, Result<(), String>> = HashMap::new();
     loop {
         let job = {
             let Ok(mut state) = w.state.lock() else {
@@ -250,9 +253,12 @@ fn run_worker() {
                 };
             }
         };
-        let (key, module) = job;
-        let result = match &available {
-            Ok(()) => compile(&backend, &module),
+        let (key, module, options) = job;
+        let runs = available
+            .entry(options.compiler.clone())
+            .or_insert_with(|| probe(&options));
+        let result = match runs {
+            Ok(()) => compile(&CBackend::new(options), &module),
             Err(why) => Err(why.clone()),
         };
         let Ok(mut state) = w.state.lock() else {

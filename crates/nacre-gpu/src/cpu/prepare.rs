@@ -9,6 +9,7 @@ use crate::cpu::lower::{lower_kernel, LoweredKernel};
 use crate::cpu::CpuMode;
 use crate::error::GpuError;
 use nacre_backend::{Backend, Executable};
+use nacre_c::COptions;
 use nacre_ir::passes::{run_passes, PassOptions};
 use nacre_ir::{verify, FuncId, FuncKind, InstKind, LaunchBinding, Module, VerifiedModule};
 use std::collections::HashMap;
@@ -64,13 +65,14 @@ impl CpuKernels {
 /// [`CpuMode::Grid`], a kernel of the collapsible grid-stride shape also gets a collapsed step
 /// function (see `collapse`), compiled the same way and, when `backend` is a native backend
 /// other than C, queued for the C tier (see `loop_tier`: compiled by the system C compiler in
-/// the background; this function does not wait for it). The host
+/// the background with `c_tier`'s compiler and flags; this function does not wait for it). The host
 /// functions of `module` can then be compiled by any CPU backend; the returned kernels must
 /// outlive the compiled code.
 pub fn prepare_cpu(
     module: &Module,
     backend: &dyn Backend,
     mode: CpuMode,
+    c_tier: &COptions,
 ) -> Result<CpuKernels, GpuError> {
     let ids: Vec<FuncId> = module
         .functions
@@ -91,7 +93,7 @@ pub fn prepare_cpu(
                     let (exec, verified) = compile_step(module, c.lowered, backend)?;
                     let upgrade = wants_c_tier(backend).then(|| {
                         let slot = Arc::new(Upgrade::default());
-                        loop_tier::request(verified, slot.clone());
+                        loop_tier::request(verified, slot.clone(), c_tier);
                         slot
                     });
                     Some(CollapsedStep::new(exec, c.max, upgrade))

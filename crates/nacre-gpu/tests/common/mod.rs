@@ -31,8 +31,8 @@ pub fn prepare(
     backend: &dyn Backend,
     mode: CpuMode,
 ) -> Arc<CpuKernel> {
-    let kernels =
-        prepare_cpu(module, backend, mode).unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
+    let kernels = prepare_cpu(module, backend, mode, &nacre_c::COptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
     let kernel = kernels.get(id).expect("kernel compiled").clone();
     assert_eq!(
         kernels.launch_binding().handles.get(&id),
