@@ -64,9 +64,10 @@ const TUNING_CANDIDATES: &[&[&str]] = &[
 const TUNING_PROBE: &str =
     "void nacre_probe(float *a, const float *b, int n) { for (int i = 0; i < n; i++) a[i] += 2.0f * b[i]; }\n";
 
-/// The flags every compilation with `compiler` starts with: `-O2`, then the first set of
-/// [`TUNING_CANDIDATES`] with which `compiler` compiles a small loop (none if it accepts
-/// none, or does not run). Probed once per compiler and process.
+/// The flags every compilation with `compiler` starts with: `-O2`, then the first of
+/// `-march=native -fvect-cost-model=dynamic` (GCC), `-march=native` (Clang on x86) and
+/// `-mcpu=native` (Clang on Arm) with which `compiler` compiles a small loop (none if it
+/// accepts none, or does not run). Probed once per compiler and process.
 pub fn tuning_flags(compiler: &str) -> Vec<String> {
     static PROBED: OnceLock<Mutex<HashMap<String, Vec<String>>>> = OnceLock::new();
     let probed = PROBED.get_or_init(Default::default);

@@ -208,7 +208,7 @@ pub trait Dialect {
 
     /// True if the target has no `goto`: the printer then prints control flow as nested
     /// `if`s, `for (;;)` loops and `do { } while (0)` regions (see
-    /// [`nacre_ir::passes::structure`]). The default is `false`: labels and `goto`.
+    /// [`nacre_ir::passes::structure()`]). The default is `false`: labels and `goto`.
     fn structured_control_flow(&self) -> bool {
         false
     }

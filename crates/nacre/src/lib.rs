@@ -61,7 +61,7 @@ pub mod gpu {
     }
 
     /// Kernels on Apple GPUs (macOS only; elsewhere every entry point reports
-    /// [`MetalError::NotMacOs`]): the generated MSL and the runtime's probe. Select Metal
+    /// [`metal::MetalError::NotMacOs`]): the generated MSL and the runtime's probe. Select Metal
     /// with `Options::gpu.device = DeviceKind::Metal`.
     pub mod metal {
         pub use nacre_metal::{emit_msl, probe, MetalDevice, MetalError, MslKernel};

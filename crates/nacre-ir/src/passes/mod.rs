@@ -12,7 +12,7 @@
 //!
 //! GPU backends run [`infer_address_spaces`] (not part of [`run_passes`]): it gives every
 //! pointer of the kernels and of the functions they call a device or shared address space.
-//! Printers for targets without `goto` use [`structure`]: the control-flow graph as nested
+//! Printers for targets without `goto` use [`structure()`]: the control-flow graph as nested
 //! branches, loops and labelled regions.
 //!
 //! [`DominatorTree`] (also used by the verifier) is public for backends and later passes, as

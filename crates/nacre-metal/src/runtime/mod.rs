@@ -3,12 +3,12 @@
 //! buffers to wrap, at which offsets and slots, with which grid) is decided before, in
 //! [`crate::layout`]; this layer only makes the calls.
 //!
-//! On macOS ([`macos`]) it uses `objc2-metal`: one device and one command queue per process,
+//! On macOS (`runtime/macos.rs`) it uses `objc2-metal`: one device and one command queue per process,
 //! MSL compiled at run time with `newLibraryWithSource:options:error:` (fast math off, so
 //! floating point keeps IEEE semantics; no external toolchain), and per launch a command
 //! buffer whose encoder binds the wrapped arrays (`newBufferWithBytesNoCopy`), the scalar
 //! arguments (`setBytes`) and a fresh status word, then dispatches by threadgroups and waits.
-//! Elsewhere ([`unavailable`]) there is no pipeline: compiling reports
+//! Elsewhere (`runtime/unavailable.rs`) there is no pipeline: compiling reports
 //! [`crate::MetalError::NotMacOs`].
 //!
 //! Both provide the same items: [`probe`], [`Pipeline`], [`compile`], [`max_threads`],
