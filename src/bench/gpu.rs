@@ -541,33 +541,30 @@ impl Suite {
         compile(&Engine::new(self.options.clone())?)
             .with_context(|| format!("compiling {kernel}"))?;
         let options = self.options.clone();
-        let mut failure: Option<nacre::Error> = None;
-        let stats = measure_batched(
-            &self.h.config,
-            Batch::PerIteration,
-            || Engine::new(options.clone()),
-            |engine| {
-                let engine = match engine {
-                    Ok(engine) => engine,
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                        return None;
-                    }
-                };
-                match compile(&engine) {
-                    Ok(compiled) => Some((compiled, engine)),
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                        None
-                    }
-                }
-            },
-        );
-        if let Some(e) = failure {
-            return Err(e).with_context(|| format!("benchmark {name}"));
-        }
+        let (stats, _) = measure_compiles(&self.h.config, || Engine::new(options.clone()), compile)
+            .with_context(|| format!("benchmark {name}"))?;
         self.h.record(&name, stats);
         Ok(())
+    }
+}
+
+/// Times `compile` on a fresh engine per sample, each made by `setup` outside the timing;
+/// returns the statistics and the number of samples, or the first error of either.
+fn measure_compiles<O>(
+    cfg: &Config,
+    setup: impl FnMut() -> Result<Engine, nacre::Error>,
+    mut compile: impl FnMut(&Engine) -> Result<O, nacre::Error>,
+) -> Result<(Stats, u64), nacre::Error> {
+    let mut failure: Option<nacre::Error> = None;
+    let mut samples = 0u64;
+    let stats = measure_batched(cfg, Batch::PerIteration, setup, |engine| {
+        samples += 1;
+        let result = engine.and_then(|engine| Ok((compile(&engine)?, engine)));
+        result.map_err(|e| failure.get_or_insert(e)).ok()
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok((stats, samples)),
     }
 }
 

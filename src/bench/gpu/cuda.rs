@@ -35,18 +35,18 @@
 //! ([`super::cuda_report`]).
 
 use super::super::measure::{
-    measure, measure_batched, measure_calls, measure_device_calls, CallConfig, CallTimes, Config,
-    Stats,
+    measure, measure_calls, measure_device_calls, CallConfig, CallTimes, Config, Stats,
 };
 use super::super::report::{format_ns, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
-use super::{check_close, launch_blocks, rayon_logistic, tree_sum, GpuArgs, Mode, BLOCK};
+use super::{
+    check_close, launch_blocks, measure_compiles, rayon_logistic, tree_sum, GpuArgs, Mode, BLOCK,
+};
 use anyhow::{bail, Context, Result};
 use nacre::gpu::cuda::{self as cuda, CudaOptions, CudaStats, DeviceInfo};
 use nacre::gpu::{launch, Array, Block, Device, DeviceKind, Grid};
 use nacre::prelude::*;
 use nacre::{kernel, GpuOptions};
-use nacre_corpus::bench::Batch;
 use nacre_corpus::kernels::{
     run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
 };
@@ -495,30 +495,10 @@ impl Suite {
                 }
                 Engine::new(options.clone())
             };
-            let mut failure: Option<nacre::Error> = None;
             let before = is_cuda.then(cuda::thread_stats);
-            let mut samples = 0u64;
-            let stats = measure_batched(&self.cpu_cfg, Batch::PerIteration, setup, |engine| {
-                samples += 1;
-                let engine = match engine {
-                    Ok(engine) => engine,
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                        return None;
-                    }
-                };
-                match compile(&engine) {
-                    Ok(compiled) => Some((compiled, engine)),
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                        None
-                    }
-                }
-            });
+            let measured = measure_compiles(&self.cpu_cfg, setup, &mut compile);
             settle(is_cuda);
-            if let Some(e) = failure {
-                return Err(e).with_context(|| format!("benchmark {name}"));
-            }
+            let (stats, samples) = measured.with_context(|| format!("benchmark {name}"))?;
             if let Some(before) = before {
                 let d = cuda::thread_stats().since(&before);
                 if d.compiles != samples || d.disk_cache_hits != 0 || d.cache_hits != 0 {
