@@ -152,10 +152,14 @@ pub fn vec_add() -> (Module, FuncId) {
     module_of(f, vec![])
 }
 
-/// `saxpy(alpha, x, y, n)`, grid-stride: `for (i = global.x; i < n; i += gridDim.x *
-/// blockDim.x) y[i] = alpha * x[i] + y[i]`.
-pub fn saxpy() -> (Module, FuncId) {
-    let mut f = kernel("saxpy", &[Type::F32, PF32, PF32, Type::U32]);
+/// A grid-stride kernel over `params`, whose last parameter is the `u32` bound `n`:
+/// `for (i = global.x; i < n; i += gridDim.x * blockDim.x) body(p, i)`.
+pub fn grid_stride(
+    name: &str,
+    params: &[Type],
+    body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value], Value),
+) -> (Module, FuncId) {
+    let mut f = kernel(name, params);
     let mut b = FunctionBuilder::new(&mut f);
     let p = b.create_entry_block();
     let i0 = global(&mut b, Dim::X);
@@ -164,23 +168,32 @@ pub fn saxpy() -> (Module, FuncId) {
     let stride = b.binary(BinaryOp::Mul, gdim, bdim);
     let head = b.create_block();
     let i = b.append_block_param(head, Type::U32);
-    let body = b.create_block();
+    let body_block = b.create_block();
     let exit = b.create_block();
     b.jump(head, vec![i0]);
     b.switch_to_block(head);
-    let c = b.cmp(CmpOp::Lt, i, p[3]);
-    b.branch(c, body, vec![], exit, vec![]);
-    b.switch_to_block(body);
-    let x = load_at(&mut b, p[1], i);
-    let y = load_at(&mut b, p[2], i);
-    let ax = b.binary(BinaryOp::Mul, p[0], x);
-    let r = b.binary(BinaryOp::Add, ax, y);
-    store_at(&mut b, p[2], i, r);
+    let n = *p.last().expect("a bound parameter");
+    let c = b.cmp(CmpOp::Lt, i, n);
+    b.branch(c, body_block, vec![], exit, vec![]);
+    b.switch_to_block(body_block);
+    body(&mut b, &p, i);
     let next = b.binary(BinaryOp::Add, i, stride);
     b.jump(head, vec![next]);
     b.switch_to_block(exit);
     b.ret(None);
     module_of(f, vec![])
+}
+
+/// `saxpy(alpha, x, y, n)`, grid-stride: `for (i = global.x; i < n; i += gridDim.x *
+/// blockDim.x) y[i] = alpha * x[i] + y[i]`.
+pub fn saxpy() -> (Module, FuncId) {
+    grid_stride("saxpy", &[Type::F32, PF32, PF32, Type::U32], |b, p, i| {
+        let x = load_at(b, p[1], i);
+        let y = load_at(b, p[2], i);
+        let ax = b.binary(BinaryOp::Mul, p[0], x);
+        let r = b.binary(BinaryOp::Add, ax, y);
+        store_at(b, p[2], i, r);
+    })
 }
 
 /// Threads per block `block_sum` supports (its shared array's length).
@@ -636,27 +649,8 @@ pub fn all_kernels() -> Vec<(&'static str, (Module, FuncId))> {
 /// `stride_thread_ids(out, n)`, grid-stride with a body that depends on the thread:
 /// `for (i = global.x; i < n; i += gridDim.x * blockDim.x) out[i] = threadIdx.x`.
 pub fn stride_thread_ids() -> (Module, FuncId) {
-    let mut f = kernel("stride_thread_ids", &[PU32, Type::U32]);
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    let i0 = global(&mut b, Dim::X);
-    let gdim = b.gpu_index(GpuIndex::GridDim, Dim::X);
-    let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
-    let stride = b.binary(BinaryOp::Mul, gdim, bdim);
-    let head = b.create_block();
-    let i = b.append_block_param(head, Type::U32);
-    let body = b.create_block();
-    let exit = b.create_block();
-    b.jump(head, vec![i0]);
-    b.switch_to_block(head);
-    let c = b.cmp(CmpOp::Lt, i, p[1]);
-    b.branch(c, body, vec![], exit, vec![]);
-    b.switch_to_block(body);
-    let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
-    store_at(&mut b, p[0], i, tid);
-    let next = b.binary(BinaryOp::Add, i, stride);
-    b.jump(head, vec![next]);
-    b.switch_to_block(exit);
-    b.ret(None);
-    module_of(f, vec![])
+    grid_stride("stride_thread_ids", &[PU32, Type::U32], |b, p, i| {
+        let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+        store_at(b, p[0], i, tid);
+    })
 }
