@@ -87,6 +87,10 @@ pub struct KernelHead<'h> {
     /// The index kinds the kernel reads through [`Dialect::gpu_index`], without repetition,
     /// in the order of [`GpuIndex::ALL`] (so a dialect can declare only the built-ins it uses).
     pub indices: &'h [GpuIndex],
+    /// The threads per block of every launch, when the kernel was specialised for its launch
+    /// shape ([`nacre_ir::passes::specialise_launch_shapes`]), for a dialect that can tell its
+    /// compiler (CUDA's `__launch_bounds__`).
+    pub threads_per_block: Option<u32>,
 }
 
 /// A kernel's head as a dialect spells it.
@@ -351,6 +355,7 @@ mod tests {
             params: &[],
             status: "status",
             indices: &[],
+            threads_per_block: None,
         };
         assert!(d.kernel_prototype(&head).unwrap_err().contains("kernel"));
     }

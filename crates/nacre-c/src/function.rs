@@ -458,6 +458,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     params: &params,
                     status: STATUS,
                     indices: &indices,
+                    threads_per_block: self.func.launch_shape.threads_per_block(),
                 };
                 let p = dialect.kernel_prototype(&head).map_err(unsupported)?;
                 Ok((p.signature, p.prologue))

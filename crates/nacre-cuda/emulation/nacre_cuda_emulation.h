@@ -20,6 +20,7 @@
 #include <vector>
 
 #define __global__
+#define __launch_bounds__(threads)
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static

@@ -16,6 +16,13 @@
 //! loads and stores with one vector instruction); it runs when every array is aligned and the
 //! bound cannot wrap, and the plain loop finishes the remainder.
 //!
+//! Every launch of a kernel runs exactly the grid and block its host code asks for, so sizes
+//! that all the module's launches of a kernel pass as the same constant are printed as that
+//! constant ([`nacre_ir::passes::specialise_launch_shapes`]), and a kernel whose block size is
+//! known declares it with `__launch_bounds__`: NVRTC then unrolls loops over `blockDim`, such as
+//! a shared-memory tree reduction. Each specialisation is a different source, hence a different
+//! entry of the kernel cache.
+//!
 //! # Kernel calling convention
 //!
 //! A kernel `k(p0, .., pn)` becomes
@@ -30,6 +37,7 @@ use nacre_backend::BackendError;
 use nacre_c::dialect::{KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{CDialect, Dialect};
+use nacre_ir::passes::{run_passes, specialise_launch_shapes, PassOptions};
 use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Module, Scalar};
 
 /// The CUDA C of one kernel.
@@ -151,9 +159,12 @@ impl Dialect for CudaDialect {
             })
             .collect();
         params.push(format!("{}{}", self.status_type()?, head.status));
+        let bounds = head
+            .threads_per_block
+            .map_or(String::new(), |n| format!("__launch_bounds__({n}) "));
         Ok(KernelPrototype {
             signature: format!(
-                "extern \"C\" __global__ void {}({})",
+                "extern \"C\" __global__ void {bounds}{}({})",
                 head.name,
                 params.join(", ")
             ),
@@ -188,21 +199,35 @@ impl Dialect for CudaDialect {
 /// is malformed, and with [`BackendError::Unsupported`] when device code calls an external
 /// (Rust) function or launches a kernel.
 pub fn emit_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {
+    print_kernel(&specialised(module), kernel)
+}
+
+/// Prints every kernel of `module`, in module order.
+pub fn emit_kernels(module: &Module) -> Result<Vec<(FuncId, KernelSource)>, BackendError> {
+    let module = specialised(module);
+    module
+        .functions
+        .iter()
+        .filter(|(_, f)| f.kind == FuncKind::Kernel)
+        .map(|(id, _)| Ok((id, print_kernel(&module, id)?)))
+        .collect()
+}
+
+/// `module` with its kernels specialised for their launch shapes (module docs), folded.
+fn specialised(module: &Module) -> Module {
+    let mut module = module.clone();
+    if specialise_launch_shapes(&mut module).changed() {
+        run_passes(&mut module, &PassOptions::default());
+    }
+    module
+}
+
+fn print_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {
     let code = nacre_c::emit_kernel_source(&CudaDialect, module, kernel)?;
     Ok(KernelSource {
         name: code.symbol,
         source: code.source,
     })
-}
-
-/// Prints every kernel of `module`, in module order.
-pub fn emit_kernels(module: &Module) -> Result<Vec<(FuncId, KernelSource)>, BackendError> {
-    module
-        .functions
-        .iter()
-        .filter(|(_, f)| f.kind == FuncKind::Kernel)
-        .map(|(id, _)| Ok((id, emit_kernel(module, id)?)))
-        .collect()
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use crate::entities::{Block, Inst, Value};
 use crate::instructions::InstKind;
+use crate::passes::LaunchShape;
 use crate::types::Type;
 use cranelift_entity::{PrimaryMap, SecondaryMap};
 
@@ -92,6 +93,10 @@ pub struct Function {
     pub layout: Vec<Block>,
     /// Loop structure, when computed.
     pub loops: Option<LoopInfo>,
+    /// For a kernel, the grid and block sizes all its launches use, once
+    /// [`crate::passes::specialise_launch_shapes`] has replaced its reads of them by constants
+    /// (unknown otherwise).
+    pub launch_shape: LaunchShape,
 }
 
 impl Function {

@@ -65,6 +65,15 @@ fn write_function(f: &mut impl Write, func: &Function, module: Option<&Module>) 
     };
     write!(f, "{kw} @{}", func.name)?;
     write_signature(f, &func.signature)?;
+    if !func.launch_shape.is_unknown() {
+        let size = |n: Option<u32>| n.map_or("?".to_string(), |n| n.to_string());
+        let [gx, gy, gz] = func.launch_shape.grid.map(size);
+        let [bx, by, bz] = func.launch_shape.block.map(size);
+        write!(
+            f,
+            " launched grid({gx}, {gy}, {gz}) block({bx}, {by}, {bz})"
+        )?;
+    }
     f.write_str(" {\n")?;
     for &block in &func.layout {
         let data = &func.blocks[block];

@@ -23,9 +23,10 @@
 
 use crate::entities::{Block, Inst, Value};
 use crate::function::{FuncKind, Function, Signature, ValueDef};
-use crate::instructions::{BinaryOp, BlockCall, InstKind, UnaryOp};
+use crate::instructions::{BinaryOp, BlockCall, Dim, InstKind, UnaryOp};
 use crate::module::Module;
 use crate::passes::dominators::DominatorTree;
+use crate::passes::launch_shape::const_u32;
 use crate::semantics::normalize;
 use crate::types::{Scalar, Type};
 use cranelift_entity::EntityRef;
@@ -707,6 +708,28 @@ impl<'a> FuncVerifier<'a> {
                 }
                 for v in l.grid.iter().chain(&l.block) {
                     expect(format!("grid/block size {v}"), ty(*v), Type::U32)?;
+                }
+                let shape = target.launch_shape;
+                for (what, sizes, known) in [
+                    ("grid", l.grid, shape.grid),
+                    ("block", l.block, shape.block),
+                ] {
+                    for (dim, (v, known)) in Dim::ALL.into_iter().zip(sizes.into_iter().zip(known))
+                    {
+                        if let Some(n) = known {
+                            if const_u32(func, v) != Some(n) {
+                                return Err(self.err(
+                                    Call,
+                                    format!(
+                                        "{inst} in {block} launches @{} with {what} size {v} in {}, \
+                                         but the kernel was specialised for the constant {n}",
+                                        target.name,
+                                        dim.name()
+                                    ),
+                                ));
+                            }
+                        }
+                    }
                 }
                 self.check_call(
                     inst,

@@ -92,7 +92,15 @@ fn is_mul_of(f: &Function, v: Value, x: GpuIndex, y: GpuIndex, chain: &mut Vec<I
         return false;
     };
     let (ka, kb) = (&f.insts[ia].kind, &f.insts[ib].kind);
-    let is = |k: &InstKind, g: GpuIndex| matches!(k, InstKind::GpuIndex(h, Dim::X) if *h == g);
+    // A size the kernel was specialised for reads as its constant.
+    let is = |k: &InstKind, g: GpuIndex| match k {
+        InstKind::GpuIndex(h, Dim::X) => *h == g,
+        InstKind::Const(c) => f
+            .launch_shape
+            .size(g, Dim::X)
+            .is_some_and(|n| c.ty == Type::U32 && c.bits == u64::from(n)),
+        _ => false,
+    };
     if (is(ka, x) && is(kb, y)) || (is(ka, y) && is(kb, x)) {
         chain.extend([i, ia, ib]);
         true

@@ -19,6 +19,10 @@
 //! is [`grid_stride_loop`], which finds a kernel's canonical grid-stride loop (the CPU runtime
 //! runs it in chunks; the CUDA printer gives it wide memory accesses).
 //!
+//! [`specialise_launch_shapes`] (not part of [`run_passes`] either, and only for backends that
+//! launch exactly what host code asks for) turns the block and grid sizes every launch of a
+//! kernel agrees on into constants of the kernel.
+//!
 //! [`run_passes`] runs the enabled passes on every function of a module. All passes are linear
 //! or near-linear in the size of the function.
 
@@ -27,6 +31,7 @@ pub mod const_fold;
 pub mod dce;
 pub mod dominators;
 pub mod grid_stride;
+pub mod launch_shape;
 pub mod loop_analysis;
 pub mod simplify_cfg;
 pub mod structure;
@@ -40,6 +45,7 @@ pub use const_fold::const_fold;
 pub use dce::dce;
 pub use dominators::DominatorTree;
 pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};
+pub use launch_shape::{launch_shapes, specialise_launch_shapes, LaunchShape};
 pub use loop_analysis::{compute_loops, loops};
 pub use simplify_cfg::simplify_cfg;
 pub use structure::{structure, structure_simplified, Stmt, StructureError};

@@ -1,0 +1,274 @@
+//! Launch-shape specialisation: a kernel whose every launch in the module uses the same
+//! constant block (or grid) size in a dimension reads that size as a constant.
+//!
+//! [`launch_shapes`] reads the module's launches: for each kernel and each of `gridDim` and
+//! `blockDim` in x, y and z, the size every launch agrees on, if all of them pass the same
+//! constant ([`LaunchShape`]). [`specialise_launch_shapes`] records that shape in the kernel
+//! ([`Function::launch_shape`]) and replaces the kernel's reads of those sizes by constants,
+//! so that the usual passes can fold what depends on them: a tree reduction over
+//! `blockDim.x / 2, .., 1` gets constant bounds and unrolls, and a backend can tell its compiler
+//! the block size (CUDA's `__launch_bounds__`).
+//!
+//! Only a backend that launches exactly the grid and block the host code asks for may run a
+//! specialised kernel (the CUDA runtime does; the CPU runtime's serial mode does not). The
+//! verifier checks that every launch of a kernel with a recorded shape passes those constants.
+
+use super::PassStats;
+use crate::entities::{FuncId, Value};
+use crate::function::{FuncKind, Function, ValueDef};
+use crate::instructions::{Const, Dim, GpuIndex, InstKind};
+use crate::module::Module;
+use crate::types::Type;
+use std::collections::HashMap;
+
+/// The grid and block sizes a kernel's launches are known to use (`None`: varies or unknown).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct LaunchShape {
+    /// Blocks per grid in x, y, z.
+    pub grid: [Option<u32>; 3],
+    /// Threads per block in x, y, z.
+    pub block: [Option<u32>; 3],
+}
+
+impl LaunchShape {
+    /// The known size that `index` (`GridDim` or `BlockDim`) reads in `dim`.
+    pub fn size(&self, index: GpuIndex, dim: Dim) -> Option<u32> {
+        match index {
+            GpuIndex::GridDim => self.grid[dim.index()],
+            GpuIndex::BlockDim => self.block[dim.index()],
+            GpuIndex::ThreadIdx | GpuIndex::BlockIdx => None,
+        }
+    }
+
+    /// Threads per block, if all three block sizes are known (and the product fits a `u32`).
+    pub fn threads_per_block(&self) -> Option<u32> {
+        let [x, y, z] = self.block;
+        x?.checked_mul(y?)?.checked_mul(z?)
+    }
+
+    /// True if nothing is known.
+    pub fn is_unknown(&self) -> bool {
+        *self == LaunchShape::default()
+    }
+
+    /// Folds one launch's sizes into what earlier launches agreed on.
+    fn meet(&mut self, other: &LaunchShape) {
+        for (a, b) in self.grid.iter_mut().zip(other.grid) {
+            if *a != b {
+                *a = None;
+            }
+        }
+        for (a, b) in self.block.iter_mut().zip(other.block) {
+            if *a != b {
+                *a = None;
+            }
+        }
+    }
+}
+
+/// The `u32` constant `v` is, if it is one.
+pub(crate) fn const_u32(f: &Function, v: Value) -> Option<u32> {
+    let ValueDef::Result(i) = f.values[v].def else {
+        return None;
+    };
+    match f.insts[i].kind {
+        InstKind::Const(Const { ty, bits }) if ty == Type::U32 => u32::try_from(bits).ok(),
+        _ => None,
+    }
+}
+
+/// For every kernel launched by the module's host functions, the sizes all its launches agree
+/// on (kernels never launched are absent).
+pub fn launch_shapes(module: &Module) -> HashMap<FuncId, LaunchShape> {
+    let mut shapes: HashMap<FuncId, LaunchShape> = HashMap::new();
+    for f in module
+        .functions
+        .values()
+        .filter(|f| f.kind == FuncKind::Host)
+    {
+        for &b in &f.layout {
+            for &i in &f.blocks[b].insts {
+                let InstKind::Launch(l) = &f.insts[i].kind else {
+                    continue;
+                };
+                let shape = LaunchShape {
+                    grid: l.grid.map(|v| const_u32(f, v)),
+                    block: l.block.map(|v| const_u32(f, v)),
+                };
+                shapes
+                    .entry(l.kernel)
+                    .and_modify(|s| s.meet(&shape))
+                    .or_insert(shape);
+            }
+        }
+    }
+    shapes
+}
+
+/// Records each kernel's [`LaunchShape`] and replaces its reads of known sizes by constants
+/// (module docs). Returns the reads replaced as `folded`; run the function passes on the
+/// kernels afterwards to fold what depends on them.
+pub fn specialise_launch_shapes(module: &mut Module) -> PassStats {
+    let mut stats = PassStats::default();
+    for (id, shape) in launch_shapes(module) {
+        let f = &mut module.functions[id];
+        if f.kind != FuncKind::Kernel || shape.is_unknown() {
+            continue;
+        }
+        f.launch_shape = shape;
+        for b in f.layout.clone() {
+            for i in f.blocks[b].insts.clone() {
+                let InstKind::GpuIndex(index, dim) = f.insts[i].kind else {
+                    continue;
+                };
+                if let Some(n) = shape.size(index, dim) {
+                    f.insts[i].kind = InstKind::Const(Const {
+                        ty: Type::U32,
+                        bits: u64::from(n),
+                    });
+                    stats.folded += 1;
+                }
+            }
+        }
+    }
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::FunctionBuilder;
+    use crate::function::Signature;
+    use crate::instructions::BinaryOp;
+    use crate::passes::{run_passes, PassOptions};
+    use crate::types::Scalar;
+    use crate::verify;
+
+    fn u32c(b: &mut FunctionBuilder<'_>, n: u32) -> Value {
+        b.constant(Const {
+            ty: Type::U32,
+            bits: u64::from(n),
+        })
+    }
+
+    /// A kernel storing `blockDim.x / 2 + gridDim.y` at `p[threadIdx.x]`, and a host function
+    /// launching it once per `(grid, block)` given (grid `None`: the run-time parameter `n`).
+    fn module(launches: &[(Option<u32>, u32)]) -> Module {
+        let mut m = Module::new();
+        let pu = Type::ptr(Scalar::U32);
+        let mut k = Function::new(
+            "k",
+            FuncKind::Kernel,
+            Signature {
+                params: vec![pu],
+                ret: None,
+            },
+        );
+        {
+            let mut b = FunctionBuilder::new(&mut k);
+            let p = b.create_entry_block();
+            let dim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+            let two = u32c(&mut b, 2);
+            let half = b.binary(BinaryOp::Div, dim, two);
+            let grid_y = b.gpu_index(GpuIndex::GridDim, Dim::Y);
+            let sum = b.binary(BinaryOp::Add, half, grid_y);
+            let t = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+            let at = b.elem_ptr(p[0], t);
+            b.store(at, sum);
+            b.ret(None);
+        }
+        let kernel = m.add_function(k);
+        let mut h = Function::new(
+            "host",
+            FuncKind::Host,
+            Signature {
+                params: vec![pu, Type::U32],
+                ret: None,
+            },
+        );
+        {
+            let mut b = FunctionBuilder::new(&mut h);
+            let p = b.create_entry_block();
+            for &(grid, block) in launches {
+                let gx = match grid {
+                    Some(g) => u32c(&mut b, g),
+                    None => p[1],
+                };
+                let one = u32c(&mut b, 1);
+                let bx = u32c(&mut b, block);
+                b.launch(kernel, [gx, one, one], [bx, one, one], vec![p[0]]);
+            }
+            b.ret(None);
+        }
+        m.entry = Some(m.add_function(h));
+        m
+    }
+
+    fn kernel_id(m: &Module) -> FuncId {
+        m.functions
+            .iter()
+            .find(|(_, f)| f.kind == FuncKind::Kernel)
+            .unwrap()
+            .0
+    }
+
+    fn gpu_reads(f: &Function) -> usize {
+        f.layout
+            .iter()
+            .flat_map(|&b| &f.blocks[b].insts)
+            .filter(|&&i| matches!(f.insts[i].kind, InstKind::GpuIndex(..)))
+            .count()
+    }
+
+    #[test]
+    fn agreed_constants_become_the_kernels_sizes() {
+        let mut m = module(&[(None, 256), (Some(7), 256)]);
+        let shape = *launch_shapes(&m).values().next().unwrap();
+        assert_eq!(shape.block, [Some(256), Some(1), Some(1)]);
+        assert_eq!(shape.grid, [None, Some(1), Some(1)]);
+        assert_eq!(shape.threads_per_block(), Some(256));
+
+        let stats = specialise_launch_shapes(&mut m);
+        assert_eq!(stats.folded, 2, "blockDim.x and gridDim.y");
+        run_passes(&mut m, &PassOptions::default());
+        let k = &m.functions[kernel_id(&m)];
+        assert_eq!(k.launch_shape, shape);
+        assert_eq!(gpu_reads(k), 1, "only threadIdx.x is left:\n{k}");
+        // 256 / 2 + 1 was folded into one constant.
+        let text = k.to_string();
+        assert!(text.contains("129"), "{text}");
+        verify(m).expect("a specialised module verifies");
+    }
+
+    #[test]
+    fn disagreeing_or_run_time_sizes_stay_reads() {
+        let mut m = module(&[(Some(1), 128), (Some(1), 256)]);
+        let shape = *launch_shapes(&m).values().next().unwrap();
+        assert_eq!(shape.block, [None, Some(1), Some(1)]);
+        assert_eq!(shape.threads_per_block(), None);
+        specialise_launch_shapes(&mut m);
+        assert_eq!(
+            gpu_reads(&m.functions[kernel_id(&m)]),
+            2,
+            "blockDim.x and threadIdx.x stay"
+        );
+    }
+
+    #[test]
+    fn kernels_never_launched_are_left_alone() {
+        let mut m = module(&[]);
+        assert!(launch_shapes(&m).is_empty());
+        assert!(!specialise_launch_shapes(&mut m).changed());
+        assert!(m.functions[kernel_id(&m)].launch_shape.is_unknown());
+    }
+
+    #[test]
+    fn the_verifier_rejects_a_launch_against_the_recorded_shape() {
+        let mut m = module(&[(None, 256)]);
+        specialise_launch_shapes(&mut m);
+        let id = kernel_id(&m);
+        m.functions[id].launch_shape.block[0] = Some(64);
+        let err = verify(m).unwrap_err().to_string();
+        assert!(err.contains("64"), "{err}");
+    }
+}
