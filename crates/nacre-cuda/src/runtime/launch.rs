@@ -24,6 +24,13 @@
 //! launcher finishes the sequence after every launch, for host code that reads memory between
 //! launches. A kernel fault (an illegal address) is reported by the wait, as
 //! [`CudaError::KernelFault`], never as a hang.
+//!
+//! **Waiting.** Where the device has concurrent managed access, the wait queues a write of a ticket number into the status word's second half behind the
+//! kernels (`cuStreamWriteValue32`, which fences their writes first) and watches for it with
+//! plain reads for up to [`SPIN`], then falls back to `cuStreamSynchronize`, which also reports
+//! a kernel fault (a faulted stream never writes the ticket), and which is the whole wait where
+//! the driver refuses the write. On the H200 this returns
+//! 0.4–0.8 µs sooner than `cuStreamSynchronize` alone (bench/results/launch_floor.txt).
 
 use crate::runtime::context::{per_thread_stream, Context};
 use crate::runtime::driver::{self, panic_message};
@@ -41,9 +48,17 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Bytes of pinned memory per status word (one cache line).
 const STATUS_BYTES: usize = 64;
+
+/// Where the stream writes its ticket, in bytes from the start of the status word (the trap
+/// code is at 0).
+const TICKET_OFFSET: usize = 32;
+
+/// How long a wait watches for its ticket before it lets the driver block.
+const SPIN: Duration = Duration::from_micros(100);
 
 /// A status word: its host address and the device address of the same memory.
 #[derive(Copy, Clone, Debug)]
@@ -63,6 +78,8 @@ struct Sequence {
     word: StatusWord,
     /// True between the first launch of a sequence and [`finish_launches`].
     open: bool,
+    /// The ticket of the last wait (see [`wait_for_stream`]).
+    ticket: u32,
 }
 
 impl Drop for Sequence {
@@ -114,6 +131,12 @@ impl StatusWord {
         unsafe { std::ptr::read_volatile(self.host as *const u32) }
     }
 
+    /// The last ticket the stream wrote.
+    fn ticket(&self) -> u32 {
+        // SAFETY: as in `read`; the stream writes this half only by `cuStreamWriteValue32`.
+        unsafe { std::ptr::read_volatile((self.host + TICKET_OFFSET) as *const u32) }
+    }
+
     fn reset(&self) {
         // SAFETY: as in `read`; no kernel of this thread's sequence is running (the
         // sequence is not open, so the last one was finished).
@@ -137,6 +160,7 @@ fn open_sequence(ctx: &'static Context) -> Result<sys::CUdeviceptr, CudaError> {
                     ctx,
                     word,
                     open: false,
+                    ticket: 0,
                 });
                 seqs.len() - 1
             }
@@ -156,10 +180,7 @@ fn finish_sequence(seq: &mut Sequence) -> u32 {
     let waited = driver::guard("cuStreamSynchronize", || {
         seq.ctx.bind()?;
         events::record_end_before_wait(seq.ctx);
-        // SAFETY: synchronises this thread's stream.
-        seq.ctx.check("cuStreamSynchronize", unsafe {
-            sys::cuStreamSynchronize(per_thread_stream())
-        })
+        wait_for_stream(seq)
     });
     stats::add(Counter::Syncs, 1);
     match waited {
@@ -169,6 +190,46 @@ fn finish_sequence(seq: &mut Sequence) -> u32 {
             Trap::DeviceError.code()
         }
     }
+}
+
+/// Waits until this thread's stream has run everything queued on it: by its ticket where the
+/// device allows (module docs), else, or after [`SPIN`], by `cuStreamSynchronize`.
+fn wait_for_stream(seq: &mut Sequence) -> Result<(), CudaError> {
+    // Without concurrent managed access the driver must see the kernels finish before the
+    // host touches managed memory, so it has to be the one that waits.
+    if seq.ctx.info.concurrent_managed_access {
+        seq.ticket = seq.ticket.wrapping_add(1);
+        let ticket = seq.ticket;
+        // SAFETY: the address is inside this sequence's live status word, mapped into the
+        // context (current) that owns the stream; default flags fence the kernels' writes
+        // before this one.
+        let queued = unsafe {
+            sys::cuStreamWriteValue32_v2(
+                per_thread_stream(),
+                seq.word.dev + TICKET_OFFSET as sys::CUdeviceptr,
+                ticket,
+                sys::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32,
+            )
+        };
+        if queued == sys::CUresult::CUDA_SUCCESS {
+            let start = Instant::now();
+            loop {
+                for _ in 0..64 {
+                    if seq.word.ticket() == ticket {
+                        return Ok(());
+                    }
+                    std::hint::spin_loop();
+                }
+                if start.elapsed() > SPIN {
+                    break;
+                }
+            }
+        }
+    }
+    // SAFETY: synchronises this thread's stream.
+    seq.ctx.check("cuStreamSynchronize", unsafe {
+        sys::cuStreamSynchronize(per_thread_stream())
+    })
 }
 
 /// Waits for every launch the calling thread queued since the last call and returns the
