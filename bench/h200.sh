@@ -9,7 +9,9 @@
 #                    fault, the facade's devices, every operator against nacre_ir::semantics)
 #                    and compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
 #                    the corpus test
-#   launch_floor.txt bench/probes/launch_floor.cu: a launch and wait without Nacre, four ways
+#   launch_floor.txt bench/probes/launch_floor.cu: a launch and wait without Nacre, six ways
+#   block_size.txt   bench/probes/block_size_specialisation.py: the block sum with blockDim
+#                    read at run time, as a constant, and with __launch_bounds__ (CuPy)
 #   h200.txt, h200.json, h200.err
 #                    nacre bench gpu --backend cuda --peers
 # A step that fails is reported in its file and the next one runs.
@@ -49,11 +51,16 @@ sanitizer=/usr/local/cuda/bin/compute-sanitizer
     rm -f "$out/launch_floor"
 } > "$out/launch_floor.txt" 2>&1
 
+{
+    echo "== python3 bench/probes/block_size_specialisation.py"
+    python3 bench/probes/block_size_specialisation.py
+} > "$out/block_size.txt" 2>&1
+
 echo "== .carry/nacre bench gpu --backend cuda --peers --json bench/results/h200.json" \
     > "$out/h200.err"
 .carry/nacre bench gpu --backend cuda --peers --json "$out/h200.json" \
     > "$out/h200.txt" 2>> "$out/h200.err"
 echo "bench exit status: $?" >> "$out/h200.err"
 grep -E "^== |test result|SUMMARY|FAILED|panicked" "$out/h200_tests.txt"
-cat "$out/launch_floor.txt"
+cat "$out/launch_floor.txt" "$out/block_size.txt"
 grep -E "PASS|MISS" "$out/h200.txt"

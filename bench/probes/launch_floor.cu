@@ -13,6 +13,10 @@
 //          kernel, polled with a volatile read
 //   flag   the kernel itself stores the sequence number there, from its last thread to leave,
 //          polled with a volatile read (and one stream sync every 64 calls)
+//   nacre  Nacre's sequence through the driver API: cuCtxSetCurrent, cuLaunchKernel of a
+//          one-thread kernel taking a counter and a mapped status word, cuCtxSetCurrent,
+//          cuStreamSynchronize, a read of the status word
+//   one    tiny<<<1, 1>>> (one thread) and cudaStreamSynchronize
 // It prints the median and 10th percentile of 5000 calls after 500 warm-up calls.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -26,6 +30,11 @@
 __global__ void tiny(float *out, unsigned n) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = out[i] * 2.0f + 1.0f;
+}
+
+__global__ void tiny_status(unsigned *counter, unsigned *status) {
+    counter[0] += 1u;
+    if (counter[0] == 0xffffffffu) *status = 1u;
 }
 
 __global__ void tiny_flag(float *out, unsigned n, volatile unsigned *flag, unsigned *left,
@@ -73,14 +82,34 @@ int main(int argc, char **argv) {
     cudaEvent_t ev;
     check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
 
-    const char *modes[] = {"sync", "event", "write", "flag"};
+    CUcontext ctx;
+    check_driver(cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+    CUfunction status_fn;
+    check(cudaGetFuncBySymbol(&status_fn, (const void *)tiny_status), "cudaGetFuncBySymbol");
+    unsigned *counter;
+    check(cudaMallocManaged(&counter, 4), "cudaMallocManaged");
+    check(cudaMemset(counter, 0, 4), "cudaMemset");
+    const char *modes[] = {"sync", "event", "write", "flag", "nacre", "one"};
     unsigned seq = 0;
     for (const char *mode : modes) {
         std::vector<double> us;
         for (int k = 0; k < 5500; k++) {
             auto t0 = std::chrono::steady_clock::now();
             seq++;
-            if (!strcmp(mode, "flag")) {
+            if (!strcmp(mode, "nacre")) {
+                check_driver(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+                void *params[] = {&counter, &dev_flag};
+                check_driver(cuLaunchKernel(status_fn, 1, 1, 1, 1, 1, 1, 0, CU_STREAM_PER_THREAD,
+                                            params, nullptr),
+                             "cuLaunchKernel");
+                check_driver(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+                check_driver(cuStreamSynchronize(CU_STREAM_PER_THREAD), "cuStreamSynchronize");
+                volatile unsigned status = *(volatile unsigned *)host_flag;
+                (void)status;
+            } else if (!strcmp(mode, "one")) {
+                tiny<<<1, 1, 0, s>>>(out, 1);
+                check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+            } else if (!strcmp(mode, "flag")) {
                 tiny_flag<<<1, 32, 0, s>>>(out, 32, dev_flag, left, seq);
                 while (*(volatile unsigned *)host_flag != seq) {
                 }
