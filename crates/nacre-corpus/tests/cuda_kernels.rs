@@ -127,6 +127,15 @@ pub fn run_divide(out: Ptr<i32>, d: Val<i32>) {
     launch(divide, Grid::new(2u32), Block::new(32u32), (out, d));
 }
 
+/// Launches [`add_one`] `times` times, then [`divide`] by `d`: a trap behind a long queue.
+#[jit]
+pub fn add_many_then_divide(v: Ptr<f32>, n: Val<u32>, times: Val<u32>, out: Ptr<i32>, d: Val<i32>) {
+    for _k in 0u32..times {
+        launch(add_one, Grid::new(n / 256 + 1), Block::new(256u32), (v, n));
+    }
+    launch(divide, Grid::new(2u32), Block::new(32u32), (out, d));
+}
+
 /// Launches [`add_one`] with 2048 threads per block (more than any GPU allows).
 #[jit]
 pub fn oversized_block(v: Ptr<f32>, n: Val<u32>) {
@@ -372,4 +381,30 @@ fn threads_launch_and_wait_independently() {
             });
         }
     });
+}
+
+#[test]
+fn a_thread_reusing_a_status_word_still_waits_for_its_kernels() {
+    let Some(engine) = cuda_engine() else { return };
+    let n = 1 << 20;
+    let v = Array::<f32>::alloc_on(engine.device(), n).unwrap();
+    let out = Array::copy_on(engine.device(), &[84i32; 64]).unwrap();
+    let f = engine.compile(add_many_then_divide).unwrap();
+    // The first thread waits once (its ticket is then 1) and ends, leaving its status word
+    // to the next thread, whose first wait must not take that ticket for its own.
+    for round in 0..4 {
+        std::thread::scope(|s| {
+            s.spawn(|| f.call(v.ptr(), n as u32, 1, out.ptr(), 1).unwrap());
+        });
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let err = f.call(v.ptr(), n as u32, 200, out.ptr(), 0).unwrap_err();
+                assert!(
+                    matches!(err, Error::Trap(Trap::DivisionByZero)),
+                    "round {round}: {err}"
+                );
+            });
+        });
+    }
+    assert!(v.as_slice().iter().all(|&x| x == 4.0 * 201.0));
 }

@@ -118,6 +118,9 @@ impl StatusWord {
         ctx.check("cuMemHostGetDevicePointer", unsafe {
             sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0)
         })?;
+        // SAFETY: `host` points to `STATUS_BYTES` bytes of host memory that nothing else uses
+        // yet; the trap code and the ticket start at 0.
+        unsafe { std::ptr::write_bytes(host as *mut u8, 0, STATUS_BYTES) };
         Ok(StatusWord {
             ordinal,
             host: host as usize,
@@ -160,7 +163,9 @@ fn open_sequence(ctx: &'static Context) -> Result<sys::CUdeviceptr, CudaError> {
                     ctx,
                     word,
                     open: false,
-                    ticket: 0,
+                    // A recycled word holds the last ticket of its previous thread, whose
+                    // waits all ended; the next ticket must differ from it.
+                    ticket: word.ticket(),
                 });
                 seqs.len() - 1
             }
