@@ -58,6 +58,17 @@ impl<T: ScalarValue> Array<T> {
     pub fn alloc_on(device: Arc<dyn Device>, len: usize) -> Result<Array<T>, GpuError> {
         let bytes = byte_len::<T>(len)?;
         let raw = device.alloc_unified(bytes)?;
+        Array::adopt(device, raw, len, bytes)
+    }
+
+    /// Registers `len` elements (`bytes` bytes) just allocated at `raw` by `device` as an
+    /// owned array, freeing them if that fails.
+    fn adopt(
+        device: Arc<dyn Device>,
+        raw: NonNull<u8>,
+        len: usize,
+        bytes: usize,
+    ) -> Result<Array<T>, GpuError> {
         let entry = Entry {
             bytes,
             device: device.name().to_string(),
@@ -83,9 +94,12 @@ impl<T: ScalarValue> Array<T> {
 
     /// Allocates an array on `device` holding a copy of `data`.
     pub fn copy_on(device: Arc<dyn Device>, data: &[T]) -> Result<Array<T>, GpuError> {
-        let mut a = Array::alloc_on(device, data.len())?;
-        a.as_mut_slice().copy_from_slice(data);
-        Ok(a)
+        let bytes = byte_len::<T>(data.len())?;
+        // SAFETY: `data` is `bytes` initialised bytes: `ScalarValue` is sealed to Rust's scalar
+        // types, which have no padding.
+        let raw_data = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), bytes) };
+        let raw = device.alloc_unified_copy(raw_data)?;
+        Array::adopt(device, raw, data.len(), bytes)
     }
 
     /// Makes `len` elements of existing memory at `ptr` usable by launches, without copying.

@@ -23,10 +23,21 @@ pub trait Device: Send + Sync {
     /// address that must still be freed.
     fn alloc_unified(&self, bytes: usize) -> Result<NonNull<u8>, GpuError>;
 
-    /// Frees memory allocated by [`Device::alloc_unified`].
+    /// Allocates `data.len()` bytes holding a copy of `data`, like [`Device::alloc_unified`]
+    /// followed by a host write of `data`, which is what it does by default. A device whose
+    /// kernels want the memory elsewhere can copy it there directly instead.
+    fn alloc_unified_copy(&self, data: &[u8]) -> Result<NonNull<u8>, GpuError> {
+        let ptr = self.alloc_unified(data.len())?;
+        self.prepare_host_access(ptr.as_ptr(), data.len());
+        // SAFETY: `ptr` holds `data.len()` bytes just allocated, which nothing else uses yet.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), ptr.as_ptr(), data.len()) };
+        Ok(ptr)
+    }
+
+    /// Frees memory allocated by [`Device::alloc_unified`] or [`Device::alloc_unified_copy`].
     ///
     /// # Safety
-    /// `ptr` must come from `alloc_unified` of this device with the same `bytes`, must not
+    /// `ptr` must come from an allocation of this device with the same `bytes`, must not
     /// have been freed already, and must not be used afterwards.
     unsafe fn free(&self, ptr: NonNull<u8>, bytes: usize);
 

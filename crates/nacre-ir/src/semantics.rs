@@ -11,14 +11,25 @@ use crate::instructions::{BinaryOp, CmpOp, UnaryOp};
 use crate::trap::Trap;
 use crate::types::{Scalar, Type};
 
-/// A Rust type that corresponds to an IR scalar type, with its bit encoding.
-pub trait ScalarValue: Copy + Send + Sync + 'static {
+/// A Rust type that corresponds to an IR scalar type, with its bit encoding. Implemented for
+/// `bool`, the integer types of 8 to 64 bits and `f32`/`f64` only (sealed): each is plain bits
+/// without padding, so arrays of them can be copied as bytes.
+pub trait ScalarValue: sealed::Sealed + Copy + Send + Sync + 'static {
     /// The IR type.
     const SCALAR: Scalar;
     /// Encode as bits.
     fn to_bits(self) -> u64;
     /// Decode from bits (upper bits beyond the width are ignored).
     fn from_bits(bits: u64) -> Self;
+}
+
+mod sealed {
+    /// Only this crate's scalar types implement [`super::ScalarValue`].
+    pub trait Sealed {}
+    macro_rules! sealed {
+        ($($t:ty),*) => {$(impl Sealed for $t {})*};
+    }
+    sealed!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 }
 
 macro_rules! int_scalar {

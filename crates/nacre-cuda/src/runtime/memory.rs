@@ -133,10 +133,21 @@ impl CudaDevice {
 
     /// Allocates `bytes` zeroed bytes of managed memory, aligned to 4096 bytes.
     pub fn alloc(&self, bytes: usize) -> Result<NonNull<u8>, CudaError> {
-        driver::guard("a managed allocation", || self.alloc_inner(bytes))
+        driver::guard("a managed allocation", || self.alloc_inner(bytes, None))
     }
 
-    fn alloc_inner(&self, bytes: usize) -> Result<NonNull<u8>, CudaError> {
+    /// Allocates `data.len()` bytes of managed memory, aligned to 4096 bytes, holding a copy
+    /// of `data` written by the device (`cuMemcpyHtoD`), so that its pages are on the device
+    /// where kernels want them, without a trip to the host and back.
+    pub fn alloc_copy(&self, data: &[u8]) -> Result<NonNull<u8>, CudaError> {
+        driver::guard("a managed allocation", || {
+            self.alloc_inner(data.len(), Some(data))
+        })
+    }
+
+    /// Allocates `bytes` bytes on the device: a copy of `init` if given (`init.len() ==
+    /// bytes`), zeroes elsewhere.
+    fn alloc_inner(&self, bytes: usize, init: Option<&[u8]>) -> Result<NonNull<u8>, CudaError> {
         let too_large = || CudaError::OutOfMemory {
             device: self.name.clone(),
             bytes,
@@ -167,15 +178,44 @@ impl CudaDevice {
             e => e,
         })?;
         let stream = per_thread_stream();
-        // SAFETY: `base..base + size` lies in the allocation just made; the context is
-        // current and the stream is this thread's.
-        let memset = unsafe { sys::cuMemsetD8Async(base as sys::CUdeviceptr, 0, size, stream) };
-        let zeroed = self.ctx.check("cuMemsetD8Async", memset).and_then(|()| {
-            // SAFETY: synchronises this thread's stream.
-            let synced = unsafe { sys::cuStreamSynchronize(stream) };
-            self.ctx.check("cuStreamSynchronize", synced)
-        });
-        if let Err(e) = zeroed {
+        let copied = init.map_or(0, <[u8]>::len);
+        let copy = match init {
+            Some(data) if !data.is_empty() => {
+                // SAFETY: `base..base + data.len()` lies in the allocation just made (`size >=
+                // bytes`); `data` is readable host memory that outlives the synchronisation
+                // below; the context is current and the stream is this thread's.
+                let r = unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        base as sys::CUdeviceptr,
+                        data.as_ptr().cast(),
+                        data.len(),
+                        stream,
+                    )
+                };
+                self.ctx.check("cuMemcpyHtoDAsync", r)
+            }
+            _ => Ok(()),
+        };
+        let filled = copy
+            .and_then(|()| {
+                // SAFETY: `base + copied..base + size` lies in the allocation just made; the
+                // context is current and the stream is this thread's.
+                let r = unsafe {
+                    sys::cuMemsetD8Async(
+                        (base + copied) as sys::CUdeviceptr,
+                        0,
+                        size - copied,
+                        stream,
+                    )
+                };
+                self.ctx.check("cuMemsetD8Async", r)
+            })
+            .and_then(|()| {
+                // SAFETY: synchronises this thread's stream.
+                let synced = unsafe { sys::cuStreamSynchronize(stream) };
+                self.ctx.check("cuStreamSynchronize", synced)
+            });
+        if let Err(e) = filled {
             // SAFETY: allocated just above and never handed out.
             let _ = unsafe { sys::cuMemFree_v2(raw as sys::CUdeviceptr) };
             return Err(e);
@@ -343,13 +383,10 @@ impl CudaDevice {
     }
 }
 
-impl Device for CudaDevice {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn alloc_unified(&self, bytes: usize) -> Result<NonNull<u8>, GpuError> {
-        self.alloc(bytes).map_err(|e| match e {
+impl CudaDevice {
+    /// A failed allocation as the device-independent error arrays report.
+    fn gpu_error(&self, e: CudaError) -> GpuError {
+        match e {
             CudaError::OutOfMemory {
                 device,
                 bytes,
@@ -363,7 +400,21 @@ impl Device for CudaDevice {
                 device: self.name.clone(),
                 reason: e.to_string(),
             },
-        })
+        }
+    }
+}
+
+impl Device for CudaDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn alloc_unified(&self, bytes: usize) -> Result<NonNull<u8>, GpuError> {
+        self.alloc(bytes).map_err(|e| self.gpu_error(e))
+    }
+
+    fn alloc_unified_copy(&self, data: &[u8]) -> Result<NonNull<u8>, GpuError> {
+        self.alloc_copy(data).map_err(|e| self.gpu_error(e))
     }
 
     unsafe fn free(&self, ptr: NonNull<u8>, _bytes: usize) {
