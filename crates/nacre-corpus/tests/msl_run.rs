@@ -41,7 +41,7 @@ fn emulation_source(k: &MslKernel) -> String {
     let signature = k
         .source
         .lines()
-        .find(|l| l.starts_with("kernel void "))
+        .find(|l| l.contains("kernel void "))
         .unwrap_or_default();
     let mut args: Vec<String> = k
         .layout

@@ -37,7 +37,7 @@ use nacre_backend::BackendError;
 use nacre_c::dialect::{KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{CDialect, Dialect};
-use nacre_ir::passes::{run_passes, specialise_launch_shapes, PassOptions};
+use nacre_ir::passes::specialised_for_launches;
 use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Module, Scalar};
 
 /// The CUDA C of one kernel.
@@ -199,27 +199,18 @@ impl Dialect for CudaDialect {
 /// is malformed, and with [`BackendError::Unsupported`] when device code calls an external
 /// (Rust) function or launches a kernel.
 pub fn emit_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {
-    print_kernel(&specialised(module), kernel)
+    print_kernel(&specialised_for_launches(module), kernel)
 }
 
 /// Prints every kernel of `module`, in module order.
 pub fn emit_kernels(module: &Module) -> Result<Vec<(FuncId, KernelSource)>, BackendError> {
-    let module = specialised(module);
+    let module = specialised_for_launches(module);
     module
         .functions
         .iter()
         .filter(|(_, f)| f.kind == FuncKind::Kernel)
         .map(|(id, _)| Ok((id, print_kernel(&module, id)?)))
         .collect()
-}
-
-/// `module` with its kernels specialised for their launch shapes (module docs), folded.
-fn specialised(module: &Module) -> Module {
-    let mut module = module.clone();
-    if specialise_launch_shapes(&mut module).changed() {
-        run_passes(&mut module, &PassOptions::default());
-    }
-    module
 }
 
 fn print_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {

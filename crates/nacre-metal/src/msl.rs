@@ -21,6 +21,11 @@
 //! - math goes through `metal::` functions; `bool` is stored as `uchar`, as in the C backend;
 //!   `f64` is refused (Metal has no `double`).
 //!
+//! Before that, kernels are specialised for their launch shapes
+//! ([`nacre_ir::passes::specialised_for_launches`]: the runtime dispatches exactly the host
+//! code's grids and threadgroups), and a kernel whose threadgroup size every launch fixes
+//! declares it with `[[max_total_threads_per_threadgroup(N)]]`.
+//!
 //! The output depends only on the module's structure, so it is snapshot-tested.
 
 use crate::error::MetalError;
@@ -28,7 +33,7 @@ use crate::layout::KernelLayout;
 use nacre_c::dialect::{LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{emit_kernel_source, Dialect, KernelHead, KernelPrototype, LoopGuard};
-use nacre_ir::passes::infer_address_spaces;
+use nacre_ir::passes::{infer_address_spaces, specialised_for_launches};
 use nacre_ir::{verify, AddressSpace, FuncId, FuncKind, GpuIndex, InstKind, Module, Scalar};
 
 /// The Metal Shading Language as a dialect of the shared C-family printer.
@@ -222,8 +227,11 @@ impl Dialect for MslDialect {
             let (name, attribute) = builtin(index);
             params.push(format!("uint3 {name} [[{attribute}]]"));
         }
+        let bounds = head.threads_per_block.map_or(String::new(), |n| {
+            format!("[[max_total_threads_per_threadgroup({n})]] ")
+        });
         Ok(KernelPrototype {
-            signature: format!("kernel void {}({})", head.name, params.join(", ")),
+            signature: format!("{bounds}kernel void {}({})", head.name, params.join(", ")),
             prologue,
         })
     }
@@ -294,6 +302,7 @@ pub const MAX_THREADGROUP_MEMORY: u64 = 32 * 1024;
 /// [`MetalError::TooManyArguments`] and [`MetalError::SharedMemory`] for kernels beyond
 /// Metal's limits.
 pub fn emit_msl(module: &Module) -> Result<Vec<MslKernel>, MetalError> {
+    let module = &specialised_for_launches(module);
     let device = infer_address_spaces(module)?;
     let first = device
         .kernels

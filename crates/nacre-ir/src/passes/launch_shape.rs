@@ -13,7 +13,7 @@
 //! specialised kernel (the CUDA runtime does; the CPU runtime's serial mode does not). The
 //! verifier checks that every launch of a kernel with a recorded shape passes those constants.
 
-use super::PassStats;
+use super::{run_passes, PassOptions, PassStats};
 use crate::entities::{FuncId, Value};
 use crate::function::{FuncKind, Function, ValueDef};
 use crate::instructions::{Const, Dim, GpuIndex, InstKind};
@@ -134,13 +134,23 @@ pub fn specialise_launch_shapes(module: &mut Module) -> PassStats {
     stats
 }
 
+/// A copy of `module` whose kernels are specialised for their launch shapes
+/// ([`specialise_launch_shapes`]) and optimised again where that changed them: what a backend
+/// that launches exactly the host code's grids and blocks prints.
+pub fn specialised_for_launches(module: &Module) -> Module {
+    let mut module = module.clone();
+    if specialise_launch_shapes(&mut module).changed() {
+        run_passes(&mut module, &PassOptions::default());
+    }
+    module
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::builder::FunctionBuilder;
     use crate::function::Signature;
     use crate::instructions::BinaryOp;
-    use crate::passes::{run_passes, PassOptions};
     use crate::types::Scalar;
     use crate::verify;
 

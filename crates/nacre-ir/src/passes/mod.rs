@@ -45,7 +45,9 @@ pub use const_fold::const_fold;
 pub use dce::dce;
 pub use dominators::DominatorTree;
 pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};
-pub use launch_shape::{launch_shapes, specialise_launch_shapes, LaunchShape};
+pub use launch_shape::{
+    launch_shapes, specialise_launch_shapes, specialised_for_launches, LaunchShape,
+};
 pub use loop_analysis::{compute_loops, loops};
 pub use simplify_cfg::simplify_cfg;
 pub use structure::{structure, structure_simplified, Stmt, StructureError};
