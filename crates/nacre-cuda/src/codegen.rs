@@ -159,8 +159,11 @@ impl Dialect for CudaDialect {
             })
             .collect();
         params.push(format!("{}{}", self.status_type()?, head.status));
+        // No GPU runs more than 1024 threads per block: a larger launch fails when it is made
+        // (an invalid launch), and must not fail the compile before that.
         let bounds = head
             .threads_per_block
+            .filter(|&n| n <= 1024)
             .map_or(String::new(), |n| format!("__launch_bounds__({n}) "));
         Ok(KernelPrototype {
             signature: format!(

@@ -227,9 +227,13 @@ impl Dialect for MslDialect {
             let (name, attribute) = builtin(index);
             params.push(format!("uint3 {name} [[{attribute}]]"));
         }
-        let bounds = head.threads_per_block.map_or(String::new(), |n| {
-            format!("[[max_total_threads_per_threadgroup({n})]] ")
-        });
+        // Metal's limit is 1024 threads per threadgroup; a larger launch is refused when made.
+        let bounds = head
+            .threads_per_block
+            .filter(|&n| n <= 1024)
+            .map_or(String::new(), |n| {
+                format!("[[max_total_threads_per_threadgroup({n})]] ")
+            });
         Ok(KernelPrototype {
             signature: format!("{bounds}kernel void {}({})", head.name, params.join(", ")),
             prologue,

@@ -653,3 +653,55 @@ fn loops_that_are_not_lane_parallel_stay_scalar() {
         assert!(!src.contains("nacre_groups"), "{name}: {src}");
     }
 }
+
+/// A kernel storing `blockDim.x` at `p[threadIdx.x]` and a host function launching it once
+/// per block size given (`None`: the host's second parameter); the CUDA C of the kernel.
+fn launched_with(blocks: &[Option<u32>]) -> String {
+    let pu = Type::ptr(Scalar::U32);
+    let k = kernel("k", &[pu], |b, p| {
+        let dim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+        let t = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+        let at = b.elem_ptr(p[0], t);
+        b.store(at, dim);
+        b.ret(None);
+    });
+    let host = func("host", FuncKind::Host, &[pu, Type::U32], None, |b, p| {
+        for &block in blocks {
+            let one = konst(b, Type::U32, 1);
+            let bx = match block {
+                Some(n) => konst(b, Type::U32, u64::from(n)),
+                None => p[1],
+            };
+            b.launch(
+                FuncId::from_u32(0),
+                [one, one, one],
+                [bx, one, one],
+                vec![p[0]],
+            );
+        }
+        b.ret(None);
+    });
+    let (m, _) = module(vec![k, host]);
+    let src = emit_kernel(&m, FuncId::from_u32(0)).unwrap_or_else(|e| panic!("{e}"));
+    check_with_nvrtc(&src);
+    src.source
+}
+
+#[test]
+fn a_block_size_every_launch_agrees_on_is_compiled_in() {
+    let src = launched_with(&[Some(128), Some(128)]);
+    assert!(
+        src.contains("__global__ void __launch_bounds__(128) f_k("),
+        "{src}"
+    );
+    assert!(!src.contains("blockDim"), "{src}");
+
+    for blocks in [&[Some(128), Some(64)][..], &[None], &[]] {
+        let src = launched_with(blocks);
+        assert!(!src.contains("__launch_bounds__"), "{blocks:?}: {src}");
+        assert!(src.contains("blockDim.x"), "{blocks:?}: {src}");
+    }
+    // More threads than any GPU runs: the launch will fail, the compile must not.
+    let src = launched_with(&[Some(2048)]);
+    assert!(!src.contains("__launch_bounds__"), "{src}");
+}
