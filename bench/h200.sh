@@ -9,7 +9,8 @@
 #                    fault, the facade's devices, every operator against nacre_ir::semantics)
 #                    and compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
 #                    the corpus test
-#   launch_floor.txt bench/probes/launch_floor.cu: a launch and wait without Nacre, six ways
+#   demo.txt         `nacre` without arguments: the demo, on the best device there (CUDA)
+#   launch_floor.txt bench/probes/launch_floor.cu: a launch and wait without Nacre, eight ways
 #   block_size.txt   bench/probes/block_size_specialisation.py: the block sum with blockDim
 #                    read at run time, as a constant, and with __launch_bounds__ (CuPy)
 #   h200.txt, h200.json, h200.err
@@ -42,6 +43,12 @@ sanitizer=/usr/local/cuda/bin/compute-sanitizer
 } > "$out/h200_tests.txt" 2>&1
 
 {
+    echo "== .carry/nacre"
+    .carry/nacre
+    echo "exit status: $?"
+} > "$out/demo.txt" 2>&1
+
+{
     echo "== nvcc -O2 bench/probes/launch_floor.cu -lcuda"
     if nvcc -O2 -o "$out/launch_floor" bench/probes/launch_floor.cu \
         -L/usr/local/cuda/lib64/stubs -lcuda; then
@@ -62,5 +69,5 @@ echo "== .carry/nacre bench gpu --backend cuda --peers --json bench/results/h200
     > "$out/h200.txt" 2>> "$out/h200.err"
 echo "bench exit status: $?" >> "$out/h200.err"
 grep -E "^== |test result|SUMMARY|FAILED|panicked" "$out/h200_tests.txt"
-cat "$out/launch_floor.txt" "$out/block_size.txt"
+cat "$out/demo.txt" "$out/launch_floor.txt" "$out/block_size.txt"
 grep -E "PASS|MISS" "$out/h200.txt"

@@ -60,6 +60,9 @@ const TICKET_OFFSET: usize = 32;
 /// How long a wait watches for its ticket before it lets the driver block.
 const SPIN: Duration = Duration::from_micros(100);
 
+/// Reads of the ticket between two reads of the clock while waiting.
+const SPIN_READS: usize = 1024;
+
 /// A status word: its host address and the device address of the same memory.
 #[derive(Copy, Clone, Debug)]
 struct StatusWord {
@@ -217,16 +220,20 @@ fn wait_for_stream(seq: &mut Sequence) -> Result<(), CudaError> {
             )
         };
         if queued == sys::CUresult::CUDA_SUCCESS {
-            let start = Instant::now();
+            // Plain reads between clock reads (a few µs apart): a read of the clock or a
+            // pause instruction per read would delay seeing the ticket by as much.
+            let mut start = None;
             loop {
-                for _ in 0..64 {
+                for _ in 0..SPIN_READS {
                     if seq.word.ticket() == ticket {
                         return Ok(());
                     }
-                    std::hint::spin_loop();
                 }
-                if start.elapsed() > SPIN {
-                    break;
+                let now = Instant::now();
+                match start {
+                    None => start = Some(now),
+                    Some(s) if now.duration_since(s) > SPIN => break,
+                    Some(_) => std::hint::spin_loop(),
                 }
             }
         }
