@@ -30,8 +30,9 @@
 //! contraction, and the block sum adds in the kernel's tree order on both sides). While it is
 //! timed, the runtime's counters must show no compile: a relaunch never recompiles.
 //!
-//! Unless `--no-cpu`, the same benchmarks run on an engine with kernels on the CPU (the mode of
-//! `--mode`, grid by default): `gpu_cpu_*`, beside the CUDA figures in the report
+//! Unless `--no-cpu`, the same benchmarks then run on an engine with kernels on the CPU (the
+//! mode of `--mode`, grid by default), after all the CUDA ones, whose timings the CPU's
+//! all-core runs would otherwise disturb: `gpu_cpu_*`, beside the CUDA figures in the report
 //! ([`super::cuda_report`]).
 
 use super::super::measure::{
@@ -188,6 +189,9 @@ struct Suite {
     filter: Vec<String>,
     cuda: Place,
     cpu: Option<Place>,
+    /// Whether the current pass is CUDA's: every benchmark runs on CUDA first, then on the
+    /// CPU, so that the CPU runs, which load every core, do not disturb the GPU's timings.
+    on_cuda: bool,
     mode: Mode,
     rows: Vec<Row>,
     notes: Vec<String>,
@@ -206,8 +210,14 @@ impl Suite {
         self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()))
     }
 
+    /// The place the benchmarks run on in the current pass.
     fn places(&self) -> impl Iterator<Item = &Place> {
-        std::iter::once(&self.cuda).chain(self.cpu.as_ref())
+        if self.on_cuda {
+            Some(&self.cuda)
+        } else {
+            self.cpu.as_ref()
+        }
+        .into_iter()
     }
 
     fn record(&mut self, name: &str, stats: Stats) {
@@ -660,6 +670,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
             blocks: args.blocks,
         },
         cpu,
+        on_cuda: true,
         mode: args.mode,
         rows: Vec::new(),
         notes: Vec::new(),
@@ -690,27 +701,33 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         }
     );
 
-    for n in VECTOR_SIZES {
-        s.saxpy(n)
-            .with_context(|| format!("saxpy over {n} floats"))?;
+    for on_cuda in [true, false] {
+        if !on_cuda && s.cpu.is_none() {
+            continue;
+        }
+        s.on_cuda = on_cuda;
+        for n in VECTOR_SIZES {
+            s.saxpy(n)
+                .with_context(|| format!("saxpy over {n} floats"))?;
+        }
+        for n in VECTOR_SIZES {
+            s.vecadd(n)
+                .with_context(|| format!("vecadd over {n} floats"))?;
+        }
+        for n in BLOCKSUM_SIZES {
+            s.blocksum(n)
+                .with_context(|| format!("block sum over {n} floats"))?;
+        }
+        for (n, iters) in LOGISTIC {
+            s.logistic(n, iters)
+                .with_context(|| format!("logistic map, {n} floats × {iters} steps"))?;
+        }
+        s.latency().context("launch latency")?;
+        s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
+        s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
+        s.compile("blocksum", |e| e.compile(run_block_sum))?;
+        s.compile("logistic", |e| e.compile(run_logistic))?;
     }
-    for n in VECTOR_SIZES {
-        s.vecadd(n)
-            .with_context(|| format!("vecadd over {n} floats"))?;
-    }
-    for n in BLOCKSUM_SIZES {
-        s.blocksum(n)
-            .with_context(|| format!("block sum over {n} floats"))?;
-    }
-    for (n, iters) in LOGISTIC {
-        s.logistic(n, iters)
-            .with_context(|| format!("logistic map, {n} floats × {iters} steps"))?;
-    }
-    s.latency().context("launch latency")?;
-    s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
-    s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
-    s.compile("blocksum", |e| e.compile(run_block_sum))?;
-    s.compile("logistic", |e| e.compile(run_logistic))?;
 
     let peers = if args.peers {
         let request = Request {
