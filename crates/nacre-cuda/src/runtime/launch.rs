@@ -27,7 +27,7 @@
 //!
 //! **Waiting.** Where the device has concurrent managed access, the wait queues a write of a ticket number into the status word's second half behind the
 //! kernels (`cuStreamWriteValue32`, which fences their writes first) and watches for it with
-//! plain reads for up to [`SPIN`], then falls back to `cuStreamSynchronize`, which also reports
+//! plain reads for up to 100 µs, then falls back to `cuStreamSynchronize`, which also reports
 //! a kernel fault (a faulted stream never writes the ticket), and which is the whole wait where
 //! the driver refuses the write. On the H200 this returns
 //! 0.4–0.8 µs sooner than `cuStreamSynchronize` alone (bench/results/launch_floor.txt).
