@@ -23,7 +23,7 @@
 //!   sample, waiting for the background tier between samples.
 
 use super::measure::{measure, measure_batched, Config, Stats};
-use super::report::{self, Row};
+use super::report::{self, Results};
 use anyhow::{Context, Result};
 use clap::Args;
 use nacre::ir::PassOptions;
@@ -50,30 +50,18 @@ pub struct CpuArgs {
 /// The `Bencher` that samples with [`measure`] and collects the results.
 struct Harness {
     config: Config,
-    filter: Vec<String>,
-    rows: Vec<Row>,
+    results: Results,
 }
 
 impl Harness {
     fn record(&mut self, name: &str, stats: Stats) {
-        eprintln!(
-            "{:>4} {name:<34} {:>11}  ±{:>5.1}%  ({} samples × {})",
-            self.rows.len() + 1,
-            report::format_ns(stats.median_ns),
-            100.0 * stats.mad_ns / stats.median_ns,
-            stats.samples,
-            stats.batch
-        );
-        self.rows.push(Row {
-            name: name.to_string(),
-            stats,
-        });
+        self.results.record(name, stats, "");
     }
 }
 
 impl Bencher for Harness {
     fn wants(&self, name: &str) -> bool {
-        self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()))
+        self.results.wants(name)
     }
 
     fn iter<O, R: FnMut() -> O>(&mut self, name: &str, routine: R) {
@@ -129,8 +117,7 @@ pub fn run(args: &CpuArgs) -> Result<()> {
         } else {
             Config::FULL
         },
-        filter: args.filter.clone(),
-        rows: Vec::new(),
+        results: Results::new(args.filter.clone()),
     };
     let started = Instant::now();
     eprintln!(
@@ -155,14 +142,15 @@ pub fn run(args: &CpuArgs) -> Result<()> {
     suite::tiered_suite(&mut h).context("tiered benchmarks")?;
 
     let wall = started.elapsed();
-    report::print(&h.rows);
+    report::print(&h.results.rows);
     eprintln!(
         "\n{} benchmarks in {:.1} s",
-        h.rows.len(),
+        h.results.rows.len(),
         wall.as_secs_f64()
     );
     if let Some(path) = &args.json {
-        report::write_json(path, &h.rows).with_context(|| format!("writing {}", path.display()))?;
+        report::write_json(path, &h.results.rows)
+            .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("results written to {}", path.display());
     }
     Ok(())

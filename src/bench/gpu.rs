@@ -42,7 +42,7 @@ mod cuda_report;
 mod peers;
 
 use super::measure::{measure, measure_batched, Config, Stats};
-use super::report::{self, format_ns, Row};
+use super::report::{self, format_ns, Results, Row};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use nacre::gpu::{Array, CpuMode, DeviceKind};
@@ -301,30 +301,18 @@ fn settle_c_tier() {
 /// Samples benchmarks and collects the results.
 struct Harness {
     config: Config,
-    filter: Vec<String>,
-    rows: Vec<Row>,
+    results: Results,
     /// Lines printed under the table (skipped benchmarks, the launch grids).
     notes: Vec<String>,
 }
 
 impl Harness {
     fn wants(&self, name: &str) -> bool {
-        self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()))
+        self.results.wants(name)
     }
 
     fn record(&mut self, name: &str, stats: Stats) {
-        eprintln!(
-            "{:>4} {name:<34} {:>11}  ±{:>5.1}%  ({} samples × {})",
-            self.rows.len() + 1,
-            format_ns(stats.median_ns),
-            100.0 * stats.mad_ns / stats.median_ns,
-            stats.samples,
-            stats.batch
-        );
-        self.rows.push(Row {
-            name: name.to_string(),
-            stats,
-        });
+        self.results.record(name, stats, "");
     }
 
     /// Measures `routine`, which cannot fail.
@@ -604,8 +592,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
             } else {
                 Config::FULL
             },
-            filter: args.filter.clone(),
-            rows: Vec::new(),
+            results: Results::new(args.filter.clone()),
             notes: Vec::new(),
         },
         mode: args.mode,
@@ -646,11 +633,11 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     print_report(&s, threads);
     eprintln!(
         "\n{} benchmarks in {:.1} s",
-        s.h.rows.len(),
+        s.h.results.rows.len(),
         wall.as_secs_f64()
     );
     if let Some(path) = &args.json {
-        let mut doc = report::to_json(&s.h.rows);
+        let mut doc = report::to_json(&s.h.results.rows);
         doc["config"] = json!({
             "backend": s.options.gpu.device.name(),
             "mode": args.mode.name(),
@@ -732,7 +719,7 @@ fn targets() -> Vec<Target> {
 }
 
 fn print_report(s: &Suite, threads: usize) {
-    let rows = &s.h.rows;
+    let rows = &s.h.results.rows;
     let backend = s.options.gpu.device.name();
     let pre = format!("{}_", s.prefix);
     println!(

@@ -17,6 +17,47 @@ pub struct Row {
     pub stats: Stats,
 }
 
+/// The rows of a run as they are measured: which benchmarks the filter selects, and each
+/// measurement printed to stderr as it is recorded.
+#[derive(Debug, Default)]
+pub struct Results {
+    filter: Vec<String>,
+    /// The rows recorded so far, in order.
+    pub rows: Vec<Row>,
+}
+
+impl Results {
+    /// No rows yet; `filter` selects the benchmarks whose names contain one of its strings
+    /// (all of them when empty).
+    pub fn new(filter: Vec<String>) -> Results {
+        Results {
+            filter,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Whether the filter selects benchmark `name`.
+    pub fn wants(&self, name: &str) -> bool {
+        self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()))
+    }
+
+    /// Prints and keeps `stats` as row `name`; `detail` ends the printed line's parenthesis.
+    pub fn record(&mut self, name: &str, stats: Stats, detail: &str) {
+        eprintln!(
+            "{:>4} {name:<36} {:>11}  ±{:>5.1}%  ({} samples × {}{detail})",
+            self.rows.len() + 1,
+            format_ns(stats.median_ns),
+            100.0 * stats.mad_ns / stats.median_ns,
+            stats.samples,
+            stats.batch
+        );
+        self.rows.push(Row {
+            name: name.to_string(),
+            stats,
+        });
+    }
+}
+
 /// Formats nanoseconds with four significant digits and a fitting unit.
 pub fn format_ns(ns: f64) -> String {
     if !ns.is_finite() {

@@ -38,7 +38,7 @@
 use super::super::measure::{
     measure, measure_calls, measure_device_calls, CallConfig, CallTimes, Config, Stats,
 };
-use super::super::report::{format_ns, Row};
+use super::super::report::{format_ns, Results, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
 use super::{
     check_close, launch_blocks, measure_compiles, rayon_logistic, tree_sum, GpuArgs, Mode, BLOCK,
@@ -186,14 +186,13 @@ enum Clock {
 struct Suite {
     call_cfg: CallConfig,
     cpu_cfg: Config,
-    filter: Vec<String>,
+    results: Results,
     cuda: Place,
     cpu: Option<Place>,
     /// Whether the current pass is CUDA's: every benchmark runs on CUDA first, then on the
     /// CPU, so that the CPU runs, which load every core, do not disturb the GPU's timings.
     on_cuda: bool,
     mode: Mode,
-    rows: Vec<Row>,
     notes: Vec<String>,
     /// Result checks that failed (those benchmarks are not timed).
     failures: Vec<String>,
@@ -206,18 +205,11 @@ struct Suite {
 }
 
 impl Suite {
-    fn wants(&self, name: &str) -> bool {
-        self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()))
-    }
-
-    /// The place the benchmarks run on in the current pass.
-    fn places(&self) -> impl Iterator<Item = &Place> {
-        if self.on_cuda {
-            Some(&self.cuda)
-        } else {
-            self.cpu.as_ref()
-        }
-        .into_iter()
+    /// The name of benchmark `P_<what>` on the current pass's place, or `None` when the filter
+    /// leaves it out.
+    fn job(&self, what: &str) -> Option<String> {
+        let name = self.place(self.on_cuda).name(what);
+        self.results.wants(&name).then_some(name)
     }
 
     fn record(&mut self, name: &str, stats: Stats) {
@@ -226,18 +218,7 @@ impl Suite {
             .get(name)
             .map(|h| format!(", host clock {}", format_ns(*h)))
             .unwrap_or_default();
-        eprintln!(
-            "{:>4} {name:<36} {:>11}  ±{:>5.1}%  ({} samples × {}{host})",
-            self.rows.len() + 1,
-            format_ns(stats.median_ns),
-            100.0 * stats.mad_ns / stats.median_ns,
-            stats.samples,
-            stats.batch
-        );
-        self.rows.push(Row {
-            name: name.to_string(),
-            stats,
-        });
+        self.results.record(name, stats, &host);
     }
 
     /// Records a failed result check: printed now, reported at the end; the benchmark is
@@ -310,170 +291,145 @@ impl Suite {
         Ok(())
     }
 
-    /// `P_saxpy_N` on every place.
+    /// `P_saxpy_N` on the current pass's place.
     fn saxpy(&mut self, n: usize) -> Result<()> {
+        let Some(name) = self.job(&format!("saxpy_{n}")) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
         let x = random_in(n, 1, -1.0, 1.0);
         let y0 = random_in(n, 2, -1.0, 1.0);
         let want: Vec<f32> = x.iter().zip(&y0).map(|(x, y)| ALPHA * x + y).collect();
-        let jobs: Vec<_> = self
-            .places()
-            .map(|p| (p.name(&format!("saxpy_{n}")), p.is_cuda()))
-            .collect();
-        for (name, is_cuda) in jobs {
-            if !self.wants(&name) {
-                continue;
-            }
-            let place = self.place(is_cuda);
-            let blocks = place.grid(n);
-            let f = place.engine.compile(run_saxpy_grid_stride)?;
-            settle(is_cuda);
-            let xa = Array::copy_on(place.device(), &x)?;
-            let ya = Array::copy_on(place.device(), &y0)?;
-            self.grids.push((name.clone(), blocks));
-            f.call(ALPHA, xa.ptr(), ya.ptr(), n as u32, blocks)?;
-            if let Err(e) = check_close(&name, ya.as_slice(), &want, 0.0) {
-                self.fail(&name, e);
-                continue;
-            }
-            self.time(is_cuda, Clock::Events, &name, || {
-                f.call(ALPHA, xa.ptr(), ya.ptr(), black_box(n as u32), blocks)
-            })?;
+        let place = self.place(is_cuda);
+        let blocks = place.grid(n);
+        let f = place.engine.compile(run_saxpy_grid_stride)?;
+        settle(is_cuda);
+        let xa = Array::copy_on(place.device(), &x)?;
+        let ya = Array::copy_on(place.device(), &y0)?;
+        self.grids.push((name.clone(), blocks));
+        f.call(ALPHA, xa.ptr(), ya.ptr(), n as u32, blocks)?;
+        if let Err(e) = check_close(&name, ya.as_slice(), &want, 0.0) {
+            self.fail(&name, e);
+            return Ok(());
         }
+        self.time(is_cuda, Clock::Events, &name, || {
+            f.call(ALPHA, xa.ptr(), ya.ptr(), black_box(n as u32), blocks)
+        })?;
         Ok(())
     }
 
-    /// `P_vecadd_N` on every place.
+    /// `P_vecadd_N` on the current pass's place.
     fn vecadd(&mut self, n: usize) -> Result<()> {
+        let Some(name) = self.job(&format!("vecadd_{n}")) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
         let a = random_in(n, 3, -1.0, 1.0);
         let b = random_in(n, 4, -1.0, 1.0);
         let want: Vec<f32> = a.iter().zip(&b).map(|(a, b)| a + b).collect();
-        let jobs: Vec<_> = self
-            .places()
-            .map(|p| (p.name(&format!("vecadd_{n}")), p.is_cuda()))
-            .collect();
-        for (name, is_cuda) in jobs {
-            if !self.wants(&name) {
-                continue;
-            }
-            let place = self.place(is_cuda);
-            let blocks = place.grid(n);
-            let f = place.engine.compile(run_vec_add_grid_stride)?;
-            settle(is_cuda);
-            let aa = Array::copy_on(place.device(), &a)?;
-            let ba = Array::copy_on(place.device(), &b)?;
-            let ca = Array::<f32>::alloc_on(place.device(), n)?;
-            self.grids.push((name.clone(), blocks));
-            f.call(aa.ptr(), ba.ptr(), ca.ptr(), n as u32, blocks)?;
-            if let Err(e) = check_close(&name, ca.as_slice(), &want, 0.0) {
-                self.fail(&name, e);
-                continue;
-            }
-            self.time(is_cuda, Clock::Events, &name, || {
-                f.call(aa.ptr(), ba.ptr(), ca.ptr(), black_box(n as u32), blocks)
-            })?;
+        let place = self.place(is_cuda);
+        let blocks = place.grid(n);
+        let f = place.engine.compile(run_vec_add_grid_stride)?;
+        settle(is_cuda);
+        let aa = Array::copy_on(place.device(), &a)?;
+        let ba = Array::copy_on(place.device(), &b)?;
+        let ca = Array::<f32>::alloc_on(place.device(), n)?;
+        self.grids.push((name.clone(), blocks));
+        f.call(aa.ptr(), ba.ptr(), ca.ptr(), n as u32, blocks)?;
+        if let Err(e) = check_close(&name, ca.as_slice(), &want, 0.0) {
+            self.fail(&name, e);
+            return Ok(());
         }
+        self.time(is_cuda, Clock::Events, &name, || {
+            f.call(aa.ptr(), ba.ptr(), ca.ptr(), black_box(n as u32), blocks)
+        })?;
         Ok(())
     }
 
-    /// `P_blocksum_N` on every place (grid mode only on the CPU).
+    /// `P_blocksum_N` on the current pass's place (grid mode only on the CPU).
     fn blocksum(&mut self, n: usize) -> Result<()> {
+        let Some(name) = self.job(&format!("blocksum_{n}")) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        if !is_cuda && self.mode == Mode::Serial {
+            self.notes.push(format!(
+                "{name}: skipped in serial mode (one thread of one block cannot run a \
+                 block-wide reduction)"
+            ));
+            return Ok(());
+        }
         let input = random_in(n, 5, -1.0, 1.0);
         let want: Vec<f32> = input.chunks(BLOCK).map(tree_sum).collect();
-        let jobs: Vec<_> = self
-            .places()
-            .map(|p| (p.name(&format!("blocksum_{n}")), p.is_cuda()))
-            .collect();
-        for (name, is_cuda) in jobs {
-            if !self.wants(&name) {
-                continue;
-            }
-            if !is_cuda && self.mode == Mode::Serial {
-                self.notes.push(format!(
-                    "{name}: skipped in serial mode (one thread of one block cannot run a \
-                     block-wide reduction)"
-                ));
-                continue;
-            }
-            let place = self.place(is_cuda);
-            let f = place.engine.compile(run_block_sum)?;
-            settle(is_cuda);
-            let ia = Array::copy_on(place.device(), &input)?;
-            let oa = Array::<f32>::alloc_on(place.device(), want.len())?;
-            f.call(ia.ptr(), oa.ptr(), n as u32)?;
-            if let Err(e) = check_close(&name, oa.as_slice(), &want, 0.0) {
-                self.fail(&name, e);
-                continue;
-            }
-            self.time(is_cuda, Clock::Events, &name, || {
-                f.call(ia.ptr(), oa.ptr(), black_box(n as u32))
-            })?;
+        let place = self.place(is_cuda);
+        let f = place.engine.compile(run_block_sum)?;
+        settle(is_cuda);
+        let ia = Array::copy_on(place.device(), &input)?;
+        let oa = Array::<f32>::alloc_on(place.device(), want.len())?;
+        f.call(ia.ptr(), oa.ptr(), n as u32)?;
+        if let Err(e) = check_close(&name, oa.as_slice(), &want, 0.0) {
+            self.fail(&name, e);
+            return Ok(());
         }
+        self.time(is_cuda, Clock::Events, &name, || {
+            f.call(ia.ptr(), oa.ptr(), black_box(n as u32))
+        })?;
         Ok(())
     }
 
-    /// `P_logistic_N_I` on every place.
+    /// `P_logistic_N_I` on the current pass's place.
     fn logistic(&mut self, n: usize, iters: u32) -> Result<()> {
+        let Some(name) = self.job(&format!("logistic_{n}_{iters}")) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
         let start = random_in(n, 6, 0.05, 0.95);
         let checked = logistic_checked(n);
         let mut want: Vec<f32> = checked.iter().map(|&i| start[i]).collect();
         rayon_logistic(&mut want, iters);
-        let jobs: Vec<_> = self
-            .places()
-            .map(|p| (p.name(&format!("logistic_{n}_{iters}")), p.is_cuda()))
-            .collect();
-        for (name, is_cuda) in jobs {
-            if !self.wants(&name) {
-                continue;
-            }
-            let place = self.place(is_cuda);
-            let blocks = place.grid(n);
-            let f = place.engine.compile(run_logistic)?;
-            settle(is_cuda);
-            let v = Array::copy_on(place.device(), &start)?;
-            self.grids.push((name.clone(), blocks));
-            f.call(v.ptr(), n as u32, iters, blocks)?;
-            let got: Vec<f32> = {
-                let s = v.as_slice();
-                checked.iter().map(|&i| s[i]).collect()
-            };
-            if let Err(e) = check_close(&name, &got, &want, 0.0) {
-                self.fail(&name, e);
-                continue;
-            }
-            self.time(is_cuda, Clock::Events, &name, || {
-                f.call(v.ptr(), n as u32, black_box(iters), blocks)
-            })?;
+        let place = self.place(is_cuda);
+        let blocks = place.grid(n);
+        let f = place.engine.compile(run_logistic)?;
+        settle(is_cuda);
+        let v = Array::copy_on(place.device(), &start)?;
+        self.grids.push((name.clone(), blocks));
+        f.call(v.ptr(), n as u32, iters, blocks)?;
+        let got: Vec<f32> = {
+            let s = v.as_slice();
+            checked.iter().map(|&i| s[i]).collect()
+        };
+        if let Err(e) = check_close(&name, &got, &want, 0.0) {
+            self.fail(&name, e);
+            return Ok(());
         }
+        self.time(is_cuda, Clock::Events, &name, || {
+            f.call(v.ptr(), n as u32, black_box(iters), blocks)
+        })?;
         Ok(())
     }
 
     /// `P_launch_latency`: calls of [`run_tiny`]; the counter must count them all.
     fn latency(&mut self) -> Result<()> {
-        let jobs: Vec<_> = self
-            .places()
-            .map(|p| (p.name("launch_latency"), p.is_cuda()))
-            .collect();
-        for (name, is_cuda) in jobs {
-            if !self.wants(&name) {
-                continue;
-            }
-            let place = self.place(is_cuda);
-            let f = place.engine.compile(run_tiny)?;
-            settle(is_cuda);
-            let counter = Array::<u32>::alloc_on(place.device(), 1)?;
-            let mut calls = 0u64;
-            self.time(is_cuda, Clock::Host, &name, || {
-                calls += 1;
-                f.call(counter.ptr())
-            })?;
-            let got = u64::from(counter.as_slice()[0]);
-            if got != calls % (1 << 32) {
-                self.fail(
-                    &name,
-                    anyhow::anyhow!("the counter is {got} after {calls} calls"),
-                );
-                self.rows.retain(|r| r.name != name);
-            }
+        let Some(name) = self.job("launch_latency") else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        let place = self.place(is_cuda);
+        let f = place.engine.compile(run_tiny)?;
+        settle(is_cuda);
+        let counter = Array::<u32>::alloc_on(place.device(), 1)?;
+        let mut calls = 0u64;
+        self.time(is_cuda, Clock::Host, &name, || {
+            calls += 1;
+            f.call(counter.ptr())
+        })?;
+        let got = u64::from(counter.as_slice()[0]);
+        if got != calls % (1 << 32) {
+            self.fail(
+                &name,
+                anyhow::anyhow!("the counter is {got} after {calls} calls"),
+            );
+            self.results.rows.retain(|r| r.name != name);
         }
         Ok(())
     }
@@ -485,49 +441,39 @@ impl Suite {
         kernel: &str,
         mut compile: impl FnMut(&Engine) -> Result<O, nacre::Error>,
     ) -> Result<()> {
-        let jobs: Vec<_> = self
-            .places()
-            .map(|p| {
-                (
-                    p.name(&format!("compile_{kernel}")),
-                    p.is_cuda(),
-                    p.options.clone(),
-                )
-            })
-            .collect();
-        for (name, is_cuda, options) in jobs {
-            if !self.wants(&name) {
-                continue;
+        let Some(name) = self.job(&format!("compile_{kernel}")) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        let options = self.place(is_cuda).options.clone();
+        let setup = || {
+            if is_cuda {
+                cuda::clear_kernel_cache();
             }
-            let setup = || {
-                if is_cuda {
-                    cuda::clear_kernel_cache();
-                }
-                Engine::new(options.clone())
-            };
-            let before = is_cuda.then(cuda::thread_stats);
-            let measured = measure_compiles(&self.cpu_cfg, setup, &mut compile);
-            settle(is_cuda);
-            let (stats, samples) = measured.with_context(|| format!("benchmark {name}"))?;
-            if let Some(before) = before {
-                let d = cuda::thread_stats().since(&before);
-                if d.compiles != samples || d.disk_cache_hits != 0 || d.cache_hits != 0 {
-                    self.fail(
-                        &name,
-                        anyhow::anyhow!(
-                            "{samples} samples should each compile the kernel once with \
-                             NVRTC; the runtime counted {} compiles, {} kernel-cache hits and \
-                             {} on-disk cache hits",
-                            d.compiles,
-                            d.cache_hits,
-                            d.disk_cache_hits
-                        ),
-                    );
-                    continue;
-                }
+            Engine::new(options.clone())
+        };
+        let before = is_cuda.then(cuda::thread_stats);
+        let measured = measure_compiles(&self.cpu_cfg, setup, &mut compile);
+        settle(is_cuda);
+        let (stats, samples) = measured.with_context(|| format!("benchmark {name}"))?;
+        if let Some(before) = before {
+            let d = cuda::thread_stats().since(&before);
+            if d.compiles != samples || d.disk_cache_hits != 0 || d.cache_hits != 0 {
+                self.fail(
+                    &name,
+                    anyhow::anyhow!(
+                        "{samples} samples should each compile the kernel once with \
+                         NVRTC; the runtime counted {} compiles, {} kernel-cache hits and \
+                         {} on-disk cache hits",
+                        d.compiles,
+                        d.cache_hits,
+                        d.disk_cache_hits
+                    ),
+                );
+                return Ok(());
             }
-            self.record(&name, stats);
         }
+        self.record(&name, stats);
         Ok(())
     }
 
@@ -662,7 +608,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         } else {
             Config::FULL
         },
-        filter: args.filter.clone(),
+        results: Results::new(args.filter.clone()),
         cuda: Place {
             prefix: "gpu_cuda",
             options: options.clone(),
@@ -672,7 +618,6 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         cpu,
         on_cuda: true,
         mode: args.mode,
-        rows: Vec::new(),
         notes: Vec::new(),
         failures: Vec::new(),
         steady: BTreeMap::new(),
@@ -764,7 +709,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
 
     let wall = started.elapsed();
     let outcome = Outcome {
-        rows: s.rows,
+        rows: s.results.rows,
         peers,
         notes: s.notes,
         failures: s.failures,
