@@ -35,11 +35,7 @@ pub fn function(
     ret: Option<Type>,
     body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
 ) -> Function {
-    let mut f = Function::new(name, FuncKind::Host, Signature { params, ret });
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    body(&mut b, &p);
-    f
+    FunctionBuilder::build(name, FuncKind::Host, &params, ret, body)
 }
 
 /// Sets the status the recording launcher writes (0: success).

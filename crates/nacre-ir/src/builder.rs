@@ -2,7 +2,7 @@
 //! and computing result types.
 
 use crate::entities::{Block, ExternId, FuncId, Inst, Value};
-use crate::function::{BlockData, Function, InstData, ValueData, ValueDef};
+use crate::function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};
 use crate::instructions::{
     BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, UnaryOp,
 };
@@ -15,6 +15,28 @@ use crate::types::{Scalar, Type};
 pub struct FunctionBuilder<'f> {
     func: &'f mut Function,
     current: Option<Block>,
+}
+
+impl FunctionBuilder<'_> {
+    /// A function `name` of `kind` taking `params` and returning `ret`, whose body `body`
+    /// builds from the entry block, given the entry's parameters.
+    pub fn build(
+        name: &str,
+        kind: FuncKind,
+        params: &[Type],
+        ret: Option<Type>,
+        body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
+    ) -> Function {
+        let signature = Signature {
+            params: params.to_vec(),
+            ret,
+        };
+        let mut f = Function::new(name, kind, signature);
+        let mut b = FunctionBuilder::new(&mut f);
+        let p = b.create_entry_block();
+        body(&mut b, &p);
+        f
+    }
 }
 
 impl<'f> FunctionBuilder<'f> {

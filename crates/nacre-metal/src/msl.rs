@@ -367,17 +367,7 @@ mod tests {
         params: &[Type],
         body: impl FnOnce(&mut FunctionBuilder<'_>, &[nacre_ir::Value]),
     ) -> Module {
-        let mut f = Function::new(
-            "k",
-            FuncKind::Kernel,
-            Signature {
-                params: params.to_vec(),
-                ret: None,
-            },
-        );
-        let mut b = FunctionBuilder::new(&mut f);
-        let p = b.create_entry_block();
-        body(&mut b, &p);
+        let f = FunctionBuilder::build("k", FuncKind::Kernel, params, None, body);
         let mut m = Module::new();
         let id = m.add_function(f);
         m.entry = Some(id);

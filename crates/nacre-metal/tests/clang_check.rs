@@ -6,7 +6,7 @@
 
 use nacre_ir::{
     BinaryOp, CmpOp, Const, Dim, FuncId, FuncKind, Function, FunctionBuilder, GpuIndex, Module,
-    Scalar, Signature, Type, Value,
+    Scalar, Type, Value,
 };
 use nacre_metal::clang_check::{check_msl, clang_version, ClangCheckError};
 use nacre_metal::{emit_msl, MetalError};
@@ -31,18 +31,7 @@ fn func(
     ret: Option<Type>,
     body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
 ) -> Function {
-    let mut f = Function::new(
-        name,
-        kind,
-        Signature {
-            params: params.to_vec(),
-            ret,
-        },
-    );
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    body(&mut b, &p);
-    f
+    FunctionBuilder::build(name, kind, params, ret, body)
 }
 
 fn k(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {

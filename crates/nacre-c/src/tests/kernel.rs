@@ -137,18 +137,7 @@ fn kernel(
     params: &[Type],
     body: impl FnOnce(&mut FunctionBuilder<'_>, &[nacre_ir::Value]),
 ) -> Function {
-    let mut f = Function::new(
-        name,
-        FuncKind::Kernel,
-        Signature {
-            params: params.to_vec(),
-            ret: None,
-        },
-    );
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    body(&mut b, &p);
-    f
+    FunctionBuilder::build(name, FuncKind::Kernel, params, None, body)
 }
 
 /// A module with a host function, an unused device function, `inner` called by `outer`

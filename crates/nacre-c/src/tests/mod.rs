@@ -9,7 +9,7 @@ mod snapshots;
 mod structured;
 
 use crate::{CBackend, CExecutable, COptions};
-use nacre_ir::{Const, FuncKind, Function, FunctionBuilder, Module, Signature, Type, Value};
+use nacre_ir::{Const, FuncKind, Function, FunctionBuilder, Module, Type, Value};
 
 /// Builds a host function; `body` gets the builder positioned in the entry block and the
 /// entry parameters.
@@ -19,18 +19,7 @@ pub(crate) fn function(
     ret: Option<Type>,
     body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
 ) -> Function {
-    let mut f = Function::new(
-        name,
-        FuncKind::Host,
-        Signature {
-            params: params.to_vec(),
-            ret,
-        },
-    );
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    body(&mut b, &p);
-    f
+    FunctionBuilder::build(name, FuncKind::Host, params, ret, body)
 }
 
 /// A module of `functions` whose entry is the first.

@@ -32,15 +32,7 @@ fn function(
     ret: Option<Type>,
     body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
 ) -> Function {
-    let sig = Signature {
-        params: params.to_vec(),
-        ret,
-    };
-    let mut f = Function::new(name, FuncKind::Host, sig);
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    body(&mut b, &p);
-    f
+    FunctionBuilder::build(name, FuncKind::Host, params, ret, body)
 }
 
 /// A module whose entry is `entry` (added first) followed by `others`.

@@ -17,18 +17,7 @@ fn func(
     ret: Option<Type>,
     body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
 ) -> Function {
-    let mut f = Function::new(
-        name,
-        kind,
-        Signature {
-            params: params.to_vec(),
-            ret,
-        },
-    );
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    body(&mut b, &p);
-    f
+    FunctionBuilder::build(name, kind, params, ret, body)
 }
 
 fn kernel(

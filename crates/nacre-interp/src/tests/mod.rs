@@ -10,9 +10,7 @@ mod launch;
 mod programs;
 
 use crate::{InterpExecutable, Interpreter};
-use nacre_ir::{
-    verify, Const, FuncKind, Function, FunctionBuilder, Module, Signature, Type, Value,
-};
+use nacre_ir::{verify, Const, FuncKind, Function, FunctionBuilder, Module, Type, Value};
 
 /// Verifies and compiles a module.
 fn compile(module: Module) -> InterpExecutable {
@@ -29,11 +27,7 @@ fn function(
     ret: Option<Type>,
     build: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]),
 ) -> Function {
-    let mut f = Function::new(name, FuncKind::Host, Signature { params, ret });
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    build(&mut b, &p);
-    f
+    FunctionBuilder::build(name, FuncKind::Host, &params, ret, build)
 }
 
 /// Compiles a module holding one function, its entry.
