@@ -41,7 +41,7 @@ mod cuda;
 mod cuda_report;
 mod peers;
 
-use super::measure::{measure, measure_batched, Config, Stats};
+use super::measure::{measure, measure_batched, measure_fallible, Config, Stats};
 use super::report::{self, format_ns, Results, Row};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -323,19 +323,12 @@ impl Harness {
 
     /// Measures `routine`, which fails with an error of its own; the first error ends the
     /// benchmark (after the sampling) with that error.
-    fn time<E>(&mut self, name: &str, mut routine: impl FnMut() -> Result<(), E>) -> Result<()>
+    fn time<E>(&mut self, name: &str, routine: impl FnMut() -> Result<(), E>) -> Result<()>
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        let mut failure: Option<E> = None;
-        let stats = measure(&self.config, || {
-            if let Err(e) = routine() {
-                failure.get_or_insert(e);
-            }
-        });
-        if let Some(e) = failure {
-            return Err(e).with_context(|| format!("benchmark {name}"));
-        }
+        let stats =
+            measure_fallible(&self.config, routine).with_context(|| format!("benchmark {name}"))?;
         self.record(name, stats);
         Ok(())
     }

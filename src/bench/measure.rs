@@ -247,6 +247,21 @@ pub fn measure<O>(cfg: &Config, mut routine: impl FnMut() -> O) -> Stats {
     Stats::from_samples(per_call, batch)
 }
 
+/// [`measure`] of a routine that can fail: every sample is still taken, and the first error,
+/// if any, is returned instead of the figures.
+pub fn measure_fallible<E>(
+    cfg: &Config,
+    mut routine: impl FnMut() -> Result<(), E>,
+) -> Result<Stats, E> {
+    let mut failure: Option<E> = None;
+    let stats = measure(cfg, || {
+        if let Err(e) = routine() {
+            failure.get_or_insert(e);
+        }
+    });
+    failure.map_or(Ok(stats), Err)
+}
+
 /// Measures `routine` on inputs made by `setup`. A sample prepares its batch of inputs, times
 /// the routine on each (keeping the outputs), then drops the outputs: neither `setup` nor the
 /// drops are timed. [`Batch::PerIteration`] makes every sample a single call.
@@ -319,6 +334,28 @@ mod tests {
         let (batch, samples) = plan(&cfg, 50e6, usize::MAX);
         assert_eq!((batch, samples), (1, cfg.min_samples));
         assert_eq!(plan(&cfg, 2.0, 1).0, 1);
+    }
+
+    #[test]
+    fn measure_fallible_returns_the_first_error() {
+        let cfg = Config {
+            warmup: Duration::from_millis(1),
+            target: Duration::from_millis(2),
+            ..Config::QUICK
+        };
+        let mut calls = 0u32;
+        let r = measure_fallible(&cfg, || {
+            calls += 1;
+            if calls == 3 || calls == 5 {
+                Err(calls)
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(r.unwrap_err(), 3);
+        assert!(calls > 5, "sampling went on after the error");
+        let s = measure_fallible(&cfg, || Ok::<(), u32>(())).unwrap();
+        assert!(s.samples >= cfg.min_samples);
     }
 
     #[test]

@@ -72,18 +72,18 @@ impl Suite {
         inputs: Vec<Vec<u64>>,
         expected: impl Fn(&[u64]) -> Result<u64, Trap> + 'static,
     ) {
-        let mut f = Function::new(
-            format!("case{}", self.functions.len()),
+        let params: Vec<Type> = params.iter().map(|&s| Type::Scalar(s)).collect();
+        let name = format!("case{}", self.functions.len());
+        let f = FunctionBuilder::build(
+            &name,
             FuncKind::Host,
-            Signature {
-                params: params.iter().map(|&s| Type::Scalar(s)).collect(),
-                ret: Some(Type::Scalar(ret)),
+            &params,
+            Some(Type::Scalar(ret)),
+            |b, p| {
+                let r = body(b, p);
+                b.ret(Some(r));
             },
         );
-        let mut b = FunctionBuilder::new(&mut f);
-        let p = b.create_entry_block();
-        let r = body(&mut b, &p);
-        b.ret(Some(r));
         self.functions.push(f);
         self.cases.push(Case {
             what: what.into(),

@@ -36,7 +36,7 @@
 //! ([`super::cuda_report`]).
 
 use super::super::measure::{
-    measure, measure_calls, measure_device_calls, CallConfig, CallTimes, Config, Stats,
+    measure_calls, measure_device_calls, measure_fallible, CallConfig, CallTimes, Config, Stats,
 };
 use super::super::report::{format_ns, Results, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
@@ -277,15 +277,8 @@ impl Suite {
             );
             self.record(name, stats);
         } else {
-            let mut failure: Option<nacre::Error> = None;
-            let stats = measure(&self.cpu_cfg, || {
-                if let Err(e) = call() {
-                    failure.get_or_insert(e);
-                }
-            });
-            if let Some(e) = failure {
-                return Err(e).with_context(|| format!("benchmark {name}"));
-            }
+            let stats = measure_fallible(&self.cpu_cfg, call)
+                .with_context(|| format!("benchmark {name}"))?;
             self.record(name, stats);
         }
         Ok(())
