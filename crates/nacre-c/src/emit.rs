@@ -74,13 +74,7 @@ pub fn launched_kernels(module: &Module) -> Vec<FuncId> {
         if func.kind != FuncKind::Host {
             continue;
         }
-        let insts = func
-            .layout
-            .iter()
-            .filter_map(|&b| func.blocks.get(b))
-            .flat_map(|b| &b.insts)
-            .filter_map(|&i| func.insts.get(i));
-        for data in insts {
+        for data in func.live_insts() {
             if let InstKind::Launch(l) = &data.kind {
                 kernels.insert(l.kernel);
             }

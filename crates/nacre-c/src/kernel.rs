@@ -42,13 +42,7 @@ pub fn callees(module: &Module, root: FuncId) -> BTreeSet<FuncId> {
         let Some(func) = module.functions.get(f) else {
             continue;
         };
-        let insts = func
-            .layout
-            .iter()
-            .filter_map(|&b| func.blocks.get(b))
-            .flat_map(|b| &b.insts)
-            .filter_map(|&i| func.insts.get(i));
-        for data in insts {
+        for data in func.live_insts() {
             if let InstKind::Call(callee, _) = &data.kind {
                 if module.functions.get(*callee).is_some() && found.insert(*callee) {
                     work.push(*callee);

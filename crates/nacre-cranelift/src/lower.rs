@@ -888,12 +888,9 @@ impl Lowerer<'_, '_> {
         }
         let func = self.func;
         let max_args = func
-            .layout
-            .iter()
-            .filter_map(|&b| func.blocks.get(b))
-            .flat_map(|b| &b.insts)
-            .filter_map(|&i| match func.insts.get(i).map(|d| &d.kind) {
-                Some(InstKind::Launch(l)) => Some(l.args.len()),
+            .live_insts()
+            .filter_map(|d| match &d.kind {
+                InstKind::Launch(l) => Some(l.args.len()),
                 _ => None,
             })
             .max()

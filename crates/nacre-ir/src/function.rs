@@ -134,6 +134,17 @@ impl Function {
         }
     }
 
+    /// The live instructions (those of laid-out blocks), in layout order. Blocks and
+    /// instructions that do not exist are skipped, so that printers of unverified IR can use
+    /// it too.
+    pub fn live_insts(&self) -> impl Iterator<Item = &InstData> + '_ {
+        self.layout
+            .iter()
+            .filter_map(|&b| self.blocks.get(b))
+            .flat_map(|b| &b.insts)
+            .filter_map(|&i| self.insts.get(i))
+    }
+
     /// Number of live instructions (those in laid-out blocks).
     pub fn live_inst_count(&self) -> usize {
         self.layout

@@ -348,10 +348,8 @@ pub fn emit_msl(module: &Module) -> Result<Vec<MslKernel>, MetalError> {
 /// The bytes of threadgroup memory of the shared arrays a kernel allocates.
 fn shared_bytes(module: &Module, kernel: FuncId) -> u64 {
     let func = &module.functions[kernel];
-    func.layout
-        .iter()
-        .flat_map(|&b| &func.blocks[b].insts)
-        .map(|&i| match func.insts[i].kind {
+    func.live_insts()
+        .map(|d| match d.kind {
             InstKind::SharedAlloc { elem, len } => u64::from(elem.bytes()) * u64::from(len),
             _ => 0,
         })

@@ -18,7 +18,7 @@ use crate::runtime::error::CudaError;
 use crate::runtime::launch::{cuda_launch_async, cuda_launch_sync, finish_launches};
 use crate::runtime::memory::CudaDevice;
 use crate::runtime::module_cache::{get_or_load, LoadedKernel};
-use nacre_ir::{FuncId, FuncKind, InstKind, LaunchBinding, Module};
+use nacre_ir::{FuncId, FuncKind, Function, InstKind, LaunchBinding, Module};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -50,13 +50,7 @@ impl LaunchSync {
             .functions
             .values()
             .filter(|f| f.kind == FuncKind::Host)
-            .flat_map(|f| {
-                f.layout
-                    .iter()
-                    .filter_map(|&b| f.blocks.get(b))
-                    .flat_map(|b| &b.insts)
-                    .filter_map(|&i| f.insts.get(i))
-            })
+            .flat_map(Function::live_insts)
             .any(|inst| {
                 matches!(
                     inst.kind,

@@ -86,20 +86,18 @@ pub fn launch_shapes(module: &Module) -> HashMap<FuncId, LaunchShape> {
         .values()
         .filter(|f| f.kind == FuncKind::Host)
     {
-        for &b in &f.layout {
-            for &i in &f.blocks[b].insts {
-                let InstKind::Launch(l) = &f.insts[i].kind else {
-                    continue;
-                };
-                let shape = LaunchShape {
-                    grid: l.grid.map(|v| const_u32(f, v)),
-                    block: l.block.map(|v| const_u32(f, v)),
-                };
-                shapes
-                    .entry(l.kernel)
-                    .and_modify(|s| s.meet(&shape))
-                    .or_insert(shape);
-            }
+        for data in f.live_insts() {
+            let InstKind::Launch(l) = &data.kind else {
+                continue;
+            };
+            let shape = LaunchShape {
+                grid: l.grid.map(|v| const_u32(f, v)),
+                block: l.block.map(|v| const_u32(f, v)),
+            };
+            shapes
+                .entry(l.kernel)
+                .and_modify(|s| s.meet(&shape))
+                .or_insert(shape);
         }
     }
     shapes
@@ -223,10 +221,8 @@ mod tests {
     }
 
     fn gpu_reads(f: &Function) -> usize {
-        f.layout
-            .iter()
-            .flat_map(|&b| &f.blocks[b].insts)
-            .filter(|&&i| matches!(f.insts[i].kind, InstKind::GpuIndex(..)))
+        f.live_insts()
+            .filter(|d| matches!(d.kind, InstKind::GpuIndex(..)))
             .count()
     }
 
