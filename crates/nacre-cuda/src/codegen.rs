@@ -216,7 +216,9 @@ pub fn emit_kernels(module: &Module) -> Result<Vec<(FuncId, KernelSource)>, Back
         .collect()
 }
 
-fn print_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {
+/// Prints kernel `kernel` of a module already specialised for its launches
+/// ([`specialised_for_launches`]).
+pub(crate) fn print_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {
     let code = nacre_c::emit_kernel_source(&CudaDialect, module, kernel)?;
     Ok(KernelSource {
         name: code.symbol,

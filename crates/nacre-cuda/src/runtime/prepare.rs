@@ -2,7 +2,9 @@
 //! launcher, so that the module's host functions can be compiled by a CPU backend with their
 //! launches.
 //!
-//! Per kernel: print it as CUDA C ([`crate::codegen::emit_kernel`]), then get it from the
+//! The module's kernels are specialised for their launches once
+//! ([`specialised_for_launches`]); per kernel: print it as CUDA C (as
+//! [`crate::codegen::emit_kernel`] does), then get it from the
 //! process's kernel cache, which compiles it with NVRTC on first use
 //! ([`crate::runtime::module_cache`]).
 //!
@@ -11,13 +13,14 @@
 //! asynchronously and the whole call waits once at its end; otherwise every launch waits for
 //! its kernel, so host code between launches sees their results.
 
-use crate::codegen::emit_kernel;
+use crate::codegen::print_kernel;
 use crate::runtime::context::Context;
 use crate::runtime::disk_cache::DiskCache;
 use crate::runtime::error::CudaError;
 use crate::runtime::launch::{cuda_launch_async, cuda_launch_sync, finish_launches};
 use crate::runtime::memory::CudaDevice;
 use crate::runtime::module_cache::{get_or_load, LoadedKernel};
+use nacre_ir::passes::specialised_for_launches;
 use nacre_ir::{FuncId, FuncKind, Function, InstKind, LaunchBinding, Module};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -173,11 +176,12 @@ pub fn prepare_cuda(module: &Module, options: &CudaOptions) -> Result<CudaKernel
     let device = CudaDevice::open(options.device)?;
     let disk = DiskCache::configured(options.cache_dir.as_deref());
     let mut kernels = Vec::new();
+    let specialised = specialised_for_launches(module);
     for (id, func) in module.functions.iter() {
         if func.kind != FuncKind::Kernel {
             continue;
         }
-        let src = emit_kernel(module, id).map_err(|source| CudaError::Codegen {
+        let src = print_kernel(&specialised, id).map_err(|source| CudaError::Codegen {
             kernel: func.name.clone(),
             source,
         })?;
