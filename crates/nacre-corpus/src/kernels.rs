@@ -842,3 +842,22 @@ pub fn all() -> Vec<KernelCase> {
         },
     ]
 }
+
+/// Runs the check of every case on `engine`, once per size `sizes` gives for the case (none
+/// leaves it out). Returns the number of runs and one line per failed run.
+pub fn check_all(
+    engine: &Engine,
+    sizes: impl Fn(&KernelCase) -> Vec<usize>,
+) -> (usize, Vec<String>) {
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    for case in all() {
+        for n in sizes(&case) {
+            ran += 1;
+            if let Err(e) = (case.check)(engine, n) {
+                failures.push(format!("{} (n = {n}): {e}", case.name));
+            }
+        }
+    }
+    (ran, failures)
+}

@@ -11,7 +11,7 @@ use nacre::gpu::cuda::{self, CudaError};
 use nacre::gpu::{global_id_x, launch, Array, Block, DeviceKind, GpuError, Grid};
 use nacre::prelude::*;
 use nacre::{kernel, Error, GpuOptions, Trap};
-use nacre_corpus::kernels::all;
+use nacre_corpus::kernels::check_all;
 use std::io::Write;
 use std::sync::Once;
 use std::time::{Duration, Instant};
@@ -44,19 +44,13 @@ fn cuda_engine() -> Option<Engine> {
 fn corpus_kernels_match_their_references_on_cuda() {
     let Some(engine) = cuda_engine() else { return };
     let before = cuda::thread_stats();
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for case in all() {
-        for n in [300usize, 5000] {
-            if case.name == "large_batch" && n != 300 {
-                continue;
-            }
-            ran += 1;
-            if let Err(e) = (case.check)(&engine, n) {
-                failures.push(format!("{} (n = {n}): {e}", case.name));
-            }
+    let (ran, failures) = check_all(&engine, |case| {
+        if case.name == "large_batch" {
+            vec![300]
+        } else {
+            vec![300, 5000]
         }
-    }
+    });
     assert!(
         failures.is_empty(),
         "{} failures on CUDA:\n{}",

@@ -3,7 +3,7 @@
 
 use nacre::gpu::CpuMode;
 use nacre::{BackendKind, Engine, GpuOptions, Options};
-use nacre_corpus::kernels::all;
+use nacre_corpus::kernels::{all, check_all};
 
 fn run(kind: BackendKind, mode: CpuMode) {
     let options = Options {
@@ -14,22 +14,19 @@ fn run(kind: BackendKind, mode: CpuMode) {
         ..Options::with_backend(kind)
     };
     let engine = Engine::new(options).expect("engine");
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for case in all() {
+    let (ran, failures) = check_all(&engine, |case| {
         if mode == CpuMode::Serial && !case.grid_stride {
-            continue;
-        }
-        for n in [1usize, 300, 5000] {
-            if case.name == "large_batch" && (n != 1 || kind == BackendKind::Interp) {
-                continue;
+            vec![]
+        } else if case.name == "large_batch" {
+            if kind == BackendKind::Interp {
+                vec![]
+            } else {
+                vec![1]
             }
-            ran += 1;
-            if let Err(e) = (case.check)(&engine, n) {
-                failures.push(format!("{} (n = {n}): {e}", case.name));
-            }
+        } else {
+            vec![1, 300, 5000]
         }
-    }
+    });
     assert!(
         failures.is_empty(),
         "{} failures on {} / {mode:?}:\n{}",
