@@ -68,7 +68,7 @@ fn compile(c: &mut Criterion) {
         let be = backend(kind);
         check(
             kind.name(),
-            suite::comp_suite(&mut b, kind.name(), |m| Ok(be.compile(m)?)),
+            suite::comp_suite(&mut b, kind.name(), |m, l| Ok(be.compile(m, l)?)),
         );
     }
 }
@@ -80,7 +80,7 @@ fn end_to_end(c: &mut Criterion) {
         let be = backend(kind);
         check(
             kind.name(),
-            suite::e2e_suite(&mut b, kind.name(), |m| Ok(be.compile(m)?)),
+            suite::e2e_suite(&mut b, kind.name(), |m, l| Ok(be.compile(m, l)?)),
         );
     }
 }
@@ -91,11 +91,11 @@ fn c_backend(c: &mut Criterion) {
     let be = backend(BackendKind::C);
     check(
         "comp_c",
-        suite::comp_suite(&mut b, "c", |m| Ok(be.compile(m)?)),
+        suite::comp_suite(&mut b, "c", |m, l| Ok(be.compile(m, l)?)),
     );
     check(
         "e2e_c",
-        suite::e2e_suite(&mut b, "c", |m| Ok(be.compile(m)?)),
+        suite::e2e_suite(&mut b, "c", |m, l| Ok(be.compile(m, l)?)),
     );
 }
 

@@ -98,7 +98,7 @@ fn kernels(kind: BackendKind) -> Result<()> {
     use nacre_corpus::kernels::{run_block_sum, run_vec_add_bounded};
     let device = DeviceKind::best_available();
     let mut options = Options::with_backend(kind);
-    options.gpu.device = device;
+    options.runtime = nacre::RuntimeOptions::for_device(device);
     let engine = Engine::new(options).context("creating the engine")?;
     let dev = engine.device();
     match device {

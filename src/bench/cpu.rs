@@ -8,7 +8,7 @@
 //! - `trace_F`: `nacre::trace_module(&f)`, the capture dropped outside the timing.
 //! - `ir_F`: `nacre::optimize(capture, &PassOptions::default())`; the capture is cloned before
 //!   the clock starts.
-//! - `comp_B_F`: `backend.compile(&verified)` with `backend = nacre::make_backend(..)` made
+//! - `comp_B_F`: `backend.compile(&verified, &linkage)` with `backend = nacre::make_backend(..)` made
 //!   once per backend (steady state: the backend has compiled before); the callable is dropped
 //!   outside the timing.
 //! - `comp_cranelift_add_fresh_backend`: the same compile on a backend made just before (not
@@ -98,12 +98,13 @@ fn first_compile_rows(h: &mut Harness) -> Result<()> {
     let name = format!("comp_{}_add_fresh_backend", kind.name());
     if h.wants(&name) {
         let capture = nacre::trace_module(&suite::add)?;
-        let verified = nacre::optimize(capture, &PassOptions::default())?;
+        let verified = nacre::optimize(capture.module, &PassOptions::default())?;
+        let linkage = capture.linkage;
         h.iter_batched(
             &name,
             Batch::Small,
             || backend(kind),
-            |b| b.map(|b| (b.compile(&verified), b)),
+            |b| b.map(|b| (b.compile(&verified, &linkage), b)),
         );
     }
     Ok(())
@@ -129,13 +130,13 @@ pub fn run(args: &CpuArgs) -> Result<()> {
     suite::ir_suite(&mut h).context("ir benchmarks")?;
     for kind in BackendKind::ALL {
         let b = backend(kind)?;
-        suite::comp_suite(&mut h, kind.name(), |m| Ok(b.compile(m)?))
+        suite::comp_suite(&mut h, kind.name(), |m, l| Ok(b.compile(m, l)?))
             .with_context(|| format!("comp_{} benchmarks", kind.name()))?;
     }
     first_compile_rows(&mut h).context("first-compile benchmarks")?;
     for kind in BackendKind::ALL {
         let b = backend(kind)?;
-        suite::e2e_suite(&mut h, kind.name(), |m| Ok(b.compile(m)?))
+        suite::e2e_suite(&mut h, kind.name(), |m, l| Ok(b.compile(m, l)?))
             .with_context(|| format!("e2e_{} benchmarks", kind.name()))?;
     }
     suite::exec_suite(&mut h).context("exec benchmarks")?;

@@ -45,8 +45,8 @@ use super::measure::{measure, measure_batched, measure_fallible, Config, Stats};
 use super::report::{self, format_ns, Results, Row};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use nacre::gpu::{Array, CpuMode, DeviceKind};
-use nacre::{Engine, GpuOptions, Options};
+use nacre::gpu::{Array, CpuMode, CpuOptions, DeviceKind, RuntimeOptions};
+use nacre::{Engine, Options};
 use nacre_corpus::bench::Batch;
 use nacre_corpus::kernels::{
     run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
@@ -563,12 +563,14 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     if args.blocks == Some(0) {
         bail!("--blocks must be at least 1");
     }
+    let runtime = match device {
+        DeviceKind::Cpu => RuntimeOptions::Cpu(CpuOptions {
+            mode: args.mode.cpu_mode(),
+        }),
+        other => RuntimeOptions::for_device(other),
+    };
     let options = Options {
-        gpu: GpuOptions {
-            device,
-            cpu_mode: args.mode.cpu_mode(),
-            ..GpuOptions::default()
-        },
+        runtime,
         ..Options::default()
     };
     let engine = Engine::new(options.clone()).map_err(|e| {
@@ -632,7 +634,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     if let Some(path) = &args.json {
         let mut doc = report::to_json(&s.h.results.rows);
         doc["config"] = json!({
-            "backend": s.options.gpu.device.name(),
+            "backend": s.options.runtime.device().name(),
             "mode": args.mode.name(),
             "rayon_threads": threads,
             "block_threads": BLOCK,
@@ -713,7 +715,7 @@ fn targets() -> Vec<Target> {
 
 fn print_report(s: &Suite, threads: usize) {
     let rows = &s.h.results.rows;
-    let backend = s.options.gpu.device.name();
+    let backend = s.options.runtime.device().name();
     let pre = format!("{}_", s.prefix);
     println!(
         "\nnacre bench gpu --backend {backend} --mode {}: {threads} rayon threads, blocks of {BLOCK}",

@@ -6,21 +6,21 @@
 //!
 //! A backend's test calls each `check_*` function with a closure that compiles a module.
 
-use crate::{BackendError, Executable};
+use crate::{BackendError, Executable, LaunchBinding, Linkage};
 use nacre_ir::{
     verify, BinaryOp, CmpOp, Const, Dim, FuncId, FuncKind, Function, FunctionBuilder, GpuIndex,
-    LaunchBinding, Module, Scalar, Signature, Trap, Type, Value,
+    Module, Scalar, Signature, Trap, Type, Value,
 };
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Compiles a module (the backend under test).
-pub type Compile<'a> = &'a dyn Fn(Module) -> Result<Arc<dyn Executable>, BackendError>;
+/// Compiles a module with its linkage (the backend under test).
+pub type Compile<'a> = &'a dyn Fn(Module, Linkage) -> Result<Arc<dyn Executable>, BackendError>;
 
-fn compile(compile: Compile<'_>, m: Module) -> Arc<dyn Executable> {
+fn compile(compile: Compile<'_>, (m, linkage): (Module, Linkage)) -> Arc<dyn Executable> {
     verify(m.clone()).expect("the conformance modules are valid IR");
-    compile(m).unwrap_or_else(|e| panic!("{e}"))
+    compile(m, linkage).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A constant.
@@ -162,7 +162,7 @@ pub struct Ids {
 }
 
 /// Builds the test module (entry `host`) with its kernels `k`, `k2` and `k_wide`.
-pub fn launch_module() -> (Module, Ids) {
+pub fn launch_module() -> (Module, Linkage, Ids) {
     let mut m = Module::new();
     let k = m.add_function(kernel("k", k_params()));
     let k2 = m.add_function(kernel("k2", vec![Type::U32]));
@@ -250,12 +250,13 @@ pub fn launch_module() -> (Module, Ids) {
         },
     ));
     m.entry = Some(host);
-    m.launch = Some(LaunchBinding {
+    let linkage = Linkage::default().with_launch(LaunchBinding {
         launcher: record_launch,
         handles: HashMap::from([(k, K_HANDLE), (k2, K2_HANDLE), (wide_k, WIDE_HANDLE)]),
     });
     (
         m,
+        linkage,
         Ids {
             host,
             looped,
@@ -265,11 +266,11 @@ pub fn launch_module() -> (Module, Ids) {
     )
 }
 
-/// The module with `entry` as its entry function.
-pub fn with_entry(entry: impl FnOnce(&Ids) -> FuncId) -> Module {
-    let (mut m, ids) = launch_module();
+/// The module with `entry` as its entry function, and its linkage.
+pub fn with_entry(entry: impl FnOnce(&Ids) -> FuncId) -> (Module, Linkage) {
+    let (mut m, linkage, ids) = launch_module();
     m.entry = Some(entry(&ids));
-    m
+    (m, linkage)
 }
 
 /// The launcher receives the grid and block sizes and the exact bits of every argument, and
@@ -389,26 +390,25 @@ pub fn check_failed_launch_traps(compile_fn: Compile<'_>) {
 }
 
 /// A module with launches but no binding (or no handle for a launched kernel) is an
-/// `Unsupported` error of `backend` that points to nacre-gpu; a module with kernels but no
+/// `Unsupported` error of `backend` that points to the kernel runtime; a module with kernels but no
 /// launches needs no binding.
 pub fn check_missing_binding(compile_fn: Compile<'_>, backend: &str) {
-    let unsupported = |m: Module| match compile_fn(m) {
+    let unsupported = |(m, linkage): (Module, Linkage)| match compile_fn(m, linkage) {
         Err(BackendError::Unsupported { backend: b, what }) => {
             assert_eq!(b, backend);
-            assert!(what.contains("nacre-gpu"), "{what}");
+            assert!(what.contains("kernel runtime"), "{what}");
             what
         }
         Err(e) => panic!("expected Unsupported, got {e}"),
         Ok(_) => panic!("expected Unsupported, got an executable"),
     };
-    let mut m = with_entry(|ids| ids.host);
-    m.launch = None;
-    unsupported(m);
-    let mut m = with_entry(|ids| ids.looped);
-    if let Some(binding) = &mut m.launch {
+    let (m, _) = with_entry(|ids| ids.host);
+    unsupported((m, Linkage::default()));
+    let (m, mut linkage) = with_entry(|ids| ids.looped);
+    if let Some(binding) = &mut linkage.launch {
         binding.handles.retain(|_, &mut h| h != K2_HANDLE);
     }
-    let what = unsupported(m);
+    let what = unsupported((m, linkage));
     assert!(what.contains("@k2"), "{what}");
     let mut m = Module::new();
     m.add_function(kernel("k", k_params()));
@@ -421,28 +421,31 @@ pub fn check_missing_binding(compile_fn: Compile<'_>, backend: &str) {
         },
     ));
     m.entry = Some(plain);
-    assert_eq!(compile(compile_fn, m).call(&[3]), Ok(3));
+    assert_eq!(
+        compile(compile_fn, (m, Linkage::default())).call(&[3]),
+        Ok(3)
+    );
 }
 
 /// Kernels are skipped (their bodies use GPU intrinsics, which no CPU backend compiles), a
 /// kernel cannot be the entry and a host function cannot call a kernel.
 pub fn check_kernels_are_skipped(compile_fn: Compile<'_>) {
     compile(compile_fn, with_entry(|ids| ids.host));
-    let (mut m, _) = launch_module();
+    let (mut m, linkage, _) = launch_module();
     m.entry = m.functions.keys().next();
-    match compile_fn(m) {
+    match compile_fn(m, linkage) {
         Err(BackendError::Unsupported { what, .. }) => assert!(what.contains("kernel"), "{what}"),
         Err(e) => panic!("expected Unsupported, got {e}"),
         Ok(_) => panic!("a kernel entry compiled"),
     }
-    let (mut m, _) = launch_module();
+    let (mut m, linkage, _) = launch_module();
     let k2 = m.functions.keys().nth(1).expect("kernel k2");
     let caller = m.add_function(function("caller", vec![Type::U32], None, |b, p| {
         b.call(k2, vec![p[0]], None);
         b.ret(None);
     }));
     m.entry = Some(caller);
-    match compile_fn(m) {
+    match compile_fn(m, linkage) {
         Err(BackendError::Unsupported { what, .. }) => assert!(what.contains("@k2"), "{what}"),
         Err(e) => panic!("expected Unsupported, got {e}"),
         Ok(_) => panic!("a call of a kernel compiled"),
@@ -450,7 +453,7 @@ pub fn check_kernels_are_skipped(compile_fn: Compile<'_>) {
 }
 
 /// A module launching a kernel without parameters over sizes from its argument.
-pub fn no_argument_module() -> Module {
+pub fn no_argument_module() -> (Module, Linkage) {
     let mut m = Module::new();
     let k0 = m.add_function(kernel("k0", vec![]));
     let f = m.add_function(function("f", vec![Type::U32], None, |b, p| {
@@ -459,11 +462,11 @@ pub fn no_argument_module() -> Module {
         b.ret(None);
     }));
     m.entry = Some(f);
-    m.launch = Some(LaunchBinding {
+    let linkage = Linkage::default().with_launch(LaunchBinding {
         launcher: record_launch,
         handles: HashMap::from([(k0, K0_HANDLE)]),
     });
-    m
+    (m, linkage)
 }
 
 /// A launch without arguments.

@@ -1,6 +1,7 @@
 //! The interface between Nacre's engine and its backends.
 //!
-//! A [`Backend`] compiles a [`VerifiedModule`] into an [`Executable`]. An executable can always
+//! A [`Backend`] compiles a [`VerifiedModule`], with the [`Linkage`] that binds it to this
+//! process (extern addresses, the kernel launcher), into an [`Executable`]. An executable can always
 //! be called through the uniform, dynamically typed [`Executable::call`]: arguments and result
 //! encoded as bits (see [`nacre_ir::semantics`]). Native backends also expose the entry
 //! function's machine-code address ([`Executable::native_entry`]), which the engine calls
@@ -17,6 +18,9 @@
 
 #[cfg(feature = "conformance")]
 pub mod launch_conformance;
+pub mod linkage;
+
+pub use linkage::{DynCall, ExternAddr, LaunchBinding, LaunchFn, Linkage};
 
 use nacre_ir::{Trap, VerifiedModule};
 use std::path::PathBuf;
@@ -66,6 +70,30 @@ pub enum BackendError {
     },
 }
 
+impl BackendError {
+    /// The error for a launch that the linkage's launch binding cannot serve (`why`).
+    pub fn unbound_launch(backend: &'static str, why: &str) -> BackendError {
+        BackendError::Unsupported {
+            backend,
+            what: format!(
+                "kernel launches without a launch binding ({why}); the kernels must be \
+                 prepared by a kernel runtime first (the engine does this)"
+            ),
+        }
+    }
+
+    /// The error for an extern function that the linkage has no address for.
+    pub fn unlinked_extern(backend: &'static str, name: &str) -> BackendError {
+        BackendError::Unsupported {
+            backend,
+            what: format!(
+                "a call of extern @{name}, which the linkage has no address for; the linkage \
+                 comes from the trace that declared it"
+            ),
+        }
+    }
+}
+
 /// A compiled module, ready to run its entry function.
 pub trait Executable: Send + Sync {
     /// Calls the entry function with arguments encoded as bits; returns the result encoded as
@@ -87,6 +115,11 @@ pub trait Backend: Send + Sync {
     /// The backend's name, as used in options and benchmark names (`interp`, `cranelift`, `c`).
     fn name(&self) -> &'static str;
 
-    /// Compiles a module. The module's entry function becomes the executable's entry.
-    fn compile(&self, module: &VerifiedModule) -> Result<Arc<dyn Executable>, BackendError>;
+    /// Compiles a module, whose externs and launches `linkage` binds. The module's entry
+    /// function becomes the executable's entry.
+    fn compile(
+        &self,
+        module: &VerifiedModule,
+        linkage: &Linkage,
+    ) -> Result<Arc<dyn Executable>, BackendError>;
 }

@@ -88,7 +88,7 @@ pub struct KernelHead<'h> {
     /// in the order of [`GpuIndex::ALL`] (so a dialect can declare only the built-ins it uses).
     pub indices: &'h [GpuIndex],
     /// The threads per block of every launch, when the kernel was specialised for its launch
-    /// shape ([`nacre_ir::passes::specialise_launch_shapes`]), for a dialect that can tell its
+    /// shape ([`nacre_kernel::specialise_launch_shapes`]), for a dialect that can tell its
     /// compiler (CUDA's `__launch_bounds__`).
     pub threads_per_block: Option<u32>,
 }

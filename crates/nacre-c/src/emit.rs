@@ -12,7 +12,7 @@
 //!    free of addresses, so it is deterministic);
 //! 4. when host code launches kernels, the launcher pointer [`LAUNCHER_SYMBOL`] and the table
 //!    [`KERNEL_HANDLES_SYMBOL`] of the launched kernels' handles, filled in by the loader from
-//!    the module's [`nacre_ir::LaunchBinding`] (the source does not depend on the binding);
+//!    the linkage's [`nacre_backend::LaunchBinding`] (the source does not depend on the binding);
 //! 5. forward declarations of all host IR functions (so that calls and recursion need no
 //!    ordering);
 //! 6. the host IR functions, all `static`, in module order;
@@ -24,8 +24,9 @@ use crate::dialect::{CDialect, Dialect, StructuredCDialect};
 use crate::function::{FunctionPrinter, LaunchTables, ModuleContext, Side};
 use crate::helpers::Helper;
 use crate::names::unique_names;
-use nacre_backend::BackendError;
-use nacre_ir::{FuncId, FuncKind, InstKind, LaunchFn, Module, Scalar, Type};
+use nacre_backend::{BackendError, LaunchFn, Linkage};
+use nacre_ir::{FuncId, FuncKind, InstKind, Module, Scalar, Type};
+use nacre_kernel::LaunchShape;
 use std::collections::BTreeSet;
 
 /// The exported symbol of the entry function, with the native calling convention.
@@ -41,7 +42,7 @@ pub const EXTERNS_SYMBOL: &str = "nacre_externs";
 
 /// The exported launcher pointer
 /// `void (*nacre_launcher)(uintptr_t, const uint32_t *, const uint64_t *, uint32_t *)` (see
-/// [`nacre_ir::LaunchFn`]); present only when host code launches kernels.
+/// [`nacre_backend::LaunchFn`]); present only when host code launches kernels.
 pub const LAUNCHER_SYMBOL: &str = "nacre_launcher";
 
 /// The exported table `uintptr_t nacre_kernel_handles[N]` of the launched kernels' handles, in
@@ -84,23 +85,21 @@ pub fn launched_kernels(module: &Module) -> Vec<FuncId> {
 }
 
 /// What the loader writes into the launch globals: the launcher and the handle of every
-/// kernel of [`launched_kernels`], in order; `None` when host code launches no kernel.
+/// kernel of [`launched_kernels`], in order, from `linkage`; `None` when host code launches no
+/// kernel.
 ///
-/// Fails with [`BackendError::Unsupported`] when the module launches kernels but has no
-/// launch binding, or its binding has no handle for a launched kernel.
-pub fn launch_table(module: &Module) -> Result<Option<(LaunchFn, Vec<usize>)>, BackendError> {
+/// Fails with [`BackendError::Unsupported`] when the module launches kernels but the linkage
+/// has no launch binding, or its binding has no handle for a launched kernel.
+pub fn launch_table(
+    module: &Module,
+    linkage: &Linkage,
+) -> Result<Option<(LaunchFn, Vec<usize>)>, BackendError> {
     let kernels = launched_kernels(module);
     if kernels.is_empty() {
         return Ok(None);
     }
-    let unbound = |why: String| BackendError::Unsupported {
-        backend: CDialect.backend_name(),
-        what: format!(
-            "kernel launches without a launch binding ({why}); the kernels must be prepared \
-             by a GPU runtime (nacre-gpu) first"
-        ),
-    };
-    let binding = module
+    let unbound = |why: String| BackendError::unbound_launch(CDialect.backend_name(), &why);
+    let binding = linkage
         .launch
         .as_ref()
         .ok_or_else(|| unbound("the module has none".to_string()))?;
@@ -157,6 +156,7 @@ fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, Back
             kernels: &kernels,
         }),
         helpers: BTreeSet::new(),
+        kernel_shape: LaunchShape::default(),
     };
     let entry = module
         .entry

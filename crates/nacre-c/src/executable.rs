@@ -4,8 +4,9 @@ use crate::emit::{
     ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL, KERNEL_HANDLES_SYMBOL, LAUNCHER_SYMBOL,
 };
 use libloading::Library;
+use nacre_backend::LaunchFn;
 use nacre_backend::{BackendError, Executable};
-use nacre_ir::{LaunchFn, Module, Trap};
+use nacre_ir::{Module, Trap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ impl CExecutable {
         library: Library,
         module: &Module,
         source: String,
+        externs: &[usize],
         launch: Option<(LaunchFn, Vec<usize>)>,
     ) -> Result<CExecutable, BackendError> {
         let arity = module
@@ -58,8 +60,8 @@ impl CExecutable {
                     .get::<*mut usize>(EXTERNS_SYMBOL)
                     .map_err(|e| load_error(EXTERNS_SYMBOL, e))?;
                 let table: *mut usize = *table;
-                for (i, (_, ext)) in module.externs.iter().enumerate() {
-                    table.add(i).write(ext.addr);
+                for (i, &addr) in externs.iter().enumerate() {
+                    table.add(i).write(addr);
                 }
             }
         }

@@ -38,6 +38,7 @@ use nacre_ir::{
     BinaryOp, Block, BlockCall, CmpOp, FuncId, FuncKind, Function, GpuIndex, Inst, InstKind,
     Module, Scalar, Trap, Type, UnaryOp, Value,
 };
+use nacre_kernel::LaunchShape;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
@@ -78,10 +79,12 @@ pub struct ModuleContext<'a, D: Dialect + ?Sized> {
     pub launch_tables: Option<LaunchTables<'a>>,
     /// The helpers used so far.
     pub helpers: BTreeSet<Helper>,
+    /// What the kernel being printed was specialised for (unknown for host code).
+    pub kernel_shape: LaunchShape,
 }
 
 /// The loader-filled globals through which host code launches kernels (see
-/// [`nacre_ir::LaunchBinding`]).
+/// [`nacre_backend::LaunchBinding`]).
 #[derive(Copy, Clone, Debug)]
 pub struct LaunchTables<'a> {
     /// The name of the launcher, a function pointer
@@ -292,7 +295,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             "return;"
         };
         let lanes = match func.kind {
-            FuncKind::Kernel => lanes::plan(ctx.dialect, func),
+            FuncKind::Kernel => lanes::plan(ctx.dialect, func, &ctx.kernel_shape),
             _ => None,
         };
         Ok(FunctionPrinter {
@@ -458,7 +461,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     params: &params,
                     status: STATUS,
                     indices: &indices,
-                    threads_per_block: self.func.launch_shape.threads_per_block(),
+                    threads_per_block: self.ctx.kernel_shape.threads_per_block(),
                 };
                 let p = dialect.kernel_prototype(&head).map_err(unsupported)?;
                 Ok((p.signature, p.prologue))

@@ -22,6 +22,7 @@ use crate::emit::function_names;
 use crate::function::{FunctionPrinter, ModuleContext, Side};
 use nacre_backend::BackendError;
 use nacre_ir::{FuncId, FuncKind, InstKind, Module};
+use nacre_kernel::LaunchShape;
 use std::collections::BTreeSet;
 
 /// The source of one kernel.
@@ -53,7 +54,8 @@ pub fn callees(module: &Module, root: FuncId) -> BTreeSet<FuncId> {
     found
 }
 
-/// Prints kernel `kernel` of `module`, with the device functions it calls, in dialect `d`.
+/// Prints kernel `kernel` of `module`, with the device functions it calls, in dialect `d`;
+/// `shape` is what the kernel was specialised for ([`nacre_kernel::specialised_for_launches`]).
 ///
 /// Fails with [`BackendError::Codegen`] when `kernel` is not a kernel of the module or the IR
 /// is malformed, and with [`BackendError::Unsupported`] for what the dialect cannot express
@@ -62,6 +64,7 @@ pub fn emit_kernel_source<D: Dialect + ?Sized>(
     d: &D,
     module: &Module,
     kernel: FuncId,
+    shape: LaunchShape,
 ) -> Result<KernelCode, BackendError> {
     let names = function_names(module);
     let mut ctx = ModuleContext {
@@ -72,6 +75,7 @@ pub fn emit_kernel_source<D: Dialect + ?Sized>(
         extern_table: None,
         launch_tables: None,
         helpers: BTreeSet::new(),
+        kernel_shape: shape,
     };
     let func = module
         .functions

@@ -9,7 +9,7 @@
 //!
 //! GPU kernels are skipped (a GPU runtime compiles them; the entry must be a host function). A
 //! kernel launch in host code fills local arrays with the sizes and the arguments' bits and
-//! calls the module's [`nacre_ir::LaunchBinding`] launcher through a loader-filled pointer,
+//! calls the linkage's [`nacre_backend::LaunchBinding`] launcher through a loader-filled pointer,
 //! with the kernel's handle from a loader-filled table and the function's status pointer; a
 //! module with launches but without a binding, or without a handle for a launched kernel, is
 //! [`nacre_backend::BackendError::Unsupported`].
@@ -57,7 +57,7 @@ pub use executable::CExecutable;
 pub use function::Side;
 pub use kernel::{emit_kernel_source, KernelCode};
 
-use nacre_backend::{Backend, BackendError, Executable};
+use nacre_backend::{Backend, BackendError, Executable, Linkage};
 use nacre_ir::VerifiedModule;
 use std::sync::Arc;
 
@@ -91,17 +91,31 @@ impl CBackend {
 
     /// Compiles a module into a [`CExecutable`] (what [`Backend::compile`] returns, with its
     /// concrete type).
-    pub fn compile_module(&self, module: &VerifiedModule) -> Result<CExecutable, BackendError> {
+    pub fn compile_module(
+        &self,
+        module: &VerifiedModule,
+        linkage: &Linkage,
+    ) -> Result<CExecutable, BackendError> {
         let module = module.module();
         // Checked first: a module whose launches cannot be bound is not worth compiling.
-        let launch = emit::launch_table(module)?;
+        let launch = emit::launch_table(module, linkage)?;
+        let externs = module
+            .externs
+            .iter()
+            .map(|(id, e)| {
+                linkage
+                    .extern_addr(id)
+                    .map(|at| at.addr)
+                    .ok_or_else(|| BackendError::unlinked_extern("c", &e.name))
+            })
+            .collect::<Result<Vec<usize>, _>>()?;
         let source = if self.structured {
             emit_c_structured(module)?
         } else {
             emit_c(module)?
         };
         let library = compile::compile_and_load(&self.options, &source)?;
-        CExecutable::new(library, module, source, launch)
+        CExecutable::new(library, module, source, &externs, launch)
     }
 }
 
@@ -110,7 +124,11 @@ impl Backend for CBackend {
         "c"
     }
 
-    fn compile(&self, module: &VerifiedModule) -> Result<Arc<dyn Executable>, BackendError> {
-        Ok(Arc::new(self.compile_module(module)?))
+    fn compile(
+        &self,
+        module: &VerifiedModule,
+        linkage: &Linkage,
+    ) -> Result<Arc<dyn Executable>, BackendError> {
+        Ok(Arc::new(self.compile_module(module, linkage)?))
     }
 }

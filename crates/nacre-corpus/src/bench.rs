@@ -17,9 +17,10 @@
 //! failure is reported as an error rather than measured.
 
 use crate::cases::{algorithms, arrays, control, explosion};
-use nacre::ir::{Module, PassOptions, VerifiedModule};
+use nacre::ir::{PassOptions, VerifiedModule};
 use nacre::prelude::*;
 use nacre::{Error, Tiering};
+use nacre::{Linkage, Traced};
 use std::fmt;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -163,7 +164,7 @@ pub struct Shape {
     /// The name in benchmark names (`trace_<name>`, Nautilus's spelling).
     pub name: &'static str,
     /// Runs the function to its capture (`nacre::trace_module`).
-    pub trace: fn() -> Result<Module, Error>,
+    pub trace: fn() -> Result<Traced, Error>,
 }
 
 impl fmt::Debug for Shape {
@@ -445,7 +446,7 @@ pub fn ir_suite(b: &mut impl Bencher) -> Result<(), BenchError> {
         if !b.wants(&name) {
             continue;
         }
-        let capture = (shape.trace)()?;
+        let capture = (shape.trace)()?.module;
         nacre::optimize(capture.clone(), &PassOptions::default())?;
         b.iter_batched(
             &name,
@@ -463,16 +464,22 @@ pub fn ir_suite(b: &mut impl Bencher) -> Result<(), BenchError> {
 pub fn comp_suite<E>(
     b: &mut impl Bencher,
     backend: &str,
-    compile: impl Fn(&VerifiedModule) -> Result<E, Error>,
+    compile: impl Fn(&VerifiedModule, &Linkage) -> Result<E, Error>,
 ) -> Result<(), BenchError> {
     for shape in SHAPES {
         let name = format!("comp_{backend}_{}", shape.name);
         if !b.wants(&name) {
             continue;
         }
-        let verified = nacre::optimize((shape.trace)()?, &PassOptions::default())?;
-        compile(&verified)?;
-        b.iter_batched(&name, Batch::Small, || (), |()| compile(&verified));
+        let Traced { module, linkage } = (shape.trace)()?;
+        let verified = nacre::optimize(module, &PassOptions::default())?;
+        compile(&verified, &linkage)?;
+        b.iter_batched(
+            &name,
+            Batch::Small,
+            || (),
+            |()| compile(&verified, &linkage),
+        );
     }
     Ok(())
 }
@@ -484,7 +491,7 @@ pub fn comp_suite<E>(
 pub fn e2e_suite<E>(
     b: &mut impl Bencher,
     backend: &str,
-    compile: impl Fn(&VerifiedModule) -> Result<E, Error>,
+    compile: impl Fn(&VerifiedModule, &Linkage) -> Result<E, Error>,
 ) -> Result<(), BenchError> {
     for shape in SHAPES {
         let name = format!("e2e_{backend}_{}", shape.name);
@@ -492,8 +499,9 @@ pub fn e2e_suite<E>(
             continue;
         }
         let pipeline = || -> Result<E, Error> {
-            let verified = nacre::optimize((shape.trace)()?, &PassOptions::default())?;
-            compile(&verified)
+            let Traced { module, linkage } = (shape.trace)()?;
+            let verified = nacre::optimize(module, &PassOptions::default())?;
+            compile(&verified, &linkage)
         };
         pipeline()?;
         b.iter_batched(&name, Batch::Small, || (), |()| pipeline());

@@ -20,8 +20,9 @@ pub struct KernelCase {
     /// kernels round as they need) and compares with plain Rust.
     pub check: fn(&Engine, usize) -> Result<(), String>,
     /// Traces the host function that [`KernelCase::check`] runs into a module holding it and
-    /// the kernels it launches (for code generators that print kernels on their own).
-    pub module: fn() -> Result<nacre::ir::Module, nacre::Error>,
+    /// the kernels it launches, with its linkage (for code generators that print kernels on
+    /// their own).
+    pub trace: fn() -> Result<nacre::Traced, nacre::Error>,
 }
 
 impl std::fmt::Debug for KernelCase {
@@ -736,109 +737,109 @@ pub fn all() -> Vec<KernelCase> {
             name: "index_queries",
             grid_stride: false,
             check: check_index_queries,
-            module: || nacre::trace_module(&run_index_queries),
+            trace: || nacre::trace_module(&run_index_queries),
         },
         KernelCase {
             name: "index_3d",
             grid_stride: false,
             check: check_index_3d,
-            module: || nacre::trace_module(&run_index_3d),
+            trace: || nacre::trace_module(&run_index_3d),
         },
         KernelCase {
             name: "sync_only",
             grid_stride: false,
             check: check_sync_only,
-            module: || nacre::trace_module(&run_sync_only),
+            trace: || nacre::trace_module(&run_sync_only),
         },
         KernelCase {
             name: "bounded_index",
             grid_stride: false,
             check: check_bounded_index,
-            module: || nacre::trace_module(&run_bounded_index),
+            trace: || nacre::trace_module(&run_bounded_index),
         },
         KernelCase {
             name: "vec_add",
             grid_stride: false,
             check: check_vec_add,
-            module: || nacre::trace_module(&run_vec_add),
+            trace: || nacre::trace_module(&run_vec_add),
         },
         KernelCase {
             name: "vec_add_dynamic",
             grid_stride: false,
             check: check_vec_add_dynamic,
-            module: || nacre::trace_module(&run_vec_add_dynamic),
+            trace: || nacre::trace_module(&run_vec_add_dynamic),
         },
         KernelCase {
             name: "vec_add_bounded",
             grid_stride: false,
             check: check_vec_add_bounded,
-            module: || nacre::trace_module(&run_vec_add_bounded),
+            trace: || nacre::trace_module(&run_vec_add_bounded),
         },
         KernelCase {
             name: "vec_scale",
             grid_stride: false,
             check: check_vec_scale,
-            module: || nacre::trace_module(&run_vec_scale),
+            trace: || nacre::trace_module(&run_vec_scale),
         },
         KernelCase {
             name: "saxpy",
             grid_stride: false,
             check: check_saxpy,
-            module: || nacre::trace_module(&run_saxpy),
+            trace: || nacre::trace_module(&run_saxpy),
         },
         KernelCase {
             name: "classify",
             grid_stride: false,
             check: check_classify,
-            module: || nacre::trace_module(&run_classify),
+            trace: || nacre::trace_module(&run_classify),
         },
         KernelCase {
             name: "prefix_sum",
             grid_stride: false,
             check: check_prefix_sum,
-            module: || nacre::trace_module(&run_prefix_sum),
+            trace: || nacre::trace_module(&run_prefix_sum),
         },
         KernelCase {
             name: "block_sum",
             grid_stride: false,
             check: check_block_sum,
-            module: || nacre::trace_module(&run_block_sum),
+            trace: || nacre::trace_module(&run_block_sum),
         },
         KernelCase {
             name: "transpose",
             grid_stride: false,
             check: check_transpose,
-            module: || nacre::trace_module(&run_transpose),
+            trace: || nacre::trace_module(&run_transpose),
         },
         KernelCase {
             name: "saxpy_grid_stride",
             grid_stride: true,
             check: check_saxpy_grid_stride,
-            module: || nacre::trace_module(&run_saxpy_grid_stride),
+            trace: || nacre::trace_module(&run_saxpy_grid_stride),
         },
         KernelCase {
             name: "saxpy_offsets",
             grid_stride: true,
             check: check_saxpy_offsets,
-            module: || nacre::trace_module(&run_saxpy_offsets),
+            trace: || nacre::trace_module(&run_saxpy_offsets),
         },
         KernelCase {
             name: "vec_add_grid_stride",
             grid_stride: true,
             check: check_vec_add_grid_stride,
-            module: || nacre::trace_module(&run_vec_add_grid_stride),
+            trace: || nacre::trace_module(&run_vec_add_grid_stride),
         },
         KernelCase {
             name: "logistic",
             grid_stride: true,
             check: check_logistic,
-            module: || nacre::trace_module(&run_logistic),
+            trace: || nacre::trace_module(&run_logistic),
         },
         KernelCase {
             name: "large_batch",
             grid_stride: true,
             check: check_large_batch,
-            module: || nacre::trace_module(&run_vec_add_grid_stride),
+            trace: || nacre::trace_module(&run_vec_add_grid_stride),
         },
     ]
 }

@@ -65,12 +65,12 @@ fn ptxas() -> Result<PathBuf, String> {
 fn corpus_kernels() -> Vec<(&'static str, KernelSource)> {
     let mut out: Vec<(&'static str, KernelSource)> = Vec::new();
     for case in all() {
-        let module = (case.module)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let module = (case.trace)()
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+            .module;
         let module = nacre::optimize(module, &PassOptions::default())
             .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        for (_, kernel) in
-            emit_kernels(module.module()).unwrap_or_else(|e| panic!("{}: {e}", case.name))
-        {
+        for (_, kernel) in emit_kernels(&module).unwrap_or_else(|e| panic!("{}: {e}", case.name)) {
             if !out.iter().any(|(_, k)| *k == kernel) {
                 out.push((case.name, kernel));
             }

@@ -5,9 +5,9 @@
 //! Without a usable CUDA device the test prints `skipped: <why>` and passes.
 
 use nacre::gpu::cuda;
-use nacre::gpu::{global_id_x, launch, Array, Block, DeviceKind, Grid};
+use nacre::gpu::{global_id_x, launch, Array, Block, Grid, RuntimeOptions};
+use nacre::kernel;
 use nacre::prelude::*;
-use nacre::{kernel, GpuOptions};
 use std::io::Write;
 use std::path::Path;
 
@@ -32,13 +32,11 @@ pub fn run_triple_plus_seven(v: Ptr<u32>, n: Val<u32>) {
 }
 
 fn engine(cache: &Path) -> Engine {
-    let mut gpu = GpuOptions {
-        device: DeviceKind::Cuda,
-        ..GpuOptions::default()
-    };
-    gpu.cuda.cache_dir = Some(cache.to_path_buf());
     Engine::new(Options {
-        gpu,
+        runtime: RuntimeOptions::Cuda(cuda::CudaOptions {
+            cache_dir: Some(cache.to_path_buf()),
+            ..Default::default()
+        }),
         ..Options::default()
     })
     .expect("a CUDA engine")

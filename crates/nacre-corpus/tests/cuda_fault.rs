@@ -5,9 +5,9 @@
 //! Without a usable CUDA device the test prints `skipped: <why>` and passes.
 
 use nacre::gpu::cuda::{self, CudaError};
-use nacre::gpu::{global_id_x, launch, Array, Block, DeviceKind, Grid};
+use nacre::gpu::{global_id_x, launch, Array, Block, DeviceKind, Grid, RuntimeOptions};
+use nacre::kernel;
 use nacre::prelude::*;
-use nacre::{kernel, Error, GpuOptions};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -31,10 +31,7 @@ fn a_kernel_fault_is_an_error_and_the_context_is_lost() {
         return;
     }
     let engine = Engine::new(Options {
-        gpu: GpuOptions {
-            device: DeviceKind::Cuda,
-            ..GpuOptions::default()
-        },
+        runtime: RuntimeOptions::for_device(DeviceKind::Cuda),
         ..Options::default()
     })
     .unwrap();
@@ -43,16 +40,19 @@ fn a_kernel_fault_is_an_error_and_the_context_is_lost() {
     let start = Instant::now();
     let err = f.call(out.ptr()).unwrap_err();
     assert!(start.elapsed() < Duration::from_secs(60));
-    match &err {
-        Error::Cuda(e @ CudaError::KernelFault { .. }) => assert!(e.is_sticky()),
-        other => panic!("expected a kernel fault, got: {other}"),
+    match err.runtime_error::<CudaError>() {
+        Some(e @ CudaError::KernelFault { .. }) => assert!(e.is_sticky()),
+        _ => panic!("expected a kernel fault, got: {err}"),
     }
     assert!(err.to_string().contains("restart the process"), "{err}");
 
     // Everything after the fault fails at once, with the original cause.
     let err = f.call(out.ptr()).unwrap_err();
     assert!(
-        matches!(&err, Error::Cuda(CudaError::ContextLost { .. })),
+        matches!(
+            err.runtime_error::<CudaError>(),
+            Some(CudaError::ContextLost { .. })
+        ),
         "{err}"
     );
     let err = Array::<f32>::alloc_on(engine.device(), 16).unwrap_err();

@@ -8,9 +8,11 @@
 //! folder, e.g. `/usr/local/cuda/lib64`, must be on `LD_LIBRARY_PATH`).
 
 use nacre::gpu::cuda::{self, CudaError};
-use nacre::gpu::{global_id_x, launch, Array, Block, DeviceKind, GpuError, Grid};
+use nacre::gpu::{
+    global_id_x, launch, Array, Block, DeviceKind, Grid, MemoryError, RuntimeOptions,
+};
 use nacre::prelude::*;
-use nacre::{kernel, Error, GpuOptions, Trap};
+use nacre::{kernel, Error, Trap};
 use nacre_corpus::kernels::check_all;
 use std::io::Write;
 use std::sync::Once;
@@ -31,10 +33,7 @@ fn cuda_engine() -> Option<Engine> {
         return None;
     }
     let options = Options {
-        gpu: GpuOptions {
-            device: DeviceKind::Cuda,
-            ..GpuOptions::default()
-        },
+        runtime: RuntimeOptions::for_device(DeviceKind::Cuda),
         ..Options::default()
     };
     Some(Engine::new(options).expect("a CUDA engine on a machine where probe succeeded"))
@@ -258,7 +257,10 @@ fn a_cpu_array_is_a_typed_error() {
     let f = engine.compile(add_many).unwrap();
     let err = f.call(v.ptr(), 16, 1).unwrap_err();
     assert!(
-        matches!(&err, Error::Cuda(CudaError::ForeignMemory { device, arg: 0, .. }) if device == "cpu"),
+        matches!(
+            err.runtime_error::<CudaError>(),
+            Some(CudaError::ForeignMemory { device, arg: 0, .. }) if device == "cpu"
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("Engine::device"), "{err}");
@@ -301,7 +303,10 @@ fn more_than_the_device_holds_is_refused() {
     let Some(engine) = cuda_engine() else { return };
     let info = cuda::device_info(0).unwrap();
     let err = Array::<u8>::alloc_on(engine.device(), info.total_memory * 2).unwrap_err();
-    assert!(matches!(err, GpuError::ExceedsFreeMemory { .. }), "{err}");
+    assert!(
+        matches!(err, MemoryError::ExceedsFreeMemory { .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("smaller batches"), "{err}");
 }
 

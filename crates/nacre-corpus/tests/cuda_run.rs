@@ -70,7 +70,7 @@ fn generated_cuda_computes_what_the_cpu_runtime_computes() {
     };
     check_against_cpu("CUDA", |verified| {
         let module = verified.module();
-        let kernels = emit_kernels(module).map_err(|e| e.to_string())?;
+        let kernels = emit_kernels(verified).map_err(|e| e.to_string())?;
         kernels
             .iter()
             .map(|(id, k)| {

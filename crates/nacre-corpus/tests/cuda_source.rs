@@ -9,11 +9,12 @@ use nacre_cuda::codegen::emit_kernels;
 #[test]
 fn cuda_source_of_every_corpus_kernel() {
     for case in all() {
-        let module = (case.module)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let module = (case.trace)()
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+            .module;
         let module = nacre::optimize(module, &PassOptions::default())
             .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let kernels =
-            emit_kernels(module.module()).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let kernels = emit_kernels(&module).unwrap_or_else(|e| panic!("{}: {e}", case.name));
         assert!(!kernels.is_empty(), "{} launches a kernel", case.name);
         let mut text = String::new();
         for (_, kernel) in &kernels {

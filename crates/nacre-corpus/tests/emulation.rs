@@ -12,11 +12,12 @@
 //! (the array's address for a pointer, the address of the value for a scalar), the status
 //! word.
 
-use nacre::ir::{FuncId, LaunchBinding, PassOptions, Scalar, VerifiedModule};
+use nacre::ir::{FuncId, PassOptions, Scalar, VerifiedModule};
 use nacre::{make_backend, optimize, BackendKind, Options};
-use nacre_backend::Executable;
+use nacre_backend::{Executable, LaunchBinding};
 use nacre_corpus::kernels::all;
-use nacre_gpu::{prepare_cpu, Array, CpuMode};
+use nacre_cpu::{prepare_cpu, CpuMode};
+use nacre_runtime::{Array, PreparedKernels};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
@@ -302,8 +303,10 @@ pub fn check_against_cpu(
     let mut failures = Vec::new();
     let mut checked = 0;
     for case in all() {
-        let module = (case.module)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let verified: VerifiedModule = optimize(module, &PassOptions::default()).expect("verifies");
+        let traced = (case.trace)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let verified: VerifiedModule =
+            optimize(traced.module, &PassOptions::default()).expect("verifies");
+        let linkage = traced.linkage;
         let emulated: Vec<(FuncId, Box<Emulated>)> = kernels(&verified)
             .unwrap_or_else(|e| panic!("{}: {e}", case.name))
             .into_iter()
@@ -319,16 +322,20 @@ pub fn check_against_cpu(
         };
         let cpu = prepare_cpu(
             verified.module(),
+            &linkage,
             &*backend,
             CpuMode::Grid,
             &nacre_c::COptions::default(),
         )
         .expect("cpu kernels");
         let on_cpu = backend
-            .compile(&verified.clone().with_launch(cpu.launch_binding()))
+            .compile(
+                &verified,
+                &linkage.clone().with_launch(cpu.launch_binding()),
+            )
             .expect("compiles");
         let on_emulation = backend
-            .compile(&verified.clone().with_launch(emu_binding))
+            .compile(&verified, &linkage.with_launch(emu_binding))
             .expect("compiles");
         let args = spec(case.name);
         let (want, want_arrays) = run(&*on_cpu, &args);

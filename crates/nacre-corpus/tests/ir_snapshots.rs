@@ -7,12 +7,10 @@ use nacre_corpus::cases::{algorithms, arith, arrays, calls, casts, compare, cont
 use nacre_trace::TraceFn;
 
 fn snapshot<Args, F: TraceFn<Args>>(name: &str, f: F) {
-    let module = trace_module(&f).expect("traces");
+    let module = trace_module(&f).expect("traces").module;
     let before = module.to_string();
-    let after = optimize(module, &PassOptions::default())
-        .expect("verifies")
-        .module()
-        .to_string();
+    let verified = optimize(module, &PassOptions::default()).expect("verifies");
+    let after = nacre::ir::printer::module_with_loops(&verified).to_string();
     insta::assert_snapshot!(format!("{name}__trace"), before);
     insta::assert_snapshot!(format!("{name}__optimized"), after);
 }

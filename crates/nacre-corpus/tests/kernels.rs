@@ -1,16 +1,13 @@
 //! The kernel corpus on the CPU: every kernel on every CPU backend in grid mode (full GPU
 //! semantics), and the grid-stride kernels also in serial mode (grid = block = 1).
 
-use nacre::gpu::CpuMode;
-use nacre::{BackendKind, Engine, GpuOptions, Options};
+use nacre::gpu::{CpuMode, CpuOptions, RuntimeOptions};
+use nacre::{BackendKind, Engine, Options};
 use nacre_corpus::kernels::{all, check_all};
 
 fn run(kind: BackendKind, mode: CpuMode) {
     let options = Options {
-        gpu: GpuOptions {
-            cpu_mode: mode,
-            ..GpuOptions::default()
-        },
+        runtime: RuntimeOptions::Cpu(CpuOptions { mode }),
         ..Options::with_backend(kind)
     };
     let engine = Engine::new(options).expect("engine");

@@ -32,9 +32,11 @@ fn corpus_msl() -> Vec<(&'static str, MslKernel)> {
     all()
         .into_iter()
         .flat_map(|case| {
-            let module = (case.module)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            let module = (case.trace)()
+                .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+                .module;
             let verified = optimize(module, &PassOptions::default()).expect("verifies");
-            emit_msl(verified.module())
+            emit_msl(&verified)
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name))
                 .into_iter()
                 .map(move |k| (case.name, k))

@@ -85,7 +85,7 @@ fn generated_msl_computes_what_the_cpu_runtime_computes() {
         return;
     };
     check_against_cpu("MSL", |verified| {
-        let msl = emit_msl(verified.module()).map_err(|e| e.to_string())?;
+        let msl = emit_msl(verified).map_err(|e| e.to_string())?;
         msl.iter()
             .map(|k: &MslKernel| {
                 let params = k

@@ -8,9 +8,11 @@ use nacre_corpus::kernels::all;
 use nacre_metal::{emit_msl, MslKernel};
 
 fn msl_of(case: &nacre_corpus::kernels::KernelCase) -> Vec<MslKernel> {
-    let module = (case.module)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
+    let module = (case.trace)()
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+        .module;
     let verified = optimize(module, &PassOptions::default()).expect("verifies");
-    emit_msl(verified.module()).unwrap_or_else(|e| panic!("{}: {e}", case.name))
+    emit_msl(&verified).unwrap_or_else(|e| panic!("{}: {e}", case.name))
 }
 
 #[test]

@@ -3,18 +3,20 @@
 //! compiled as structured C and must compute what the interpreter computes on every edge input.
 
 use nacre::ir::{PassOptions, Scalar, VerifiedModule};
-use nacre::{make_backend, optimize, trace_module, BackendKind, Options};
+use nacre::{make_backend, optimize, trace_module, BackendKind, Linkage, Options};
 use nacre_backend::Executable;
 use nacre_c::{emit_c_structured, CBackend, COptions};
 use nacre_corpus::cases::{algorithms, calls, control, explosion};
 use nacre_corpus::{find, CaseKind};
 use nacre_trace::TraceFn;
 
-fn module<Args, F: TraceFn<Args>>(f: F) -> VerifiedModule {
-    optimize(trace_module(&f).expect("traces"), &PassOptions::default()).expect("verifies")
+fn module<Args, F: TraceFn<Args>>(f: F) -> (VerifiedModule, Linkage) {
+    let traced = trace_module(&f).expect("traces");
+    let verified = optimize(traced.module, &PassOptions::default()).expect("verifies");
+    (verified, traced.linkage)
 }
 
-fn modules() -> Vec<(&'static str, VerifiedModule)> {
+fn modules() -> Vec<(&'static str, (VerifiedModule, Linkage))> {
     vec![
         ("gcd", module(algorithms::gcd)),
         ("fibonacci", module(algorithms::fibonacci)),
@@ -70,7 +72,7 @@ fn structured_c_agrees_with_the_interpreter() {
     let mut failures = Vec::new();
     let mut runs = 0;
     let mut regions = 0;
-    for (name, m) in modules() {
+    for (name, (m, linkage)) in modules() {
         let case = find(name).unwrap_or_else(|| panic!("no corpus case {name}"));
         let CaseKind::Scalar { ret, .. } = &case.kind else {
             panic!("{name} is not a scalar case");
@@ -78,9 +80,9 @@ fn structured_c_agrees_with_the_interpreter() {
         let source = emit_c_structured(m.module()).expect("prints");
         assert!(!source.contains("goto"), "{name} uses goto:\n{source}");
         regions += source.matches("while (0);").count();
-        let want = interp.compile(&m).expect("interp compiles");
+        let want = interp.compile(&m, &linkage).expect("interp compiles");
         let got = structured
-            .compile_module(&m)
+            .compile_module(&m, &linkage)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         for args in case.edge_inputs(300) {
             runs += 1;

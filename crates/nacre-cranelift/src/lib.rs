@@ -8,7 +8,7 @@
 //!
 //! GPU kernels ([`nacre_ir::FuncKind::Kernel`]) are skipped (a GPU runtime compiles them; the
 //! entry must be a host function). A kernel launch in host code calls the module's
-//! [`nacre_ir::LaunchBinding`] launcher with the kernel's handle, the sizes and arguments in a
+//! [`nacre_backend::LaunchBinding`] launcher with the kernel's handle, the sizes and arguments in a
 //! stack slot and the function's status pointer; a module with launches but without a binding,
 //! or without a handle for a launched kernel, is [`BackendError::Unsupported`].
 //!
@@ -45,7 +45,7 @@ mod tests;
 
 pub use options::{CraneliftOptions, OptLevel};
 
-use nacre_backend::{Backend, BackendError, Executable};
+use nacre_backend::{Backend, BackendError, Executable, Linkage};
 use nacre_ir::VerifiedModule;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -123,9 +123,13 @@ impl Backend for CraneliftBackend {
         target::BACKEND
     }
 
-    fn compile(&self, module: &VerifiedModule) -> Result<Arc<dyn Executable>, BackendError> {
+    fn compile(
+        &self,
+        module: &VerifiedModule,
+        linkage: &Linkage,
+    ) -> Result<Arc<dyn Executable>, BackendError> {
         let mut worker = self.take_worker();
-        let result = worker.compile(&self.env, module.module());
+        let result = worker.compile(&self.env, module.module(), linkage);
         self.return_worker(worker);
         Ok(Arc::new(result?))
     }

@@ -12,7 +12,7 @@
 //!
 //! Kernel launches: the six sizes and the arguments' bits are stored into one stack slot of
 //! the function (sized for its largest launch), and the module's launcher (see
-//! [`nacre_ir::LaunchBinding`]) is called through its address with the kernel's handle and the
+//! [`nacre_backend::LaunchBinding`]) is called through its address with the kernel's handle and the
 //! function's own `status` pointer, which is then checked as after an IR call.
 
 use crate::abi;
@@ -30,7 +30,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use nacre_backend::BackendError;
+use nacre_backend::{BackendError, Linkage};
 use nacre_ir::{
     BinaryOp, Block, BlockCall, CmpOp, ExternId, FuncId, FuncKind, Function, Inst, InstKind,
     Launch, Module, Scalar, Trap, Type, UnaryOp, Value,
@@ -44,6 +44,8 @@ const LAUNCH_DIMS_BYTES: u32 = 24;
 pub(crate) struct ModuleEnv<'a> {
     /// The IR module.
     pub module: &'a Module,
+    /// Its extern addresses and launcher.
+    pub linkage: &'a Linkage,
     /// The JIT module's id of each IR function, indexed by [`FuncId`]; `None` for functions the
     /// backend does not compile (GPU kernels).
     pub func_ids: &'a [Option<cranelift_module::FuncId>],
@@ -160,15 +162,9 @@ fn reverse_postorder(func: &Function, entry: Block, s: &mut LowerScratch) -> boo
     entry_is_target
 }
 
-/// The error for a launch the module's binding cannot serve.
+/// The error for a launch the linkage's binding cannot serve.
 fn unbound_launch(why: String) -> BackendError {
-    BackendError::Unsupported {
-        backend: BACKEND,
-        what: format!(
-            "kernel launches without a launch binding ({why}); the kernels must be prepared \
-             by a GPU runtime (nacre-gpu) first"
-        ),
-    }
+    BackendError::unbound_launch(BACKEND, &why)
 }
 
 fn malformed(func: &Function, what: &str) -> BackendError {
@@ -809,7 +805,9 @@ impl Lowerer<'_, '_> {
     fn launch(&mut self, l: &Launch) -> Result<(), BackendError> {
         let func = self.func;
         let module = self.env.module;
-        let binding = module
+        let binding = self
+            .env
+            .linkage
             .launch
             .as_ref()
             .ok_or_else(|| unbound_launch("the module has none".to_string()))?;
@@ -979,7 +977,12 @@ impl Lowerer<'_, '_> {
         for &a in args {
             call_args.push(self.value(a)?);
         }
-        let callee = self.iconst(self.env.pointer, decl.addr as u64);
+        let at = self
+            .env
+            .linkage
+            .extern_addr(ext)
+            .ok_or_else(|| BackendError::unlinked_extern(BACKEND, &decl.name))?;
+        let callee = self.iconst(self.env.pointer, at.addr as u64);
         let call = self.b.ins().call_indirect(sig, callee, &call_args);
         self.s.call_args = call_args;
         Ok(self.b.inst_results(call).first().copied())

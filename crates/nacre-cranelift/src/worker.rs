@@ -21,7 +21,7 @@ use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::JITModule;
 use cranelift_module::{Module as _, ModuleError};
-use nacre_backend::BackendError;
+use nacre_backend::{BackendError, Linkage};
 use nacre_ir::{FuncId, FuncKind, Module, Signature};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -114,6 +114,7 @@ impl Worker {
         &mut self,
         env: &CompileEnv,
         module: &Module,
+        linkage: &Linkage,
     ) -> Result<CraneliftExecutable, BackendError> {
         let entry = module
             .entry
@@ -132,13 +133,13 @@ impl Worker {
             id: entry,
             signature: &entry_fn.signature,
         };
-        match self.attempt(env, module, entry, ARENA_SIZE) {
+        match self.attempt(env, (module, linkage), entry, ARENA_SIZE) {
             Ok(exe) => Ok(exe),
             Err(Failure::Error(e)) => Err(e),
             // The module does not fit in what is left of the generation (or in a whole normal
             // one): retry in a fresh generation with a large arena.
             Err(Failure::CodeMemoryFull(_)) => {
-                match self.attempt(env, module, entry, LARGE_ARENA_SIZE) {
+                match self.attempt(env, (module, linkage), entry, LARGE_ARENA_SIZE) {
                     Ok(exe) => Ok(exe),
                     Err(Failure::Error(e) | Failure::CodeMemoryFull(e)) => Err(e),
                 }
@@ -151,7 +152,7 @@ impl Worker {
     fn attempt(
         &mut self,
         env: &CompileEnv,
-        module: &Module,
+        unit: (&Module, &Linkage),
         entry: Entry<'_>,
         arena_size: usize,
     ) -> Result<CraneliftExecutable, Failure> {
@@ -177,18 +178,18 @@ impl Worker {
             signatures: &mut self.signatures,
             trampolines: &mut active.trampolines,
         };
-        let compiled =
-            match generation.with_module(|jit| Ok(parts.compile(env, module, entry, jit))) {
-                Ok(Ok(compiled)) => compiled,
-                Ok(Err(failure)) => {
-                    self.active = None;
-                    return Err(failure);
-                }
-                Err(e) => {
-                    self.active = None;
-                    return Err(Failure::Error(e));
-                }
-            };
+        let compiled = match generation.with_module(|jit| Ok(parts.compile(env, unit, entry, jit)))
+        {
+            Ok(Ok(compiled)) => compiled,
+            Ok(Err(failure)) => {
+                self.active = None;
+                return Err(failure);
+            }
+            Err(e) => {
+                self.active = None;
+                return Err(Failure::Error(e));
+            }
+        };
         active.modules += 1;
         active.used += compiled.code_bytes.next_multiple_of(PAGE);
         if active.modules >= MODULES_PER_GENERATION || active.used >= active.arena_size / 2 {
@@ -229,7 +230,7 @@ impl Parts<'_> {
     fn compile(
         &mut self,
         env: &CompileEnv,
-        module: &Module,
+        (module, linkage): (&Module, &Linkage),
         entry: Entry<'_>,
         jit: &mut JITModule,
     ) -> Result<Compiled, Failure> {
@@ -252,6 +253,7 @@ impl Parts<'_> {
         }
         let lower_env = ModuleEnv {
             module,
+            linkage,
             func_ids: self.func_ids,
             signatures: self.signatures,
             pointer,

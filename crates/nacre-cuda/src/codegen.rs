@@ -18,7 +18,7 @@
 //!
 //! Every launch of a kernel runs exactly the grid and block its host code asks for, so sizes
 //! that all the module's launches of a kernel pass as the same constant are printed as that
-//! constant ([`nacre_ir::passes::specialise_launch_shapes`]), and a kernel whose block size is
+//! constant ([`nacre_kernel::specialise_launch_shapes`]), and a kernel whose block size is
 //! known declares it with `__launch_bounds__`: NVRTC then unrolls loops over `blockDim`, such as
 //! a shared-memory tree reduction. Each specialisation is a different source, hence a different
 //! entry of the kernel cache.
@@ -37,8 +37,8 @@ use nacre_backend::BackendError;
 use nacre_c::dialect::{KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{CDialect, Dialect};
-use nacre_ir::passes::specialised_for_launches;
-use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Module, Scalar};
+use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Scalar, VerifiedModule};
+use nacre_kernel::{specialised_for_launches, Specialised};
 
 /// The CUDA C of one kernel.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -201,25 +201,32 @@ impl Dialect for CudaDialect {
 /// Fails with [`BackendError::Codegen`] when `kernel` is not a kernel of the module or the IR
 /// is malformed, and with [`BackendError::Unsupported`] when device code calls an external
 /// (Rust) function or launches a kernel.
-pub fn emit_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {
+pub fn emit_kernel(module: &VerifiedModule, kernel: FuncId) -> Result<KernelSource, BackendError> {
     print_kernel(&specialised_for_launches(module), kernel)
 }
 
 /// Prints every kernel of `module`, in module order.
-pub fn emit_kernels(module: &Module) -> Result<Vec<(FuncId, KernelSource)>, BackendError> {
-    let module = specialised_for_launches(module);
-    module
+pub fn emit_kernels(module: &VerifiedModule) -> Result<Vec<(FuncId, KernelSource)>, BackendError> {
+    let specialised = specialised_for_launches(module);
+    specialised
+        .module
+        .module()
         .functions
         .iter()
         .filter(|(_, f)| f.kind == FuncKind::Kernel)
-        .map(|(id, _)| Ok((id, print_kernel(&module, id)?)))
+        .map(|(id, _)| Ok((id, print_kernel(&specialised, id)?)))
         .collect()
 }
 
 /// Prints kernel `kernel` of a module already specialised for its launches
 /// ([`specialised_for_launches`]).
-pub(crate) fn print_kernel(module: &Module, kernel: FuncId) -> Result<KernelSource, BackendError> {
-    let code = nacre_c::emit_kernel_source(&CudaDialect, module, kernel)?;
+pub(crate) fn print_kernel(
+    specialised: &Specialised,
+    kernel: FuncId,
+) -> Result<KernelSource, BackendError> {
+    let module = specialised.module.module();
+    let shape = specialised.shape(kernel);
+    let code = nacre_c::emit_kernel_source(&CudaDialect, module, kernel, shape)?;
     Ok(KernelSource {
         name: code.symbol,
         source: code.source,

@@ -15,7 +15,7 @@ use nacre_cuda::nvrtc::{self, Arch};
 use nacre_ir::semantics::{self, normalize};
 use nacre_ir::{
     BinaryOp, Block, CmpOp, Const, FuncId, FuncKind, Function, FunctionBuilder, Module, Scalar,
-    Signature, Trap, Type, UnaryOp, Value,
+    Signature, Trap, Type, UnaryOp, Value, VerifiedModule,
 };
 use std::sync::Arc;
 
@@ -164,17 +164,14 @@ fn dispatcher(sigs: &[Signature]) -> Function {
 }
 
 /// A verified module: the dispatcher (function 0, the entry) and the cases.
-fn dispatch_module(functions: Vec<Function>) -> Module {
+fn dispatch_module(functions: Vec<Function>) -> VerifiedModule {
     let sigs: Vec<Signature> = functions.iter().map(|f| f.signature.clone()).collect();
     let mut m = Module::new();
     m.entry = Some(m.add_function(dispatcher(&sigs)));
     for f in functions {
         m.add_function(f);
     }
-    nacre_ir::verify(m)
-        .unwrap_or_else(|e| panic!("test IR is invalid: {e}"))
-        .module()
-        .clone()
+    nacre_ir::verify(m).unwrap_or_else(|e| panic!("test IR is invalid: {e}"))
 }
 
 /// Compiles `module`'s dispatcher for `arch` and runs `rows` of `(selector, args)`; returns
@@ -182,7 +179,7 @@ fn dispatch_module(functions: Vec<Function>) -> Module {
 fn run(
     ctx: &Arc<CudaContext>,
     arch: Arch,
-    module: &Module,
+    module: &VerifiedModule,
     rows: &[(u32, [u64; 3])],
 ) -> (Vec<u64>, u32) {
     let src = emit_kernel(module, FuncId::from_u32(0)).unwrap_or_else(|e| panic!("{e}"));
@@ -190,7 +187,7 @@ fn run(
     let cubin = nvrtc::compile_cubin(&src, arch).unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
         "{} device functions: {} lines of CUDA C compiled in {:.0} ms",
-        module.functions.len() - 1,
+        module.module().functions.len() - 1,
         src.source.lines().count(),
         start.elapsed().as_secs_f64() * 1e3
     );

@@ -215,8 +215,8 @@ fn launch(
         ext_args
     };
     let mut status = 0u32;
-    // SAFETY: `kernel.launcher` and `kernel.handle` come from the module's `LaunchBinding`,
-    // whose contract (see `nacre_ir::LaunchFn`) is that the launcher accepts the handles the
+    // SAFETY: `kernel.launcher` and `kernel.handle` come from the linkage's `LaunchBinding`,
+    // whose contract (see `nacre_backend::LaunchFn`) is that the launcher accepts the handles the
     // runtime gave for the module's kernels, six `u32` sizes and one `u64` per kernel
     // parameter in the bits encoding, and a status word to write. Lowering checked that this
     // launch passes exactly as many arguments as the kernel has parameters; `dims`, `bits` and
@@ -316,9 +316,9 @@ fn execute(
                         .iter()
                         .map(|&a| regs[a as usize]),
                 );
-                // SAFETY: `ext.dyn_call` is the trampoline that the module's `ExternFunc` pairs
-                // with `ext.addr`; the module's invariant (whoever declared the extern) is that
-                // the trampoline was created for exactly that function's signature. Lowering
+                // SAFETY: `ext.dyn_call` is the trampoline that the linkage pairs with
+                // `ext.addr`; the linkage's invariant (whoever filled it in) is that the
+                // trampoline was created for exactly that function's signature. Lowering
                 // checked that this call passes exactly as many arguments as the signature has,
                 // and every argument is a normalised value of the IR-declared parameter type.
                 let result = unsafe { (ext.dyn_call)(ext.addr, ext_args) };

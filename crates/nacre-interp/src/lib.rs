@@ -10,13 +10,13 @@
 //! Calls between IR functions use a heap-allocated frame stack, so IR recursion never consumes
 //! host stack; the register stack is capped at [`MAX_STACK_SLOTS`] slots (see
 //! [`ExecError::StackOverflow`]). Calls to external functions go through their
-//! [`nacre_ir::DynCall`] trampolines.
+//! [`nacre_backend::DynCall`] trampolines.
 //!
 //! # Kernels and launches
 //! GPU kernels ([`nacre_ir::FuncKind::Kernel`]) are not lowered (a GPU runtime compiles them;
 //! the entry must be a host function). A `launch` in host code encodes the grid and block
 //! sizes and the arguments' bits in small arrays and calls the module's
-//! [`nacre_ir::LaunchBinding`] launcher with the kernel's handle; a nonzero status it writes is
+//! [`nacre_backend::LaunchBinding`] launcher with the kernel's handle; a nonzero status it writes is
 //! the launch's trap. A module with launches but without a binding, or without a handle for a
 //! launched kernel, is [`BackendError::Unsupported`].
 //!
@@ -45,7 +45,7 @@ mod tests;
 pub use exec::{ExecError, MAX_STACK_SLOTS};
 
 use exec::Scratch;
-use nacre_backend::{Backend, BackendError, Executable};
+use nacre_backend::{Backend, BackendError, Executable, Linkage};
 use nacre_ir::{Trap, VerifiedModule};
 use program::Program;
 use std::cell::Cell;
@@ -66,8 +66,9 @@ impl Interpreter {
     pub fn compile_module(
         &self,
         module: &VerifiedModule,
+        linkage: &Linkage,
     ) -> Result<InterpExecutable, BackendError> {
-        let program = lower::lower_module(module.module())?;
+        let program = lower::lower_module(module.module(), linkage)?;
         Ok(InterpExecutable {
             program,
             listing: OnceLock::new(),
@@ -80,8 +81,12 @@ impl Backend for Interpreter {
         "interp"
     }
 
-    fn compile(&self, module: &VerifiedModule) -> Result<Arc<dyn Executable>, BackendError> {
-        Ok(Arc::new(self.compile_module(module)?))
+    fn compile(
+        &self,
+        module: &VerifiedModule,
+        linkage: &Linkage,
+    ) -> Result<Arc<dyn Executable>, BackendError> {
+        Ok(Arc::new(self.compile_module(module, linkage)?))
     }
 }
 

@@ -15,7 +15,7 @@ use crate::ops::{
     Reg, RetVal, StoreOp, Target, R2, R3, R4,
 };
 use crate::program::{ExternEntry, LaunchEntry, LoweredFunc, Program};
-use nacre_backend::BackendError;
+use nacre_backend::{BackendError, Linkage};
 use nacre_ir::semantics::normalize;
 use nacre_ir::{
     BinaryOp, Block, BlockCall, CmpOp, ExternId, FuncId, FuncKind, Function, Inst, InstData,
@@ -33,8 +33,8 @@ pub(crate) fn type_mask(ty: Type) -> u64 {
 
 /// Lowers every host function of `module`; the module's entry (a host function) becomes the
 /// program's entry. Kernels are skipped: a GPU runtime compiles them, and host code reaches
-/// them only through launches, which go through the module's [`nacre_ir::LaunchBinding`].
-pub(crate) fn lower_module(module: &Module) -> Result<Program, BackendError> {
+/// them only through launches, which go through the linkage's [`nacre_backend::LaunchBinding`].
+pub(crate) fn lower_module(module: &Module, linkage: &Linkage) -> Result<Program, BackendError> {
     let entry = module.entry.ok_or_else(|| BackendError::Unsupported {
         backend: BACKEND,
         what: "modules without an entry function".to_string(),
@@ -57,19 +57,24 @@ pub(crate) fn lower_module(module: &Module) -> Result<Program, BackendError> {
     let extern_index: HashMap<ExternId, u32> = module.externs.keys().zip(0u32..).collect();
     let externs = module
         .externs
-        .values()
-        .map(|e| ExternEntry {
-            addr: e.addr,
-            dyn_call: e.dyn_call,
-            ret_mask: e.signature.ret.map_or(0, type_mask),
+        .iter()
+        .map(|(id, e)| {
+            let at = linkage
+                .extern_addr(id)
+                .ok_or_else(|| unlinked_extern(&e.name))?;
+            Ok(ExternEntry {
+                addr: at.addr,
+                dyn_call: at.dyn_call,
+                ret_mask: e.signature.ret.map_or(0, type_mask),
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, BackendError>>()?;
     let extern_names = module.externs.values().map(|e| e.name.clone()).collect();
     // Every kernel the binding has a handle for, in module order; a launch of any other
     // kernel is rejected when it is lowered.
     let mut launch_index: HashMap<FuncId, u32> = HashMap::new();
     let mut launches = Vec::new();
-    if let Some(binding) = &module.launch {
+    if let Some(binding) = &linkage.launch {
         for (id, f) in module.functions.iter() {
             if let (FuncKind::Kernel, Some(&handle)) = (f.kind, binding.handles.get(&id)) {
                 let index = u32::try_from(launches.len()).map_err(|_| BackendError::Codegen {
@@ -122,15 +127,14 @@ struct Indices<'a> {
     launches: &'a HashMap<FuncId, u32>,
 }
 
-/// The error for a launch the module's binding cannot serve.
+/// The error for a launch the linkage's binding cannot serve.
 fn unbound_launch(why: String) -> BackendError {
-    BackendError::Unsupported {
-        backend: BACKEND,
-        what: format!(
-            "kernel launches without a launch binding ({why}); the kernels must be prepared \
-             by a GPU runtime (nacre-gpu) first"
-        ),
-    }
+    BackendError::unbound_launch(BACKEND, &why)
+}
+
+/// The error for an extern the linkage has no address for.
+fn unlinked_extern(name: &str) -> BackendError {
+    BackendError::unlinked_extern(BACKEND, name)
 }
 
 /// Comparison kinds after canonicalisation (`Gt`/`Ge` become `Lt`/`Le` with swapped operands).
@@ -1136,7 +1140,7 @@ impl<'a> FnLowerer<'a> {
     /// A kernel launch: the six sizes and the arguments go to the argument pool, the kernel
     /// must have a handle in the module's launch binding.
     fn launch(&mut self, l: &Launch) -> Result<Op, BackendError> {
-        if self.module.launch.is_none() {
+        if self.index.launches.is_empty() {
             return Err(unbound_launch("the module has none".to_string()));
         }
         let kernel = self

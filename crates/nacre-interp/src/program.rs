@@ -7,7 +7,7 @@
 //! scratch slot used to break parallel-move cycles and to receive ignored call results.
 
 use crate::ops::{Op, Reg};
-use nacre_ir::{DynCall, LaunchFn};
+use nacre_backend::{DynCall, LaunchFn};
 use std::fmt::Write;
 
 /// A lowered IR function.
@@ -47,7 +47,7 @@ pub(crate) struct ExternEntry {
 pub(crate) struct LaunchEntry {
     /// The kernel's name, for the listing.
     pub name: String,
-    /// The module's launcher (see [`nacre_ir::LaunchBinding`]).
+    /// The module's launcher (see [`nacre_backend::LaunchBinding`]).
     pub launcher: LaunchFn,
     /// The GPU runtime's handle of the kernel.
     pub handle: usize,

@@ -1,5 +1,10 @@
-//! [`FunctionBuilder`]: appends instructions to a function while tracking the current block
-//! and computing result types.
+//! [`FunctionBuilder`]: creates instructions of a function while tracking where they go and
+//! computing result types.
+//!
+//! A builder either appends to the end of a current block (how tracing and tests build
+//! functions) or is *detached*: it collects the instructions it creates in a list that the
+//! caller then places anywhere (spliced into an existing block at a position, or laid out as
+//! a new block), which is how lowerings rewrite existing code.
 
 use crate::entities::{Block, ExternId, FuncId, Inst, Value};
 use crate::function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};
@@ -8,13 +13,16 @@ use crate::instructions::{
 };
 use crate::types::{Scalar, Type};
 
-/// Builds a function. Instructions are appended to the current block; creating blocks,
-/// parameters and values, and choosing result types, is done here.
+/// Builds a function. Instructions are appended to the current block, or collected when the
+/// builder is [detached](FunctionBuilder::detached); creating blocks, parameters and values,
+/// and choosing result types, is done here.
 ///
 /// The builder does not type-check: the verifier does, after construction.
 pub struct FunctionBuilder<'f> {
     func: &'f mut Function,
     current: Option<Block>,
+    /// The instructions created so far, when detached.
+    detached: Option<Vec<Inst>>,
 }
 
 impl FunctionBuilder<'_> {
@@ -45,7 +53,23 @@ impl<'f> FunctionBuilder<'f> {
         FunctionBuilder {
             func,
             current: None,
+            detached: None,
         }
+    }
+
+    /// A builder over `func` that places nothing: it collects the instructions it creates
+    /// (terminators included) for [`FunctionBuilder::into_insts`].
+    pub fn detached(func: &'f mut Function) -> FunctionBuilder<'f> {
+        FunctionBuilder {
+            func,
+            current: None,
+            detached: Some(Vec::new()),
+        }
+    }
+
+    /// The instructions a detached builder created, in order (empty for an attached one).
+    pub fn into_insts(self) -> Vec<Inst> {
+        self.detached.unwrap_or_default()
     }
 
     /// The function being built.
@@ -75,13 +99,7 @@ impl<'f> FunctionBuilder<'f> {
 
     /// Adds a parameter of type `ty` to `block`.
     pub fn append_block_param(&mut self, block: Block, ty: Type) -> Value {
-        let n = self.func.blocks[block].params.len() as u32;
-        let v = self.func.values.push(ValueData {
-            ty,
-            def: ValueDef::Param(block, n),
-        });
-        self.func.blocks[block].params.push(v);
-        v
+        self.func.add_block_param(block, ty)
     }
 
     /// The parameters of a block.
@@ -118,6 +136,11 @@ impl<'f> FunctionBuilder<'f> {
     /// block is created to hold it, so that tracing dead code never fails; CFG simplification
     /// removes it.
     pub fn append(&mut self, kind: InstKind, result: Option<Type>) -> (Inst, Option<Value>) {
+        if self.detached.is_some() {
+            let (inst, result) = self.create(kind, result);
+            self.detached.get_or_insert_with(Vec::new).push(inst);
+            return (inst, result);
+        }
         let block = match self.current {
             Some(b) if self.func.terminator(b).is_none() => b,
             _ => {
@@ -127,6 +150,16 @@ impl<'f> FunctionBuilder<'f> {
             }
         };
         let terminator = kind.is_terminator();
+        let (inst, result) = self.create(kind, result);
+        self.func.blocks[block].insts.push(inst);
+        if terminator {
+            self.current = None;
+        }
+        (inst, result)
+    }
+
+    /// A new instruction (and its result value), placed nowhere.
+    fn create(&mut self, kind: InstKind, result: Option<Type>) -> (Inst, Option<Value>) {
         let inst = self.func.insts.push(InstData { kind, result: None });
         let result = result.map(|ty| {
             let v = self.func.values.push(ValueData {
@@ -136,22 +169,39 @@ impl<'f> FunctionBuilder<'f> {
             self.func.insts[inst].result = Some(v);
             v
         });
-        self.func.blocks[block].insts.push(inst);
-        if terminator {
-            self.current = None;
-        }
         (inst, result)
     }
 
-    fn value(&mut self, kind: InstKind, ty: Type) -> Value {
+    /// An instruction with a result of type `ty`.
+    pub fn value(&mut self, kind: InstKind, ty: Type) -> Value {
         self.append(kind, Some(ty))
             .1
             .expect("append returns a result when given a type")
     }
 
+    /// An instruction without a result.
+    pub fn effect(&mut self, kind: InstKind) -> Inst {
+        self.append(kind, None).0
+    }
+
     /// A constant.
     pub fn constant(&mut self, c: Const) -> Value {
         self.value(InstKind::Const(c), c.ty)
+    }
+
+    /// A constant of type `ty` from its bits (normalized for the type).
+    pub fn const_bits(&mut self, ty: Type, bits: u64) -> Value {
+        self.constant(Const { ty, bits })
+    }
+
+    /// A `u32` constant.
+    pub fn const_u32(&mut self, x: u32) -> Value {
+        self.const_bits(Type::U32, u64::from(x))
+    }
+
+    /// A `u64` constant.
+    pub fn const_u64(&mut self, x: u64) -> Value {
+        self.const_bits(Type::U64, x)
     }
 
     /// A unary operation.

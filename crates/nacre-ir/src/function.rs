@@ -2,7 +2,6 @@
 
 use crate::entities::{Block, Inst, Value};
 use crate::instructions::InstKind;
-use crate::passes::LaunchShape;
 use crate::types::Type;
 use cranelift_entity::{PrimaryMap, SecondaryMap};
 
@@ -61,21 +60,8 @@ pub struct BlockData {
     pub insts: Vec<Inst>,
 }
 
-/// Loop structure of a function, computed by [`crate::passes::loops`] and kept for backends.
-#[derive(Clone, PartialEq, Debug, Default)]
-pub struct LoopInfo {
-    /// Loop headers, outermost first in layout order.
-    pub headers: Vec<Block>,
-    /// For each loop header, the header of the enclosing loop (if any).
-    pub parent: SecondaryMap<Block, Option<Block>>,
-    /// Loop nesting depth of each block (0 = not in a loop).
-    pub depth: SecondaryMap<Block, u32>,
-    /// The innermost loop header containing each block (if any).
-    pub innermost: SecondaryMap<Block, Option<Block>>,
-}
-
 /// One IR function.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, PartialEq, Debug, Default)]
 pub struct Function {
     /// The function's name (unique within its module).
     pub name: String,
@@ -91,12 +77,6 @@ pub struct Function {
     pub values: PrimaryMap<Value, ValueData>,
     /// Block order; the first block is the entry.
     pub layout: Vec<Block>,
-    /// Loop structure, when computed.
-    pub loops: Option<LoopInfo>,
-    /// For a kernel, the grid and block sizes all its launches use, once
-    /// [`crate::passes::specialise_launch_shapes`] has replaced its reads of them by constants
-    /// (unknown otherwise).
-    pub launch_shape: LaunchShape,
 }
 
 impl Function {
@@ -151,6 +131,17 @@ impl Function {
             .iter()
             .map(|b| self.blocks[*b].insts.len())
             .sum()
+    }
+
+    /// Adds a parameter of type `ty` to `block` and returns it.
+    pub fn add_block_param(&mut self, block: Block, ty: Type) -> Value {
+        let n = self.blocks[block].params.len() as u32;
+        let v = self.values.push(ValueData {
+            ty,
+            def: ValueDef::Param(block, n),
+        });
+        self.blocks[block].params.push(v);
+        v
     }
 
     /// Predecessor lists of all laid-out blocks (a predecessor appears once per edge).

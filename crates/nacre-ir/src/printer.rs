@@ -10,8 +10,10 @@
 //!
 //! Operators print as `name.type`, where the type is the operands' type (the result type for
 //! `const`, `cast` and `load`). Values and blocks print by their ids, which are deterministic
-//! for a given trace.
+//! for a given trace. The text is everything the IR holds. [`with_loops`] and
+//! [`module_with_loops`] add the loop analysis as comments, for dumps of valid IR.
 
+use crate::analysis::loops::{compute_loops, LoopInfo};
 use crate::function::{FuncKind, Function, Signature};
 use crate::instructions::{Const, InstKind};
 use crate::module::Module;
@@ -58,22 +60,18 @@ fn write_args(f: &mut impl Write, args: &[crate::Value]) -> fmt::Result {
     Ok(())
 }
 
-fn write_function(f: &mut impl Write, func: &Function, module: Option<&Module>) -> fmt::Result {
+fn write_function(
+    f: &mut impl Write,
+    func: &Function,
+    module: Option<&Module>,
+    loops: Option<&LoopInfo>,
+) -> fmt::Result {
     let kw = match func.kind {
         FuncKind::Host => "function",
         FuncKind::Kernel => "kernel",
     };
     write!(f, "{kw} @{}", func.name)?;
     write_signature(f, &func.signature)?;
-    if !func.launch_shape.is_unknown() {
-        let size = |n: Option<u32>| n.map_or("?".to_string(), |n| n.to_string());
-        let [gx, gy, gz] = func.launch_shape.grid.map(size);
-        let [bx, by, bz] = func.launch_shape.block.map(size);
-        write!(
-            f,
-            " launched grid({gx}, {gy}, {gz}) block({bx}, {by}, {bz})"
-        )?;
-    }
     f.write_str(" {\n")?;
     for &block in &func.layout {
         let data = &func.blocks[block];
@@ -89,7 +87,7 @@ fn write_function(f: &mut impl Write, func: &Function, module: Option<&Module>) 
             f.write_char(')')?;
         }
         f.write_char(':')?;
-        if let Some(loops) = &func.loops {
+        if let Some(loops) = loops {
             let depth = loops.depth[block];
             if loops.headers.contains(&block) {
                 write!(f, "  ; loop header, depth {depth}")?;
@@ -168,26 +166,54 @@ fn write_function(f: &mut impl Write, func: &Function, module: Option<&Module>) 
 
 impl fmt::Display for Function {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_function(f, self, None)
+        write_function(f, self, None, None)
     }
+}
+
+/// A function printed with its loops as comments on the block headers. The function must be
+/// valid (verified), as the loop analysis assumes.
+pub fn with_loops(func: &Function) -> impl fmt::Display + '_ {
+    struct WithLoops<'a>(&'a Function);
+    impl fmt::Display for WithLoops<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write_function(f, self.0, None, Some(&compute_loops(self.0)))
+        }
+    }
+    WithLoops(func)
+}
+
+/// A verified module printed with the loops of its functions as comments.
+pub fn module_with_loops(module: &crate::VerifiedModule) -> impl fmt::Display + '_ {
+    struct WithLoops<'a>(&'a Module);
+    impl fmt::Display for WithLoops<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write_module(f, self.0, true)
+        }
+    }
+    WithLoops(module.module())
 }
 
 impl fmt::Display for Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (_, ext) in &self.externs {
-            write!(f, "extern @{}", ext.name)?;
-            write_signature(f, &ext.signature)?;
+        write_module(f, self, false)
+    }
+}
+
+fn write_module(f: &mut impl Write, module: &Module, loops: bool) -> fmt::Result {
+    for (_, ext) in &module.externs {
+        write!(f, "extern @{}", ext.name)?;
+        write_signature(f, &ext.signature)?;
+        f.write_char('\n')?;
+    }
+    for (i, (id, func)) in module.functions.iter().enumerate() {
+        if i > 0 || !module.externs.is_empty() {
             f.write_char('\n')?;
         }
-        for (i, (id, func)) in self.functions.iter().enumerate() {
-            if i > 0 || !self.externs.is_empty() {
-                f.write_char('\n')?;
-            }
-            if self.entry == Some(id) {
-                f.write_str("; entry\n")?;
-            }
-            write_function(f, func, Some(self))?;
+        if module.entry == Some(id) {
+            f.write_str("; entry\n")?;
         }
-        Ok(())
+        let info = loops.then(|| compute_loops(func));
+        write_function(f, func, Some(module), info.as_ref())?;
     }
+    Ok(())
 }

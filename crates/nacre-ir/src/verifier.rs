@@ -21,12 +21,11 @@
 //!
 //! Every failure is an `Err`; malformed ids never panic.
 
+use crate::analysis::dominators::DominatorTree;
 use crate::entities::{Block, Inst, Value};
 use crate::function::{FuncKind, Function, Signature, ValueDef};
-use crate::instructions::{BinaryOp, BlockCall, Dim, InstKind, UnaryOp};
+use crate::instructions::{BinaryOp, BlockCall, InstKind, UnaryOp};
 use crate::module::Module;
-use crate::passes::dominators::DominatorTree;
-use crate::passes::launch_shape::const_u32;
 use crate::semantics::normalize;
 use crate::types::{Scalar, Type};
 use cranelift_entity::EntityRef;
@@ -41,13 +40,6 @@ impl VerifiedModule {
     /// The module.
     pub fn module(&self) -> &Module {
         &self.0
-    }
-
-    /// Binds the GPU runtime's launcher (the verifier does not look at the binding, so the
-    /// module stays verified).
-    pub fn with_launch(mut self, binding: crate::LaunchBinding) -> VerifiedModule {
-        self.0.launch = Some(binding);
-        self
     }
 
     /// Wraps a module that is valid by construction: the result of a pass pipeline run on a
@@ -709,28 +701,6 @@ impl<'a> FuncVerifier<'a> {
                 for v in l.grid.iter().chain(&l.block) {
                     expect(format!("grid/block size {v}"), ty(*v), Type::U32)?;
                 }
-                let shape = target.launch_shape;
-                for (what, sizes, known) in [
-                    ("grid", l.grid, shape.grid),
-                    ("block", l.block, shape.block),
-                ] {
-                    for (dim, (v, known)) in Dim::ALL.into_iter().zip(sizes.into_iter().zip(known))
-                    {
-                        if let Some(n) = known {
-                            if const_u32(func, v) != Some(n) {
-                                return Err(self.err(
-                                    Call,
-                                    format!(
-                                        "{inst} in {block} launches @{} with {what} size {v} in {}, \
-                                         but the kernel was specialised for the constant {n}",
-                                        target.name,
-                                        dim.name()
-                                    ),
-                                ));
-                            }
-                        }
-                    }
-                }
                 self.check_call(
                     inst,
                     block,
@@ -952,23 +922,12 @@ mod tests {
         (f, ret)
     }
 
-    extern "C" fn ext_double(x: f64) -> f64 {
-        x * 2.0
-    }
-
-    unsafe fn dyn_call_f64(addr: usize, args: &[u64]) -> u64 {
-        let f: extern "C" fn(f64) -> f64 = unsafe { std::mem::transmute(addr) };
-        f(f64::from_bits(args[0])).to_bits()
-    }
-
     /// A module exercising every instruction: loops, calls, memory, casts.
     fn good_module() -> Module {
         let mut m = Module::new();
         let ext = m.declare_extern(ExternFunc {
             name: "double".into(),
             signature: sig(&[Type::F64], Some(Type::F64)),
-            addr: ext_double as *const () as usize,
-            dyn_call: dyn_call_f64,
         });
         let mut callee = Function::new(
             "sum",
@@ -1745,9 +1704,8 @@ mod tests {
             }
             if let Ok(v) = verify(m) {
                 accepted += 1;
-                let mut m = v.into_inner();
-                crate::passes::run_passes(&mut m, &crate::passes::PassOptions::default());
-                check_module(&m).expect("passes keep a valid mutant valid");
+                let (m, _) = crate::passes::optimize(v, &crate::passes::PassOptions::default());
+                check_module(m.module()).expect("passes keep a valid mutant valid");
             }
         }
         // Some mutations are harmless (an unused type change, a dead jump target...).

@@ -7,7 +7,7 @@
 //! of the 4 KiB pages of Intel Macs. Nothing here calls Metal, so the device works (and is
 //! tested) on every platform; only launches need macOS.
 
-use nacre_gpu::{Device, GpuError};
+use nacre_runtime::{Device, MemoryError};
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
@@ -27,13 +27,13 @@ impl MetalDevice {
     }
 
     /// The layout of an allocation of `bytes` bytes: whole pages, at least one.
-    fn layout(bytes: usize) -> Result<Layout, GpuError> {
+    fn layout(bytes: usize) -> Result<Layout, MemoryError> {
         bytes
             .max(1)
             .div_ceil(METAL_PAGE_BYTES)
             .checked_mul(METAL_PAGE_BYTES)
             .and_then(|size| Layout::from_size_align(size, METAL_PAGE_BYTES).ok())
-            .ok_or(GpuError::TooLarge {
+            .ok_or(MemoryError::TooLarge {
                 len: bytes,
                 elem_bytes: 1,
             })
@@ -45,11 +45,11 @@ impl Device for MetalDevice {
         "metal"
     }
 
-    fn alloc_unified(&self, bytes: usize) -> Result<NonNull<u8>, GpuError> {
+    fn alloc_unified(&self, bytes: usize) -> Result<NonNull<u8>, MemoryError> {
         let layout = MetalDevice::layout(bytes)?;
         // SAFETY: the layout has a nonzero size (at least one page).
         let ptr = unsafe { alloc::alloc_zeroed(layout) };
-        NonNull::new(ptr).ok_or_else(|| GpuError::OutOfMemory {
+        NonNull::new(ptr).ok_or_else(|| MemoryError::OutOfMemory {
             bytes,
             device: self.name().to_string(),
         })
@@ -68,7 +68,7 @@ impl Device for MetalDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nacre_gpu::Array;
+    use nacre_runtime::Array;
 
     #[test]
     fn allocations_are_whole_zeroed_pages() {
@@ -90,7 +90,7 @@ mod tests {
         let a = Array::<f32>::alloc_on(MetalDevice::shared(), 1000).unwrap();
         let base = a.as_ptr() as usize;
         assert_eq!(base % METAL_PAGE_BYTES, 0);
-        let e = nacre_gpu::memory::entry(base).unwrap();
+        let e = nacre_runtime::memory::entry(base).unwrap();
         assert_eq!((e.bytes, e.device.as_str(), e.owned), (4000, "metal", true));
     }
 
@@ -98,7 +98,7 @@ mod tests {
     fn impossible_sizes_are_errors() {
         assert!(matches!(
             MetalDevice.alloc_unified(usize::MAX - 10),
-            Err(GpuError::TooLarge { .. })
+            Err(MemoryError::TooLarge { .. })
         ));
     }
 }

@@ -5,7 +5,7 @@
 //! error of compiled code.
 
 use nacre_backend::BackendError;
-use nacre_ir::passes::AddressSpaceError;
+use nacre_kernel::AddressSpaceError;
 use thiserror::Error;
 
 /// An error of the Metal backend.

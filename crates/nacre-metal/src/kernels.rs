@@ -11,7 +11,9 @@ use crate::error::MetalError;
 use crate::layout::{plan_launch, KernelLayout};
 use crate::msl::{emit_msl, MslKernel};
 use crate::runtime::{self, Pipeline};
-use nacre_ir::{FuncId, LaunchBinding, Module};
+use nacre_backend::{Backend, LaunchBinding, Linkage};
+use nacre_ir::{FuncId, VerifiedModule};
+use nacre_runtime::{Device, KernelRuntime, PreparedKernels, RuntimeError};
 use std::sync::{Arc, OnceLock};
 
 /// The process-wide cache of compiled kernels.
@@ -71,10 +73,13 @@ impl MetalKernels {
     pub fn is_empty(&self) -> bool {
         self.kernels.is_empty()
     }
+}
 
+impl PreparedKernels for MetalKernels {
     /// The binding through which compiled host code launches these kernels
-    /// ([`metal_launch`] with each kernel's handle).
-    pub fn launch_binding(&self) -> LaunchBinding {
+    /// ([`metal_launch`] with each kernel's handle). Launches wait for their kernel, so a
+    /// call has nothing left to wait for.
+    fn launch_binding(&self) -> LaunchBinding {
         LaunchBinding {
             launcher: metal_launch,
             handles: self
@@ -87,13 +92,13 @@ impl MetalKernels {
 }
 
 /// Generates MSL for every kernel of `module` and compiles it (once per process per distinct
-/// source); bind [`MetalKernels::launch_binding`] to the module before compiling its host
+/// source); give [`MetalKernels::launch_binding`] to the backend that compiles its host
 /// functions.
 ///
 /// The MSL is generated on every platform, so code generation errors are reported
 /// everywhere; compiling needs macOS ([`MetalError::NotMacOs`] elsewhere) and a Metal device
 /// ([`MetalError::NoDevice`]); the Metal compiler's own errors are [`MetalError::Compile`].
-pub fn prepare_metal(module: &Module) -> Result<MetalKernels, MetalError> {
+pub fn prepare_metal(module: &VerifiedModule) -> Result<MetalKernels, MetalError> {
     let mut kernels = Vec::new();
     for msl in emit_msl(module)? {
         let pipeline = cache().get_or_compile(&msl.source, |_| runtime::compile(&msl))?;
@@ -102,7 +107,44 @@ pub fn prepare_metal(module: &Module) -> Result<MetalKernels, MetalError> {
     Ok(MetalKernels { kernels })
 }
 
-/// The launcher the Metal runtime binds into host modules (a [`nacre_ir::LaunchFn`]).
+/// Kernels on the Apple GPU, behind the engine's [`KernelRuntime`] interface (macOS only;
+/// [`MetalRuntime::open`] fails elsewhere).
+#[derive(Copy, Clone, Debug)]
+pub struct MetalRuntime {
+    _opened: (),
+}
+
+impl MetalRuntime {
+    /// Checks that Metal can run kernels here ([`crate::probe`]).
+    pub fn open() -> Result<MetalRuntime, MetalError> {
+        crate::probe()?;
+        Ok(MetalRuntime { _opened: () })
+    }
+}
+
+impl KernelRuntime for MetalRuntime {
+    fn name(&self) -> &'static str {
+        "metal"
+    }
+
+    fn device(&self) -> std::sync::Arc<dyn Device> {
+        crate::MetalDevice::shared()
+    }
+
+    /// Kernels run on the GPU: `linkage` and `host` are not needed (device code calls no
+    /// externs).
+    fn prepare(
+        &self,
+        module: &VerifiedModule,
+        _linkage: &Linkage,
+        _host: &dyn Backend,
+    ) -> Result<Arc<dyn PreparedKernels>, RuntimeError> {
+        let kernels = prepare_metal(module).map_err(|e| RuntimeError::device("metal", e))?;
+        Ok(Arc::new(kernels))
+    }
+}
+
+/// The launcher the Metal runtime binds into host modules (a [`nacre_backend::LaunchFn`]).
 ///
 /// `handle` is a [`MetalKernel::handle`], `dims` six `u32`s (grid x, y, z, block x, y, z),
 /// `args` one `u64` per kernel parameter. Waits for the kernel; on failure writes the trap's
@@ -154,12 +196,12 @@ pub unsafe extern "C" fn metal_launch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nacre_ir::{FuncKind, Function, FunctionBuilder, Signature};
+    use nacre_ir::{verify, FuncKind, Function, FunctionBuilder, Module, Signature};
     #[cfg(not(target_os = "macos"))]
     use nacre_ir::{Scalar, Type};
 
     #[cfg(not(target_os = "macos"))]
-    fn module_with_kernel() -> Module {
+    fn module_with_kernel() -> VerifiedModule {
         let mut f = Function::new(
             "k",
             FuncKind::Kernel,
@@ -173,7 +215,7 @@ mod tests {
         b.ret(None);
         let mut m = Module::new();
         m.entry = Some(m.add_function(f));
-        m
+        verify(m).unwrap()
     }
 
     #[cfg(not(target_os = "macos"))]
@@ -195,7 +237,7 @@ mod tests {
         b.ret(None);
         let mut m = Module::new();
         m.entry = Some(m.add_function(f));
-        let k = prepare_metal(&m).unwrap();
+        let k = prepare_metal(&verify(m).unwrap()).unwrap();
         assert!(k.is_empty());
         assert!(k.launch_binding().handles.is_empty());
     }

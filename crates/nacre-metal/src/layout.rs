@@ -3,7 +3,7 @@
 //!
 //! Binding order: parameter `i` of the kernel is buffer slot `i` (`[[buffer(i)]]`), and the
 //! status word is the slot after the last parameter. A pointer argument must lie in a live
-//! `Array` (the size table of `nacre_gpu`); its memory is wrapped without copying, as the
+//! `Array` (the size table of `nacre_runtime`); its memory is wrapped without copying, as the
 //! whole pages that hold the array (`newBufferWithBytesNoCopy` needs page-aligned memory and
 //! a length in whole pages), and bound at the pointer's offset in them. Arrays from
 //! [`crate::MetalDevice`] are allocated in whole pages, so their wrap is exact. Arguments
@@ -15,8 +15,8 @@
 //! threads per threadgroup than the pipeline allows, is [`Trap::InvalidLaunch`].
 
 use crate::error::MetalError;
-use nacre_gpu::find_buffer;
 use nacre_ir::{AddressSpace, Function, Scalar, Trap, Type};
+use nacre_runtime::find_buffer;
 
 /// Buffer slots of a Metal compute function's argument table.
 pub const MAX_BUFFERS: usize = 31;
@@ -154,7 +154,7 @@ fn scalar_len(s: Scalar) -> usize {
     s.bytes() as usize
 }
 
-/// Plans a launch of a kernel with `layout`: `dims` as in [`nacre_ir::LaunchFn`], `args` one
+/// Plans a launch of a kernel with `layout`: `dims` as in [`nacre_backend::LaunchFn`], `args` one
 /// value per parameter in the bits encoding of [`nacre_ir::semantics`], `page` the system's
 /// page size, `max_threads` the pipeline's most threads per threadgroup.
 ///
@@ -219,8 +219,8 @@ pub fn plan_launch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nacre_gpu::memory::{register, unregister, Entry};
     use nacre_ir::{FuncKind, Signature};
+    use nacre_runtime::memory::{register, unregister, Entry};
 
     fn layout(params: &[Type]) -> Result<KernelLayout, MetalError> {
         let f = Function::new(

@@ -38,6 +38,6 @@ pub mod runtime;
 
 pub use device::MetalDevice;
 pub use error::MetalError;
-pub use kernels::{metal_launch, prepare_metal, MetalKernel, MetalKernels};
+pub use kernels::{metal_launch, prepare_metal, MetalKernel, MetalKernels, MetalRuntime};
 pub use msl::{emit_msl, MslDialect, MslKernel};
 pub use runtime::probe;

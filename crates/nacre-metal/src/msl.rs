@@ -22,7 +22,7 @@
 //!   `f64` is refused (Metal has no `double`).
 //!
 //! Before that, kernels are specialised for their launch shapes
-//! ([`nacre_ir::passes::specialised_for_launches`]: the runtime dispatches exactly the host
+//! ([`nacre_kernel::specialised_for_launches`]: the runtime dispatches exactly the host
 //! code's grids and threadgroups), and a kernel whose threadgroup size every launch fixes
 //! declares it with `[[max_total_threads_per_threadgroup(N)]]`.
 //!
@@ -33,8 +33,10 @@ use crate::layout::KernelLayout;
 use nacre_c::dialect::{LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{emit_kernel_source, Dialect, KernelHead, KernelPrototype, LoopGuard};
-use nacre_ir::passes::{infer_address_spaces, specialised_for_launches};
-use nacre_ir::{verify, AddressSpace, FuncId, FuncKind, GpuIndex, InstKind, Module, Scalar};
+use nacre_ir::{
+    verify, AddressSpace, FuncId, FuncKind, GpuIndex, InstKind, Module, Scalar, VerifiedModule,
+};
+use nacre_kernel::{infer_address_spaces, specialised_for_launches};
 
 /// The Metal Shading Language as a dialect of the shared C-family printer.
 #[derive(Copy, Clone, Debug, Default)]
@@ -305,8 +307,9 @@ pub const MAX_THREADGROUP_MEMORY: u64 = 32 * 1024;
 /// kernel's callee recurses, [`MetalError::Codegen`] for what MSL cannot express,
 /// [`MetalError::TooManyArguments`] and [`MetalError::SharedMemory`] for kernels beyond
 /// Metal's limits.
-pub fn emit_msl(module: &Module) -> Result<Vec<MslKernel>, MetalError> {
-    let module = &specialised_for_launches(module);
+pub fn emit_msl(module: &VerifiedModule) -> Result<Vec<MslKernel>, MetalError> {
+    let specialised = specialised_for_launches(module);
+    let module = specialised.module.module();
     let device = infer_address_spaces(module)?;
     let first = device
         .kernels
@@ -332,7 +335,7 @@ pub fn emit_msl(module: &Module) -> Result<Vec<MslKernel>, MetalError> {
                 max: MAX_THREADGROUP_MEMORY,
             });
         }
-        let code = emit_kernel_source(&MslDialect, dm, dk)?;
+        let code = emit_kernel_source(&MslDialect, dm, dk, specialised.shape(id))?;
         out.push(MslKernel {
             id,
             name: func.name.clone(),
@@ -364,12 +367,12 @@ mod tests {
     fn kernel_module(
         params: &[Type],
         body: impl FnOnce(&mut FunctionBuilder<'_>, &[nacre_ir::Value]),
-    ) -> Module {
+    ) -> VerifiedModule {
         let f = FunctionBuilder::build("k", FuncKind::Kernel, params, None, body);
         let mut m = Module::new();
         let id = m.add_function(f);
         m.entry = Some(id);
-        m
+        verify(m).unwrap()
     }
 
     #[test]
@@ -456,6 +459,6 @@ mod tests {
         b.ret(None);
         let mut m = Module::new();
         m.entry = Some(m.add_function(f));
-        assert!(emit_msl(&m).unwrap().is_empty());
+        assert!(emit_msl(&verify(m).unwrap()).unwrap().is_empty());
     }
 }

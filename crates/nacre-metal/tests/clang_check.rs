@@ -5,8 +5,8 @@
 //! Without clang the tests say they are skipped, unless `NACRE_REQUIRE_CLANG=1`.
 
 use nacre_ir::{
-    BinaryOp, CmpOp, Const, Dim, FuncId, FuncKind, Function, FunctionBuilder, GpuIndex, Module,
-    Scalar, Type, Value,
+    verify, BinaryOp, CmpOp, Const, Dim, FuncId, FuncKind, Function, FunctionBuilder, GpuIndex,
+    Module, Scalar, Type, Value, VerifiedModule,
 };
 use nacre_metal::clang_check::{check_msl, clang_version, ClangCheckError};
 use nacre_metal::{emit_msl, MetalError};
@@ -38,14 +38,14 @@ fn k(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
     b.constant(Const { ty, bits })
 }
 
-/// A module whose entry (a host function) is the first function.
-fn module(functions: Vec<Function>) -> Module {
+/// A verified module whose entry (a host function) is the first function.
+fn module(functions: Vec<Function>) -> VerifiedModule {
     let mut m = Module::new();
     for f in functions {
         m.add_function(f);
     }
     m.entry = m.functions.keys().next();
-    m
+    verify(m).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn f32p() -> Type {
@@ -54,7 +54,7 @@ fn f32p() -> Type {
 
 /// `@twice(p, i) -> p + i` after doubling `p[i]`, called by a kernel with a device and a
 /// shared pointer.
-fn specialised() -> Module {
+fn specialised() -> VerifiedModule {
     let host = func("host", FuncKind::Host, &[], None, |b, _| {
         b.ret(None);
     });
@@ -113,7 +113,7 @@ fn device_functions_are_specialised_per_address_space() {
 /// A kernel over every integer width, bools, float casts (saturating helpers), float
 /// min/max (NaN-ignoring helpers), a NaN with a payload (bit-cast helper), a break out of two
 /// loops (the `nacre_exit` relay) and a scalar argument assigned in a branch.
-fn everything() -> Module {
+fn everything() -> VerifiedModule {
     let host = func("host", FuncKind::Host, &[], None, |b, _| {
         b.ret(None);
     });

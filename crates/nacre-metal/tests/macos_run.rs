@@ -4,16 +4,16 @@
 //! aarch64-apple-darwin` type-checks it.
 #![cfg(target_os = "macos")]
 
-use nacre_gpu::Array;
 use nacre_ir::{
-    BinaryOp, CmpOp, Dim, FuncKind, Function, FunctionBuilder, GpuIndex, Module, Scalar, Signature,
-    Trap, Type, Value,
+    verify, BinaryOp, CmpOp, Dim, FuncKind, Function, FunctionBuilder, GpuIndex, Module, Scalar,
+    Signature, Trap, Type, Value, VerifiedModule,
 };
 use nacre_metal::{metal_launch, prepare_metal, probe, MetalDevice, MetalKernels};
+use nacre_runtime::Array;
 
 /// Two kernels: `c[i] = a[i] + b[i]` for `i < n`, and `out[t] = t / d` (a trap when `d` is
 /// zero).
-fn module() -> Module {
+fn module() -> VerifiedModule {
     let f32p = Type::ptr(Scalar::F32);
     let mut add = Function::new(
         "vec_add",
@@ -66,7 +66,7 @@ fn module() -> Module {
     let entry = m.add_function(add);
     m.add_function(div);
     m.entry = Some(entry);
-    m
+    verify(m).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn launch(kernels: &MetalKernels, index: usize, dims: [u32; 6], args: &[u64]) -> Result<(), Trap> {

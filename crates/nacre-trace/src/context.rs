@@ -6,7 +6,10 @@
 
 use crate::carry::Slot;
 use crate::error::TraceError;
-use nacre_ir::{Block, FuncId, Function, FunctionBuilder, Module, Type};
+use nacre_backend::{ExternAddr, Linkage};
+use nacre_ir::{
+    Block, ExternFunc, ExternId, FuncId, Function, FunctionBuilder, Module, Signature, Type,
+};
 use std::any::TypeId;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -197,6 +200,8 @@ fn check_layout(expected: &[SlotKind], got: &[SlotKind]) -> Result<(), TraceErro
 /// The recording state of one trace.
 pub(crate) struct Tracer {
     pub module: Module,
+    /// The addresses of the module's externs.
+    pub linkage: Linkage,
     pub funcs: Vec<FuncState>,
     /// Separate IR functions already traced, by the Rust function's type.
     pub callees: HashMap<TypeId, FuncId>,
@@ -209,6 +214,26 @@ impl Tracer {
         self.funcs
             .last_mut()
             .expect("a function is being traced while the tracer is active")
+    }
+
+    /// Declares the extern function at `at` (once per address): under `name`, or under a
+    /// numbered variant of it when another function already has that name.
+    pub fn declare_extern(&mut self, name: &str, signature: Signature, at: ExternAddr) -> ExternId {
+        if let Some((&id, _)) = self.linkage.externs.iter().find(|(_, e)| e.addr == at.addr) {
+            return id;
+        }
+        let mut symbol = name.to_string();
+        let mut n = 1;
+        while self.module.extern_named(&symbol).is_some() {
+            n += 1;
+            symbol = format!("{name}_{n}");
+        }
+        let id = self.module.declare_extern(ExternFunc {
+            name: symbol,
+            signature,
+        });
+        self.linkage.externs.insert(id, at);
+        id
     }
 
     pub fn fail(&mut self, e: TraceError) {

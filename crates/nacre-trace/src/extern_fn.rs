@@ -5,7 +5,8 @@
 use crate::context::{emit, with_tracer};
 use crate::signature::{begin_function, end_function, fn_name, HostValue, Param, Ret, TraceFn};
 use crate::val::{raw_of, value_of};
-use nacre_ir::{ExternFunc, FuncKind, Signature, Type};
+use nacre_backend::{DynCall, ExternAddr};
+use nacre_ir::{FuncKind, Signature, Type};
 use std::any::TypeId;
 
 /// Arguments of [`call`] and [`invoke`]: a tuple of `Val`s and `Ptr`s.
@@ -100,7 +101,7 @@ pub trait ExternFn<Args>: Copy + 'static {
     /// The function's address.
     fn addr(self) -> usize;
     /// The trampoline that calls it with arguments as bits.
-    fn dyn_call() -> nacre_ir::DynCall;
+    fn dyn_call() -> DynCall;
     /// Calls it directly on concrete arguments (direct mode).
     fn call_direct(self, args: &[u64]) -> u64;
 }
@@ -150,7 +151,7 @@ macro_rules! extern_fn_impl {
             fn addr(self) -> usize {
                 self as usize
             }
-            fn dyn_call() -> nacre_ir::DynCall {
+            fn dyn_call() -> DynCall {
                 #[allow(unused_variables, unused_mut, non_snake_case)]
                 unsafe fn trampoline<R: ExternRet, $($a: ExternValue),*>(addr: usize, args: &[u64]) -> u64 {
                     // SAFETY: `addr` was taken from a function pointer of exactly this type
@@ -187,13 +188,11 @@ pub fn invoke<Args: CallArgs, F: ExternFn<Args>>(name: &str, f: F, args: Args) -
     }
     let sig = F::signature();
     let ret = sig.ret;
-    let ext = ExternFunc {
-        name: name.to_string(),
-        signature: sig,
+    let at = ExternAddr {
         addr: f.addr(),
         dyn_call: F::dyn_call(),
     };
-    let id = with_tracer(|t| t.module.declare_extern(ext)).expect("tracing");
+    let id = with_tracer(|t| t.declare_extern(name, sig, at)).expect("tracing");
     let result = emit(|b| b.call_extern(id, raws.into_iter().map(value_of).collect(), ret));
     <F::Ret as Ret>::from_raw_ret(result.map(raw_of).unwrap_or(0))
 }

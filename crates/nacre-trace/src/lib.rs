@@ -28,7 +28,7 @@ pub use carry::{Carry, Slot};
 pub use error::TraceError;
 pub use extern_fn::ExternFn;
 pub use ptr::{Ptr, RawPtr};
-pub use signature::{direct_call, trace, HostValue, Param, Ret, TraceFn};
+pub use signature::{direct_call, trace, HostValue, Param, Ret, TraceFn, Traced};
 pub use val::{select, Index, IntoVal, Val};
 
 /// Whether a trace is being recorded on this thread (otherwise values are concrete).

@@ -7,6 +7,7 @@ use crate::context::{self, FuncState, Tracer};
 use crate::error::TraceError;
 use crate::ptr::{Ptr, RawPtr};
 use crate::val::{raw_of, Val};
+use nacre_backend::Linkage;
 use nacre_ir::semantics::ScalarValue;
 use nacre_ir::{FuncKind, Function, Module, Signature, Trap, Type};
 use std::cell::Cell;
@@ -287,8 +288,18 @@ pub(crate) fn end_function<R: Ret>(t: &mut Tracer, ret: R) {
     t.module.functions[fs.id] = fs.func;
 }
 
+/// A traced function: the IR module whose entry it is, and the linkage that gives the
+/// module's extern functions their addresses.
+#[derive(Clone, Debug)]
+pub struct Traced {
+    /// The captured IR.
+    pub module: Module,
+    /// Where its externs are.
+    pub linkage: Linkage,
+}
+
 /// Traces `f` into a new IR module whose entry is `f`.
-pub fn trace<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, TraceError> {
+pub fn trace<Args, F: TraceFn<Args>>(f: &F) -> Result<Traced, TraceError> {
     if context::is_tracing() {
         return Err(TraceError::OutsideTrace(
             "a trace cannot start while another trace is recorded on the same thread".into(),
@@ -296,6 +307,7 @@ pub fn trace<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, TraceError> {
     }
     let tracer = Tracer {
         module: Module::new(),
+        linkage: Linkage::default(),
         funcs: Vec::new(),
         callees: HashMap::new(),
         error: None,
@@ -322,7 +334,10 @@ pub fn trace<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, TraceError> {
         return Err(e);
     }
     debug_assert!(tracer.funcs.is_empty());
-    Ok(tracer.module)
+    Ok(Traced {
+        module: tracer.module,
+        linkage: tracer.linkage,
+    })
 }
 
 thread_local! {

@@ -3,6 +3,7 @@
 use crate::error::Error;
 use nacre_backend::Executable;
 use nacre_ir::Trap;
+use nacre_runtime::PreparedKernels;
 use nacre_trace::{HostValue, Param, Ret};
 use std::fmt;
 use std::marker::PhantomData;
@@ -90,19 +91,9 @@ pub(crate) struct SecondTierSlot {
     pub second_calls: AtomicU64,
 }
 
-/// The compiled kernels a function's host code launches.
-pub(crate) enum Kernels {
-    /// On the CPU; launches complete before the launcher returns.
-    Cpu(#[allow(dead_code)] nacre_gpu::CpuKernels),
-    /// On a CUDA device; a call's launches may still run when its host code returns.
-    Cuda(nacre_cuda::runtime::CudaKernels),
-    /// On a Metal device; launches complete before the launcher returns.
-    Metal(#[allow(dead_code)] nacre_metal::MetalKernels),
-}
-
 pub(crate) struct Inner {
     /// Compiled kernels the host code launches; kept alive as long as the function.
-    pub kernels: Option<Kernels>,
+    pub kernels: Option<Arc<dyn PreparedKernels>>,
     pub first: Tier,
     pub second: Option<Arc<SecondTierSlot>>,
     pub timings: Timings,
@@ -118,11 +109,24 @@ impl Inner {
     /// host code stops at the first failed launch).
     #[inline]
     fn finish(&self, status: u32) -> Result<(), Error> {
-        let device = match &self.kernels {
-            Some(Kernels::Cuda(k)) => k.finish(),
-            _ => 0,
-        };
-        status_error(if device != 0 { device } else { status })
+        let device = self.kernels.as_ref().map_or(0, |k| k.finish());
+        let status = if device != 0 { device } else { status };
+        if status == 0 {
+            return Ok(());
+        }
+        Err(self.status_error(status))
+    }
+
+    /// The error for a nonzero status word: a device error with the kernel runtime's account
+    /// of it where there is one.
+    #[cold]
+    fn status_error(&self, status: u32) -> Error {
+        if status == Trap::DeviceError.code() {
+            if let Some(e) = self.kernels.as_ref().and_then(|k| k.take_error()) {
+                return Error::Runtime(e);
+            }
+        }
+        Trap::from_code(status).map_or(Error::UnknownTrap(status), Error::Trap)
     }
 
     /// The tier to call now: its native entry (if any) and the tier itself.
@@ -183,7 +187,11 @@ impl<Args, R> Compiled<Args, R> {
     /// The optimised IR, in its text form (not available in direct mode).
     pub fn ir(&self) -> Option<&str> {
         let module = self.inner.module.as_ref()?;
-        Some(self.inner.ir.get_or_init(|| module.module().to_string()))
+        Some(
+            self.inner
+                .ir
+                .get_or_init(|| nacre_ir::printer::module_with_loops(module).to_string()),
+        )
     }
 
     /// The backend's output (generated source or listing) of the tier serving calls now, if
@@ -251,17 +259,6 @@ impl<Args, R> Compiled<Args, R> {
         self.inner
             .finish(r.as_ref().err().map_or(0, |t| t.code()))?;
         r.map_err(Error::Trap)
-    }
-}
-
-/// The error for a status word: `Ok` for 0; a device error with the GPU runtime's account
-/// of it where there is one.
-fn status_error(status: u32) -> Result<(), Error> {
-    match status {
-        0 => Ok(()),
-        code if code == Trap::DeviceError.code() => Err(nacre_cuda::runtime::take_last_error()
-            .map_or(Error::Trap(Trap::DeviceError), Error::Cuda)),
-        code => Err(Trap::from_code(code).map_or(Error::UnknownTrap(code), Error::Trap)),
     }
 }
 

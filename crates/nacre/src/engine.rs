@@ -1,14 +1,13 @@
 //! [`Engine`]: traces, optimises and compiles functions, and caches the results.
 
-use crate::compiled::{Compiled, Inner, Kernels, SecondTierSlot, Tier, Timings};
+use crate::compiled::{Compiled, Inner, SecondTierSlot, Tier, Timings};
 use crate::error::Error;
-use crate::options::{
-    BackendKind, DeviceKind, DumpTarget, FirstTier, OptLevel, Options, SecondTier, Stage,
-};
+use crate::options::{BackendKind, DumpTarget, FirstTier, OptLevel, Options, SecondTier, Stage};
+use crate::runtimes;
 use nacre_backend::Backend;
-use nacre_gpu::{CpuDevice, Device};
 use nacre_ir::{FuncKind, Module, PassOptions, VerifiedModule};
-use nacre_trace::TraceFn;
+use nacre_runtime::{Device, KernelRuntime};
+use nacre_trace::{TraceFn, Traced};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -32,8 +31,8 @@ pub struct Engine {
     backend: Arc<dyn Backend>,
     /// The background tier (tiering only).
     second: Option<Background>,
-    /// The device kernels run on and arrays should be allocated on.
-    device: Arc<dyn Device>,
+    /// The kernel runtime: where kernels run and arrays should be allocated.
+    runtime: Arc<dyn KernelRuntime>,
     cache: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
@@ -45,11 +44,7 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-fn cranelift(opt: OptLevel, keep_listing: bool) -> Result<Arc<dyn Backend>, Error> {
-    let opt_level = match opt {
-        OptLevel::None => nacre_cranelift::OptLevel::None,
-        OptLevel::Speed => nacre_cranelift::OptLevel::Speed,
-    };
+fn cranelift(opt_level: OptLevel, keep_listing: bool) -> Result<Arc<dyn Backend>, Error> {
     Ok(Arc::new(nacre_cranelift::CraneliftBackend::new(
         nacre_cranelift::CraneliftOptions {
             opt_level,
@@ -58,17 +53,8 @@ fn cranelift(opt: OptLevel, keep_listing: bool) -> Result<Arc<dyn Backend>, Erro
     )?))
 }
 
-/// The C compiler settings of `options`, for the C backend and the CPU kernels' C tier.
-fn c_options(options: &Options) -> nacre_c::COptions {
-    nacre_c::COptions {
-        compiler: options.c.compiler.clone(),
-        flags: options.c.flags.clone(),
-        ..Default::default()
-    }
-}
-
 fn c_backend(options: &Options) -> Arc<dyn Backend> {
-    Arc::new(nacre_c::CBackend::new(c_options(options)))
+    Arc::new(nacre_c::CBackend::new(options.c.clone()))
 }
 
 /// Creates the backend selected by the options (the first tier under tiered compilation).
@@ -87,24 +73,8 @@ pub fn make_backend(options: &Options) -> Result<Arc<dyn Backend>, Error> {
     }
 }
 
-/// Opens the device the options choose.
-fn open_device(options: &Options) -> Result<Arc<dyn Device>, Error> {
-    match options.gpu.device {
-        DeviceKind::Cpu => Ok(CpuDevice::shared()),
-        DeviceKind::Cuda => {
-            let ordinal = options.gpu.cuda.device;
-            nacre_cuda::runtime::probe(ordinal)?;
-            Ok(nacre_cuda::runtime::CudaDevice::open(ordinal)?)
-        }
-        DeviceKind::Metal => {
-            nacre_metal::probe()?;
-            Ok(nacre_metal::MetalDevice::shared())
-        }
-    }
-}
-
-/// Traces `f` into an IR module (the capture, before any pass).
-pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, Error> {
+/// Traces `f` into an IR module (the capture, before any pass) and its linkage.
+pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Traced, Error> {
     Ok(nacre_trace::trace(f)?)
 }
 
@@ -112,18 +82,28 @@ pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Module, Error> {
 /// pipeline: one verification, right after tracing; passes keep the module valid).
 pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, Error> {
     let verified = nacre_ir::verify(module)?;
-    Ok(nacre_ir::passes::optimize(verified, passes, &mut |_, _| {}).0)
+    Ok(nacre_ir::passes::optimize(verified, passes).0)
 }
 
 impl Engine {
     /// An engine with these options.
     ///
-    /// With [`DeviceKind::Cuda`], the CUDA device is opened now, so that a machine without
-    /// a usable GPU, driver or NVRTC fails here with [`Error::Cuda`] saying what is missing
-    /// ([`DeviceKind::best_available`] picks the CPU there instead).
+    /// The kernel runtime of [`Options::runtime`] is opened now, so that a machine without a
+    /// usable GPU, driver or NVRTC fails here with [`Error::Runtime`] saying what is missing
+    /// ([`crate::DeviceKind::best_available`] picks the CPU there instead).
     pub fn new(options: Options) -> Result<Engine, Error> {
         options.validate()?;
-        let device = open_device(&options)?;
+        let runtime = runtimes::open(&options)?;
+        Engine::with_runtime(options, runtime)
+    }
+
+    /// An engine whose kernels run on `runtime` (any implementation of
+    /// `nacre_runtime::KernelRuntime`); [`Options::runtime`] is not used.
+    pub fn with_runtime(
+        options: Options,
+        runtime: Arc<dyn KernelRuntime>,
+    ) -> Result<Engine, Error> {
+        options.validate()?;
         let backend = make_backend(&options)?;
         let second = match options.tiering {
             None => None,
@@ -151,17 +131,21 @@ impl Engine {
             options,
             backend,
             second,
-            device,
+            runtime,
             cache: Mutex::new(HashMap::new()),
         })
     }
 
     /// The device kernels of this engine run on: allocate the arrays they use there
     /// (`Array::alloc_on(engine.device(), n)`, `Array::copy_on(engine.device(), &data)`).
-    /// [`CpuDevice`] for [`DeviceKind::Cpu`], the CUDA device's managed memory for
-    /// [`DeviceKind::Cuda`].
+    /// Host memory on the CPU, the CUDA device's managed memory on CUDA.
     pub fn device(&self) -> Arc<dyn Device> {
-        self.device.clone()
+        self.runtime.device()
+    }
+
+    /// The kernel runtime this engine's kernels run on.
+    pub fn runtime(&self) -> &Arc<dyn KernelRuntime> {
+        &self.runtime
     }
 
     /// The engine's options.
@@ -219,13 +203,13 @@ impl Engine {
             });
         }
         let t0 = Instant::now();
-        let module = nacre_trace::trace(&f)?;
+        let Traced { module, linkage } = nacre_trace::trace(&f)?;
         let t1 = Instant::now();
         self.dump(&name, Stage::Trace, || module.to_string())?;
         let verified = nacre_ir::verify(module)?;
         let mut pass_dumps = Vec::new();
         let want_pass_dumps = self.wants(Stage::Passes);
-        let (mut verified, _) = nacre_ir::passes::optimize(
+        let (verified, _) = nacre_ir::passes::optimize_observed(
             verified,
             &self.options.passes,
             &mut |pass: &str, m: &Module| {
@@ -242,28 +226,20 @@ impl Engine {
             .functions
             .values()
             .any(|f| f.kind == FuncKind::Kernel);
-        let kernels = if !has_kernels {
-            None
-        } else if self.options.gpu.device == DeviceKind::Cuda {
-            let kernels =
-                nacre_cuda::runtime::prepare_cuda(verified.module(), &self.options.gpu.cuda)?;
-            verified = verified.with_launch(kernels.launch_binding());
-            Some(Kernels::Cuda(kernels))
-        } else if self.options.gpu.device == DeviceKind::Metal {
-            let kernels = nacre_metal::prepare_metal(verified.module())?;
-            verified = verified.with_launch(kernels.launch_binding());
-            Some(Kernels::Metal(kernels))
+        let (kernels, linkage) = if has_kernels {
+            let kernels = self.runtime.prepare(&verified, &linkage, &*self.backend)?;
+            let linkage = linkage.with_launch(kernels.launch_binding());
+            (Some(kernels), linkage)
         } else {
-            let mode = self.options.gpu.cpu_mode;
-            let c_tier = c_options(&self.options);
-            let kernels = nacre_gpu::prepare_cpu(verified.module(), &*self.backend, mode, &c_tier)?;
-            verified = verified.with_launch(kernels.launch_binding());
-            Some(Kernels::Cpu(kernels))
+            (None, linkage)
         };
         let t2 = Instant::now();
-        self.dump(&name, Stage::Ir, || verified.module().to_string())?;
+        self.dump(&name, Stage::Ir, || {
+            nacre_ir::printer::module_with_loops(&verified).to_string()
+        })?;
         let verified = Arc::new(verified);
-        let exec = self.backend.compile(&verified)?;
+        let linkage = Arc::new(linkage);
+        let exec = self.backend.compile(&verified, &linkage)?;
         let t3 = Instant::now();
         if let Some(listing) = exec.listing() {
             self.dump(&name, Stage::Backend, || listing.to_string())?;
@@ -273,9 +249,10 @@ impl Engine {
             let job_slot = slot.clone();
             let backend = backend.clone();
             let verified = verified.clone();
+            let linkage = linkage.clone();
             let job: Job = Box::new(move || {
                 let start = Instant::now();
-                match backend.compile(&verified) {
+                match backend.compile(&verified, &linkage) {
                     Ok(exec) => {
                         let tier = Tier::backend(exec);
                         let native = tier.native_addr();

@@ -18,18 +18,15 @@ pub enum Error {
     /// The backend could not compile the IR.
     #[error(transparent)]
     Backend(#[from] BackendError),
-    /// Preparing the kernels of a module, or GPU memory, failed.
+    /// Allocating, wrapping or freeing an array failed.
     #[error(transparent)]
-    Gpu(#[from] nacre_gpu::GpuError),
-    /// The CUDA runtime failed: no usable device or library, a kernel that did not compile,
-    /// a driver call that failed, a kernel fault, or a launch with an array of another
-    /// device. The error says which, and what to do.
-    #[error("CUDA: {0}")]
-    Cuda(#[from] nacre_cuda::runtime::CudaError),
-    /// The Metal backend failed: not on macOS, no Metal device, a kernel that cannot be
-    /// expressed in MSL or did not compile. The error says which, and what to do.
-    #[error("Metal: {0}")]
-    Metal(#[from] nacre_metal::MetalError),
+    Memory(#[from] nacre_runtime::MemoryError),
+    /// A kernel runtime could not open its device or prepare the kernels: no usable device
+    /// or library, a kernel that cannot be compiled for it, a driver call that failed, a
+    /// kernel fault. The error says which, and what to do; [`Error::runtime_error`] gives the
+    /// runtime's own error (such as `nacre::gpu::cuda::CudaError`).
+    #[error(transparent)]
+    Runtime(#[from] nacre_runtime::RuntimeError),
     /// The compiled function raised a runtime error.
     #[error("runtime error: {0}")]
     Trap(#[from] Trap),
@@ -48,4 +45,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl Error {
+    /// The kernel runtime's own error behind this one, if it is of type `E` (for example
+    /// `nacre::gpu::cuda::CudaError`).
+    pub fn runtime_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Error::Runtime(e) => e.downcast_ref(),
+            _ => None,
+        }
+    }
 }

@@ -28,43 +28,48 @@ mod compiled;
 mod engine;
 mod error;
 mod options;
+pub mod runtimes;
 
 pub use compiled::{Compiled, TierStats, Timings};
 pub use engine::{make_backend, optimize, trace_module, Engine};
 pub use error::Error;
 pub use options::{
-    BackendKind, COptions, DeviceKind, DumpOptions, DumpTarget, FirstTier, GpuOptions, OptLevel,
-    Options, SecondTier, Stage, Tiering,
+    BackendKind, COptions, DumpOptions, DumpTarget, FirstTier, OptLevel, Options, SecondTier,
+    Stage, Tiering,
 };
+pub use runtimes::{DeviceKind, RuntimeOptions};
 
 pub use nacre_macros::{jit, kernel};
-pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, TraceError, Val};
+pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, TraceError, Traced, Val};
 
-pub use nacre_backend::BackendError;
+pub use nacre_backend::{BackendError, Linkage};
 /// The GPU programming model: kernels, launches, indices, barriers, shared arrays and
 /// unified-memory arrays.
 pub mod gpu {
-    pub use crate::options::DeviceKind;
-    pub use nacre_gpu::cpu::wait_for_c_tier;
-    pub use nacre_gpu::{buffer_bytes, Array, CpuDevice, CpuMode, Device, GpuError};
+    pub use crate::runtimes::{DeviceKind, RuntimeOptions};
+    pub use nacre_cpu::{wait_for_c_tier, CpuMode, CpuOptions, CpuRuntime};
+    pub use nacre_runtime::{
+        buffer_bytes, Array, CpuDevice, Device, KernelRuntime, MemoryError, PreparedKernels,
+        RuntimeError,
+    };
     pub use nacre_trace::gpu::*;
 
     /// Kernels on NVIDIA GPUs: device information, the kernel cache and the runtime's
-    /// counters. Select CUDA with `Options::gpu.device = DeviceKind::Cuda` (or
+    /// counters. Select CUDA with `Options::runtime = RuntimeOptions::Cuda(..)` (or
     /// [`DeviceKind::best_available`]) and allocate arrays on [`crate::Engine::device`].
     pub mod cuda {
         pub use nacre_cuda::runtime::{
             cached_kernels, clear_kernel_cache, device_count, device_info, probe, stats,
-            thread_stats, time_on_device, CudaDevice, CudaError, CudaOptions, CudaStats,
-            DeviceInfo, LaunchLimits, LaunchSync, CACHE_DIR_ENV,
+            thread_stats, time_on_device, CudaDevice, CudaError, CudaOptions, CudaRuntime,
+            CudaStats, DeviceInfo, LaunchLimits, LaunchSync, CACHE_DIR_ENV,
         };
     }
 
     /// Kernels on Apple GPUs (macOS only; elsewhere every entry point reports
     /// [`metal::MetalError::NotMacOs`]): the generated MSL and the runtime's probe. Select Metal
-    /// with `Options::gpu.device = DeviceKind::Metal`.
+    /// with `Options::runtime = RuntimeOptions::Metal`.
     pub mod metal {
-        pub use nacre_metal::{emit_msl, probe, MetalDevice, MetalError, MslKernel};
+        pub use nacre_metal::{emit_msl, probe, MetalDevice, MetalError, MetalRuntime, MslKernel};
     }
 }
 

@@ -1,5 +1,10 @@
-//! Engine options: backend choice, passes, dumps, direct mode.
+//! Engine options: backend choice, passes, dumps, direct mode. The options of each kernel
+//! runtime live with that runtime (see [`crate::runtimes`]), and the C and Cranelift settings
+//! are those backends' own types.
 
+use crate::runtimes::RuntimeOptions;
+pub use nacre_c::COptions;
+pub use nacre_cranelift::OptLevel;
 use nacre_ir::PassOptions;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -74,36 +79,6 @@ pub struct Tiering {
     pub second: SecondTier,
 }
 
-/// Cranelift optimisation level.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
-pub enum OptLevel {
-    /// Fastest compilation.
-    None,
-    /// Optimised code (the default).
-    #[default]
-    Speed,
-}
-
-/// Settings of the C backend.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct COptions {
-    /// The C compiler command (default `cc`).
-    pub compiler: String,
-    /// Flags passed to it after the tuning flags that every compilation starts with (`-O2`
-    /// and the machine-specific vectorisation flags the compiler accepts, see
-    /// [`nacre_c::tuning_flags`]), so they can override them; none by default.
-    pub flags: Vec<String>,
-}
-
-impl Default for COptions {
-    fn default() -> Self {
-        COptions {
-            compiler: "cc".into(),
-            flags: Vec::new(),
-        }
-    }
-}
-
 /// A stage of the pipeline whose text form can be dumped.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Stage {
@@ -151,73 +126,6 @@ pub struct DumpOptions {
     pub target: DumpTarget,
 }
 
-/// Where kernels run.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
-pub enum DeviceKind {
-    /// On the CPU, as [`GpuOptions::cpu_mode`] says (the default: works everywhere).
-    #[default]
-    Cpu,
-    /// On an NVIDIA GPU through CUDA ([`GpuOptions::cuda`] says which GPU): kernels are
-    /// compiled at run time by NVRTC and launched through the driver; arrays live in managed
-    /// memory.
-    Cuda,
-    /// On an Apple GPU through Metal.
-    Metal,
-}
-
-impl DeviceKind {
-    /// Every device kind.
-    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Cuda, DeviceKind::Metal];
-
-    /// The kind's name (`cpu`, `cuda`, `metal`).
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceKind::Cpu => "cpu",
-            DeviceKind::Cuda => "cuda",
-            DeviceKind::Metal => "metal",
-        }
-    }
-
-    /// The fastest device that works here: [`DeviceKind::Cuda`] if CUDA device 0 can run
-    /// kernels (driver, device with managed memory, and NVRTC all present), else
-    /// [`DeviceKind::Cpu`].
-    pub fn best_available() -> DeviceKind {
-        if nacre_cuda::runtime::probe(0).is_ok() {
-            DeviceKind::Cuda
-        } else if cfg!(target_os = "macos") && nacre_metal::probe().is_ok() {
-            DeviceKind::Metal
-        } else {
-            DeviceKind::Cpu
-        }
-    }
-}
-
-impl FromStr for DeviceKind {
-    type Err = crate::Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "cpu" => Ok(DeviceKind::Cpu),
-            "cuda" => Ok(DeviceKind::Cuda),
-            "metal" => Ok(DeviceKind::Metal),
-            other => Err(crate::Error::InvalidOption(format!(
-                "unknown device `{other}`; expected one of: cpu, cuda, metal"
-            ))),
-        }
-    }
-}
-
-/// Where and how kernels run.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
-pub struct GpuOptions {
-    /// The device kernels run on (default: the CPU).
-    pub device: DeviceKind,
-    /// On the CPU: serial (grid = block = 1, for grid-stride kernels) or full grid semantics
-    /// (default).
-    pub cpu_mode: nacre_gpu::CpuMode,
-    /// On CUDA: the device ordinal and the on-disk kernel cache.
-    pub cuda: nacre_cuda::runtime::CudaOptions,
-}
-
 /// Options of an [`crate::Engine`].
 #[derive(Clone, PartialEq, Debug, Default)]
 pub struct Options {
@@ -231,8 +139,9 @@ pub struct Options {
     pub c: COptions,
     /// Stage dumps.
     pub dump: DumpOptions,
-    /// How kernels launched by traced host functions execute.
-    pub gpu: GpuOptions,
+    /// Where kernels launched by traced host functions run, with that runtime's options
+    /// (default: the CPU in grid mode).
+    pub runtime: RuntimeOptions,
     /// Tiered compilation; when set, `backend` and `opt_level` are not used.
     pub tiering: Option<Tiering>,
     /// Direct mode: no tracing or compilation; calls run the user's Rust code on concrete

@@ -1,16 +1,13 @@
-//! Choosing the device kernels run on: `GpuOptions::device`, `DeviceKind::best_available`,
+//! Choosing the device kernels run on: `Options::runtime`, `DeviceKind::best_available`,
 //! `Engine::device`, and the errors for devices this machine or build cannot use.
 
-use nacre::gpu::{cuda, launch, thread_idx_x, Array, Block, DeviceKind, Grid};
+use nacre::gpu::{cuda, launch, thread_idx_x, Array, Block, DeviceKind, Grid, RuntimeOptions};
+use nacre::kernel;
 use nacre::prelude::*;
-use nacre::{kernel, Error, GpuOptions};
 
 fn options(device: DeviceKind) -> Options {
     Options {
-        gpu: GpuOptions {
-            device,
-            ..GpuOptions::default()
-        },
+        runtime: RuntimeOptions::for_device(device),
         ..Options::default()
     }
 }
@@ -39,7 +36,7 @@ fn assert_runs_kernels(engine: &Engine) {
 
 #[test]
 fn the_cpu_is_the_default_device() {
-    assert_eq!(GpuOptions::default().device, DeviceKind::Cpu);
+    assert_eq!(RuntimeOptions::default().device(), DeviceKind::Cpu);
     let engine = Engine::new(Options::default()).unwrap();
     assert_eq!(engine.device().name(), "cpu");
     assert_runs_kernels(&engine);
@@ -76,18 +73,23 @@ fn cuda_without_a_usable_device_fails_at_engine_creation() {
         }
         Err(why) => {
             let err = Engine::new(options(DeviceKind::Cuda)).unwrap_err();
-            assert!(matches!(err, Error::Cuda(_)), "{err}");
-            assert_eq!(err.to_string(), format!("CUDA: {why}"));
+            assert!(err.runtime_error::<cuda::CudaError>().is_some(), "{err}");
+            assert_eq!(err.to_string(), format!("cuda: {why}"));
         }
     }
 }
 
 #[test]
 fn a_cuda_ordinal_no_machine_has_is_a_typed_error() {
-    let mut o = options(DeviceKind::Cuda);
-    o.gpu.cuda.device = 4096;
+    let o = Options {
+        runtime: RuntimeOptions::Cuda(cuda::CudaOptions {
+            device: 4096,
+            ..Default::default()
+        }),
+        ..Options::default()
+    };
     let err = Engine::new(o).unwrap_err();
-    assert!(matches!(err, Error::Cuda(_)), "{err}");
+    assert!(err.runtime_error::<cuda::CudaError>().is_some(), "{err}");
 }
 
 #[cfg(not(target_os = "macos"))]
@@ -95,7 +97,10 @@ fn a_cuda_ordinal_no_machine_has_is_a_typed_error() {
 fn metal_needs_macos() {
     let err = Engine::new(options(DeviceKind::Metal)).unwrap_err();
     assert!(
-        matches!(err, Error::Metal(nacre_metal::MetalError::NotMacOs { .. })),
+        matches!(
+            err.runtime_error::<nacre_metal::MetalError>(),
+            Some(nacre_metal::MetalError::NotMacOs { .. })
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("macOS"), "{err}");

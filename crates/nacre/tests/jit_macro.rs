@@ -48,12 +48,13 @@ struct Traced {
 }
 
 fn traced<Args, F: TraceFn<Args>>(f: &F) -> Traced {
-    let module = nacre::trace(f).expect("the function traces");
-    let text = module.to_string();
+    let traced = nacre::trace(f).expect("the function traces");
+    let text = traced.module.to_string();
     assert!(text.contains("function @"), "printed module:\n{text}");
-    let verified = nacre::ir::verify(module).unwrap_or_else(|e| panic!("verifier: {e}\n{text}"));
+    let verified =
+        nacre::ir::verify(traced.module).unwrap_or_else(|e| panic!("verifier: {e}\n{text}"));
     let exe = Interpreter::new()
-        .compile(&verified)
+        .compile(&verified, &traced.linkage)
         .expect("the interpreter compiles it");
     Traced { text, exe }
 }

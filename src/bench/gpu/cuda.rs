@@ -46,8 +46,9 @@ use super::{
 use anyhow::{bail, Context, Result};
 use nacre::gpu::cuda::{self as cuda, CudaOptions, CudaStats, DeviceInfo};
 use nacre::gpu::{launch, Array, Block, Device, DeviceKind, Grid};
+use nacre::gpu::{CpuOptions, RuntimeOptions};
+use nacre::kernel;
 use nacre::prelude::*;
-use nacre::{kernel, GpuOptions};
 use nacre_corpus::kernels::{
     run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
 };
@@ -144,7 +145,7 @@ struct Place {
 
 impl Place {
     fn is_cuda(&self) -> bool {
-        self.options.gpu.device == DeviceKind::Cuda
+        self.options.runtime.device() == DeviceKind::Cuda
     }
 
     fn device(&self) -> Arc<dyn Device> {
@@ -247,7 +248,10 @@ impl Suite {
                     call().map_err(anyhow::Error::from)
                 }),
                 Clock::Events => {
-                    let ordinal = self.cuda.options.gpu.cuda.device;
+                    let ordinal = match &self.cuda.options.runtime {
+                        RuntimeOptions::Cuda(o) => o.device,
+                        _ => 0,
+                    };
                     measure_device_calls(&self.call_cfg, || {
                         calls += 1;
                         let mut host = Duration::ZERO;
@@ -496,14 +500,10 @@ fn device_json(info: &DeviceInfo) -> Value {
 /// answered nothing).
 fn cuda_options(ordinal: u32) -> Options {
     Options {
-        gpu: GpuOptions {
-            device: DeviceKind::Cuda,
-            cuda: CudaOptions {
-                device: ordinal,
-                cache_dir: None,
-            },
-            ..GpuOptions::default()
-        },
+        runtime: RuntimeOptions::Cuda(CudaOptions {
+            device: ordinal,
+            cache_dir: None,
+        }),
         ..Options::default()
     }
 }
@@ -516,23 +516,31 @@ fn generated_sources(
     Ok(vec![
         (
             "saxpy",
-            kernel_source("saxpy", nacre::trace_module(&run_saxpy_grid_stride)?, p)?,
+            kernel_source(
+                "saxpy",
+                nacre::trace_module(&run_saxpy_grid_stride)?.module,
+                p,
+            )?,
         ),
         (
             "vecadd",
-            kernel_source("vecadd", nacre::trace_module(&run_vec_add_grid_stride)?, p)?,
+            kernel_source(
+                "vecadd",
+                nacre::trace_module(&run_vec_add_grid_stride)?.module,
+                p,
+            )?,
         ),
         (
             "blocksum",
-            kernel_source("blocksum", nacre::trace_module(&run_block_sum)?, p)?,
+            kernel_source("blocksum", nacre::trace_module(&run_block_sum)?.module, p)?,
         ),
         (
             "logistic",
-            kernel_source("logistic", nacre::trace_module(&run_logistic)?, p)?,
+            kernel_source("logistic", nacre::trace_module(&run_logistic)?.module, p)?,
         ),
         (
             "tiny",
-            kernel_source("tiny", nacre::trace_module(&run_tiny)?, p)?,
+            kernel_source("tiny", nacre::trace_module(&run_tiny)?.module, p)?,
         ),
     ])
 }
@@ -577,10 +585,9 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         None
     } else {
         let options = Options {
-            gpu: GpuOptions {
-                cpu_mode: args.mode.cpu_mode(),
-                ..GpuOptions::default()
-            },
+            runtime: RuntimeOptions::Cpu(CpuOptions {
+                mode: args.mode.cpu_mode(),
+            }),
             ..Options::default()
         };
         Some(Place {

@@ -70,7 +70,7 @@ pub fn kernel_source(kernel: &str, module: Module, passes: &PassOptions) -> Resu
             ids.len()
         );
     };
-    emit_kernel(m, id).with_context(|| format!("printing the {kernel} kernel as CUDA C"))
+    emit_kernel(&verified, id).with_context(|| format!("printing the {kernel} kernel as CUDA C"))
 }
 
 /// Writes `<kernel>.cu` for each source into `dir`, and `kernels.json` with each symbol and

@@ -18,8 +18,8 @@
 use super::{line, FunctionPrinter};
 use crate::dialect::{Dialect, LaneGroup, LANES};
 use nacre_backend::BackendError;
-use nacre_ir::passes::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess};
 use nacre_ir::{Function, InstKind, Scalar, Type};
+use nacre_kernel::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaunchShape};
 
 /// A kernel's lane-parallel grid-stride loop and how its body accesses memory.
 pub(super) struct LanePlan {
@@ -41,8 +41,12 @@ impl LanePlan {
 
 /// The lane plan of kernel `f` in dialect `d`, if its loop qualifies and the dialect has a
 /// group type for every accessed element type.
-pub(super) fn plan<D: Dialect + ?Sized>(d: &D, f: &Function) -> Option<LanePlan> {
-    let lp = grid_stride_loop(f)?;
+pub(super) fn plan<D: Dialect + ?Sized>(
+    d: &D,
+    f: &Function,
+    shape: &LaunchShape,
+) -> Option<LanePlan> {
+    let lp = grid_stride_loop(f, shape)?;
     let access = lane_access(f, &lp)?;
     for a in &access.arrays {
         d.lane_group(a.elem)?;

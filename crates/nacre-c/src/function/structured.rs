@@ -20,8 +20,8 @@
 use super::{line, FunctionPrinter};
 use crate::dialect::Dialect;
 use nacre_backend::BackendError;
-use nacre_ir::passes::{structure_simplified, Stmt, StructureError};
 use nacre_ir::{Block, InstKind, Scalar};
+use nacre_kernel::{structure_simplified, Stmt, StructureError};
 
 /// A transfer of structured control flow.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]

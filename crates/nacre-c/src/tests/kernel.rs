@@ -12,6 +12,7 @@ use nacre_ir::{
     AddressSpace, BinaryOp, Dim, ExternFunc, FuncId, FuncKind, Function, FunctionBuilder, GpuIndex,
     Module, Scalar, Signature, Type, UnaryOp,
 };
+use nacre_kernel::LaunchShape;
 use std::cell::RefCell;
 
 /// A Metal-shaped dialect; it remembers the index kinds of the last kernel head it printed.
@@ -185,7 +186,8 @@ fn module_with_kernel() -> (Module, FuncId) {
 fn kernel_source_through_the_hooks() {
     let (m, k) = module_with_kernel();
     let d = GpuTestDialect::default();
-    let code = emit_kernel_source(&d, &m, k).unwrap_or_else(|e| panic!("{e}"));
+    let code =
+        emit_kernel_source(&d, &m, k, LaunchShape::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(code.symbol, "f_k");
     assert_eq!(
         *d.indices.borrow(),
@@ -214,9 +216,10 @@ fn kernel_source_through_the_hooks() {
 #[test]
 fn kernel_source_is_deterministic() {
     let (m, k) = module_with_kernel();
-    let a = emit_kernel_source(&GpuTestDialect::default(), &m, k).unwrap();
+    let a = emit_kernel_source(&GpuTestDialect::default(), &m, k, LaunchShape::default()).unwrap();
     let (m2, k2) = module_with_kernel();
-    let b = emit_kernel_source(&GpuTestDialect::default(), &m2, k2).unwrap();
+    let b =
+        emit_kernel_source(&GpuTestDialect::default(), &m2, k2, LaunchShape::default()).unwrap();
     assert_eq!(a, b);
 }
 
@@ -224,7 +227,7 @@ fn kernel_source_is_deterministic() {
 fn only_kernels_are_emitted_on_their_own() {
     let (m, _) = module_with_kernel();
     let host = m.entry.unwrap();
-    match emit_kernel_source(&GpuTestDialect::default(), &m, host) {
+    match emit_kernel_source(&GpuTestDialect::default(), &m, host, LaunchShape::default()) {
         Err(BackendError::Codegen { message, .. }) => {
             assert!(message.contains("not a kernel"), "{message}")
         }
@@ -232,7 +235,12 @@ fn only_kernels_are_emitted_on_their_own() {
     }
     let missing = FuncId::from_u32(99);
     assert!(matches!(
-        emit_kernel_source(&GpuTestDialect::default(), &m, missing),
+        emit_kernel_source(
+            &GpuTestDialect::default(),
+            &m,
+            missing,
+            LaunchShape::default()
+        ),
         Err(BackendError::Codegen { .. })
     ));
 }
@@ -240,7 +248,7 @@ fn only_kernels_are_emitted_on_their_own() {
 #[test]
 fn host_dialect_refuses_kernels() {
     let (m, k) = module_with_kernel();
-    match emit_kernel_source(&CDialect, &m, k) {
+    match emit_kernel_source(&CDialect, &m, k, LaunchShape::default()) {
         Err(BackendError::Unsupported { backend: "c", what }) => {
             assert!(what.contains("shared") || what.contains("kernel"), "{what}")
         }
@@ -250,12 +258,6 @@ fn host_dialect_refuses_kernels() {
 
 #[test]
 fn device_code_cannot_call_externs_or_use_refused_types() {
-    extern "C" fn seven() -> i32 {
-        7
-    }
-    fn call_seven(_addr: usize, _args: &[u64]) -> u64 {
-        seven() as u32 as u64
-    }
     let mut m = Module::new();
     let ext = m.declare_extern(ExternFunc {
         name: "seven".into(),
@@ -263,8 +265,6 @@ fn device_code_cannot_call_externs_or_use_refused_types() {
             params: vec![],
             ret: Some(Type::I32),
         },
-        addr: seven as *const () as usize,
-        dyn_call: call_seven,
     });
     let dev = m.add_function(function("dev", &[], Some(Type::I32), |b, _| {
         let r = b.call_extern(ext, vec![], Some(Type::I32)).unwrap();
@@ -274,7 +274,7 @@ fn device_code_cannot_call_externs_or_use_refused_types() {
         b.call(dev, vec![], Some(Type::I32));
         b.ret(None);
     }));
-    match emit_kernel_source(&GpuTestDialect::default(), &m, k) {
+    match emit_kernel_source(&GpuTestDialect::default(), &m, k, LaunchShape::default()) {
         Err(BackendError::Unsupported { what, .. }) => {
             assert!(what.contains("external"), "{what}")
         }
@@ -287,7 +287,7 @@ fn device_code_cannot_call_externs_or_use_refused_types() {
         b.store(p[0], x);
         b.ret(None);
     }));
-    match emit_kernel_source(&GpuTestDialect::default(), &m, k) {
+    match emit_kernel_source(&GpuTestDialect::default(), &m, k, LaunchShape::default()) {
         Err(BackendError::Unsupported { what, .. }) => assert!(what.contains("f64"), "{what}"),
         other => panic!("expected Unsupported, got {other:?}"),
     }
@@ -305,7 +305,7 @@ fn gpu_operations_outside_kernels_are_malformed() {
         b.call(dev, vec![], Some(Type::U32));
         b.ret(None);
     }));
-    match emit_kernel_source(&GpuTestDialect::default(), &m, k) {
+    match emit_kernel_source(&GpuTestDialect::default(), &m, k, LaunchShape::default()) {
         Err(BackendError::Codegen { message, .. }) => {
             assert!(message.contains("outside a kernel"), "{message}")
         }

@@ -7,14 +7,14 @@ use nacre_backend::launch_conformance::{
     check_all, function, k_params, kernel, launch_module, record_launch, set_launch_status,
     take_records, with_entry, Record, K0_HANDLE, K_HANDLE,
 };
-use nacre_backend::{Backend, BackendError, Executable};
-use nacre_ir::{verify, Const, LaunchBinding, Module, Scalar, Type};
+use nacre_backend::{Backend, BackendError, Executable, LaunchBinding, Linkage};
+use nacre_ir::{verify, Const, Module, Scalar, Type};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Verifies and compiles a module.
-fn try_compile(m: Module) -> Result<Arc<dyn Executable>, BackendError> {
-    CBackend::new(COptions::default()).compile(&verify(m).expect("valid IR"))
+/// Verifies and compiles a module with its linkage.
+fn try_compile(m: Module, linkage: Linkage) -> Result<Arc<dyn Executable>, BackendError> {
+    CBackend::new(COptions::default()).compile(&verify(m).expect("valid IR"), &linkage)
 }
 
 fn konst(b: &mut nacre_ir::FunctionBuilder<'_>, ty: Type, bits: u64) -> nacre_ir::Value {
@@ -30,7 +30,7 @@ fn launch_conformance() {
 fn kernels_are_not_printed() {
     // The kernels' bodies use GPU intrinsics, which plain C does not support: the module
     // compiles only because they are skipped.
-    let m = with_entry(|ids| ids.host);
+    let (m, _) = with_entry(|ids| ids.host);
     let src = emit_c(&m).expect("emits");
     assert!(
         !src.contains("f_k("),
@@ -39,7 +39,7 @@ fn kernels_are_not_printed() {
     assert!(!src.contains("f_k2("), "{src}");
     assert!(!src.contains("f_k_wide("), "{src}");
     // Host functions are named before kernels, so a kernel never takes a host name.
-    let (mut m, _) = launch_module();
+    let (mut m, linkage, _) = launch_module();
     m.add_function(kernel("a.b", vec![]));
     let ab = m.add_function(function("a_b", vec![], Some(Type::I32), |b, _| {
         let one = konst(b, Type::I32, 1);
@@ -51,12 +51,15 @@ fn kernels_are_not_printed() {
         src.contains("static int32_t f_a_b(uint32_t *status)"),
         "{src}"
     );
-    assert_eq!(try_compile(m).map(|e| e.call(&[])).ok(), Some(Ok(1)));
+    assert_eq!(
+        try_compile(m, linkage).map(|e| e.call(&[])).ok(),
+        Some(Ok(1))
+    );
 }
 
 /// A small module for the snapshot: `two(x: i32, p: ptr<f32>)` launches `k0` (no arguments)
-/// and then `k` with constants, `x` and `p`.
-fn snapshot_module() -> Module {
+/// and then `k` with constants, `x` and `p`; with its linkage.
+fn snapshot_module() -> (Module, Linkage) {
     let mut m = Module::new();
     let k0 = m.add_function(kernel("k0", vec![]));
     let k = m.add_function(kernel("k", k_params()));
@@ -82,16 +85,16 @@ fn snapshot_module() -> Module {
         },
     ));
     m.entry = Some(two);
-    m.launch = Some(LaunchBinding {
+    let linkage = Linkage::default().with_launch(LaunchBinding {
         launcher: record_launch,
         handles: HashMap::from([(k0, K0_HANDLE), (k, K_HANDLE)]),
     });
-    m
+    (m, linkage)
 }
 
 #[test]
 fn launch_source_is_address_free_and_deterministic() {
-    let m = snapshot_module();
+    let (m, linkage) = snapshot_module();
     let src = emit_c(&m).expect("emits");
     assert_eq!(emit_c(&m).expect("emits"), src);
     let launcher = format!("{:x}", record_launch as *const () as usize);
@@ -99,16 +102,15 @@ fn launch_source_is_address_free_and_deterministic() {
         !src.contains(&launcher),
         "the source must not contain addresses"
     );
-    // Without a binding the source is the same: the loader fills in the launch globals.
-    let mut unbound = m.clone();
-    unbound.launch = None;
-    assert_eq!(emit_c(&unbound).expect("emits"), src);
     insta::assert_snapshot!("launch", src);
 
     // It runs: a launch without arguments, then one with every kind of argument.
     take_records();
     set_launch_status(0);
-    let exe = try_compile(m).unwrap_or_else(|e| panic!("{e}"));
+    let exe = try_compile(m, linkage).unwrap_or_else(|e| panic!("{e}"));
+    // The source compiled with a binding is the one printed without it: the loader fills in
+    // the launch globals.
+    assert_eq!(exe.listing(), Some(src.as_str()));
     let mut out = [0f32; 1];
     assert_eq!(
         exe.call(&[u64::from((-3i32) as u32), out.as_mut_ptr() as u64]),

@@ -9,6 +9,7 @@ mod snapshots;
 mod structured;
 
 use crate::{CBackend, CExecutable, COptions};
+use nacre_backend::Linkage;
 use nacre_ir::{Const, FuncKind, Function, FunctionBuilder, Module, Type, Value};
 
 /// Builds a host function; `body` gets the builder positioned in the entry block and the
@@ -35,10 +36,15 @@ pub(crate) fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
     b.constant(Const { ty, bits })
 }
 
-/// Verifies and compiles a module with the default options.
+/// Verifies and compiles a module that needs no linkage with the default options.
 pub(crate) fn compile(m: Module) -> CExecutable {
+    compile_linked(m, &Linkage::default())
+}
+
+/// Verifies and compiles a module with its linkage and the default options.
+pub(crate) fn compile_linked(m: Module, linkage: &Linkage) -> CExecutable {
     let verified = nacre_ir::verify(m).expect("test IR is valid");
     CBackend::new(COptions::default())
-        .compile_module(&verified)
+        .compile_module(&verified, linkage)
         .unwrap_or_else(|e| panic!("{e}"))
 }

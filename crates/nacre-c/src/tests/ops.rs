@@ -210,7 +210,7 @@ impl Runner {
             let source = emit_c(&m).unwrap_or_else(|e| panic!("{e}"));
             let library =
                 compile_and_load(&COptions::default(), &source).unwrap_or_else(|e| panic!("{e}"));
-            CExecutable::new(library, &m, source, None).unwrap_or_else(|e| panic!("{e}"))
+            CExecutable::new(library, &m, source, &[], None).unwrap_or_else(|e| panic!("{e}"))
         };
         Runner {
             exe: Some(exe),

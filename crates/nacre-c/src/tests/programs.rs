@@ -1,9 +1,9 @@
 //! Whole programs: loops, recursion, memory, traps through calls, external calls, the entry
 //! points, and compiler failures.
 
-use super::{compile, function, konst, module};
+use super::{compile, compile_linked, function, konst, module};
 use crate::{emit_c, CBackend, CExecutable, COptions};
-use nacre_backend::{Backend, BackendError, Executable};
+use nacre_backend::{Backend, BackendError, Executable, ExternAddr, Linkage};
 use nacre_ir::{
     BinaryOp, CmpOp, ExternFunc, ExternId, FuncId, FuncKind, Function, FunctionBuilder, Module,
     Scalar, Signature, Trap, Type, Value,
@@ -353,14 +353,20 @@ fn extern_calls_of_every_shape() {
             b.ret(Some(r));
         },
     )]);
-    let declare =
+    let mut linkage = Linkage::default();
+    let mut declare =
         |m: &mut Module, name: &str, params: Vec<Type>, ret: Option<Type>, addr: usize| {
-            m.declare_extern(ExternFunc {
+            let id = m.declare_extern(ExternFunc {
                 name: name.to_string(),
                 signature: Signature { params, ret },
-                addr,
-                dyn_call: no_dyn_call,
-            })
+            });
+            linkage.externs.insert(
+                id,
+                ExternAddr {
+                    addr,
+                    dyn_call: no_dyn_call,
+                },
+            );
         };
     declare(
         &mut m,
@@ -383,7 +389,16 @@ fn extern_calls_of_every_shape() {
         Some(Type::I32),
         forty_two as *const () as usize,
     );
-    let exe = compile(m);
+    // Without the externs' addresses the module does not compile.
+    let verified = nacre_ir::verify(m.clone()).expect("test IR is valid");
+    match CBackend::new(COptions::default()).compile_module(&verified, &Linkage::default()) {
+        Err(BackendError::Unsupported { backend, what }) => {
+            assert_eq!(backend, "c");
+            assert!(what.contains("linkage"), "{what}");
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    let exe = compile_linked(m, &linkage);
     let before = EXTERN_LOG.load(Ordering::SeqCst);
     assert_eq!(exe.call(&[3, 0]), Ok(43));
     assert_eq!(exe.call(&[3, 1]), Ok(42));
@@ -503,7 +518,7 @@ fn backend_interface() {
         b.ret(Some(c));
     })]);
     let exe: Arc<dyn Executable> = backend
-        .compile(&nacre_ir::verify(m.clone()).unwrap())
+        .compile(&nacre_ir::verify(m.clone()).unwrap(), &Linkage::default())
         .unwrap();
     assert_eq!(exe.call(&[]), Ok(200));
     assert_eq!(exe.listing(), Some(emit_c(&m).unwrap().as_str()));
@@ -668,7 +683,9 @@ fn tuning_flags_are_what_the_compiler_accepts() {
             compiler: "clang".into(),
             ..COptions::default()
         };
-        let exe = CBackend::new(options).compile_module(&simple()).unwrap();
+        let exe = CBackend::new(options)
+            .compile_module(&simple(), &Linkage::default())
+            .unwrap();
         assert_eq!(exe.call(&[]), Ok(1));
     } else {
         eprintln!("clang part skipped: clang does not run here");
@@ -681,7 +698,7 @@ fn compiler_failure_keeps_the_source() {
         flags: vec!["-Werror=nonexistent-flag".into()],
         ..COptions::default()
     };
-    match CBackend::new(options).compile_module(&simple()) {
+    match CBackend::new(options).compile_module(&simple(), &Linkage::default()) {
         Err(BackendError::CCompiler {
             compiler,
             message,
@@ -705,7 +722,7 @@ fn keep_source_dir_keeps_copies() {
         ..COptions::default()
     };
     let exe = CBackend::new(options.clone())
-        .compile_module(&simple())
+        .compile_module(&simple(), &Linkage::default())
         .unwrap();
     assert_eq!(exe.call(&[]), Ok(1));
     let files: Vec<_> = std::fs::read_dir(&dir)
@@ -719,7 +736,7 @@ fn keep_source_dir_keeps_copies() {
         flags: vec!["-Werror=nonexistent-flag".into()],
         ..options
     };
-    match CBackend::new(failing).compile_module(&simple()) {
+    match CBackend::new(failing).compile_module(&simple(), &Linkage::default()) {
         Err(BackendError::CCompiler { source_path, .. }) => {
             assert_eq!(source_path.parent(), Some(dir.as_path()));
             assert!(source_path.exists());
@@ -735,7 +752,7 @@ fn missing_compiler_is_an_io_error() {
         compiler: "nacre-no-such-compiler".into(),
         ..COptions::default()
     };
-    match CBackend::new(options).compile_module(&simple()) {
+    match CBackend::new(options).compile_module(&simple(), &Linkage::default()) {
         Err(e @ BackendError::Io { .. }) => {
             let text = e.to_string();
             assert!(text.contains("nacre-no-such-compiler"), "{text}");
@@ -767,14 +784,14 @@ fn invalid_c_reports_the_compiler_message() {
     let backend = CBackend::new(options);
     // Executing a script just written can fail with "text file busy" while another test thread
     // forks (the child briefly holds the write descriptor); that is not what this test checks.
-    let mut result = backend.compile_module(&simple());
+    let mut result = backend.compile_module(&simple(), &Linkage::default());
     for _ in 0..20 {
         match &result {
             Err(BackendError::Io { source, .. })
                 if source.raw_os_error() == Some(26 /* ETXTBSY */) =>
             {
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                result = backend.compile_module(&simple());
+                result = backend.compile_module(&simple(), &Linkage::default());
             }
             _ => break,
         }

@@ -1,9 +1,9 @@
 //! Snapshots of the emitted C for small functions. Each is also compiled and run, so a
 //! snapshot is never of source that does not work.
 
-use super::{compile, function, konst, module};
+use super::{compile, compile_linked, function, konst, module};
 use crate::emit_c;
-use nacre_backend::Executable;
+use nacre_backend::{Executable, ExternAddr, Linkage};
 use nacre_ir::{BinaryOp, CmpOp, ExternFunc, Module, Signature, Type, UnaryOp};
 
 fn emit(m: &Module) -> String {
@@ -200,22 +200,28 @@ fn extern_call_and_helpers() {
         let f: extern "C" fn(f64, i32) -> f64 = unsafe { std::mem::transmute(addr) };
         f(f64::from_bits(args[0]), args[1] as i32).to_bits()
     }
-    m.declare_extern(ExternFunc {
+    let id = m.declare_extern(ExternFunc {
         name: "scale".to_string(),
         signature: Signature {
             params: vec![Type::F64, Type::I32],
             ret: Some(Type::F64),
         },
-        addr: scale as *const () as usize,
-        dyn_call: call_scale,
     });
+    let mut linkage = Linkage::default();
+    linkage.externs.insert(
+        id,
+        ExternAddr {
+            addr: scale as *const () as usize,
+            dyn_call: call_scale,
+        },
+    );
     let src = emit(&m);
     assert!(
         !src.contains(&format!("{:x}", scale as *const () as usize)),
         "the source must not contain addresses"
     );
     insta::assert_snapshot!("extern_call", src);
-    let exe = compile(m);
+    let exe = compile_linked(m, &linkage);
     let call = |x: f32, y: f64| {
         exe.call(&[u64::from(x.to_bits()), y.to_bits()])
             .map(|r| r as u32 as i32)

@@ -3,7 +3,7 @@
 
 use super::{function, konst, module};
 use crate::{emit_c_structured, CBackend, COptions};
-use nacre_backend::Executable;
+use nacre_backend::{Executable, Linkage};
 use nacre_ir::{BinaryOp, CmpOp, Module, Type};
 
 /// Two nested counted loops over `0..n`; the inner one leaves both when `i * j > limit`
@@ -70,11 +70,11 @@ fn structured_c_has_no_goto_and_computes_the_same() {
     insta::assert_snapshot!("structured_nested_break", src);
     let verified = nacre_ir::verify(m).unwrap();
     let plain = CBackend::new(COptions::default())
-        .compile_module(&verified)
+        .compile_module(&verified, &Linkage::default())
         .unwrap();
     let structured = CBackend::new(COptions::default())
         .with_structured_control_flow(true)
-        .compile_module(&verified)
+        .compile_module(&verified, &Linkage::default())
         .unwrap();
     assert!(structured.listing().is_some_and(|l| !l.contains("goto")));
     for n in [0u64, 1, 3, 7, 20] {

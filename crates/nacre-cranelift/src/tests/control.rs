@@ -2,9 +2,9 @@
 //! propagation.
 
 use super::*;
-use nacre_backend::BackendError;
+use nacre_backend::{BackendError, ExternAddr};
 use nacre_ir::semantics;
-use nacre_ir::{BinaryOp, CmpOp, Const, ExternFunc, FuncId, Trap};
+use nacre_ir::{BinaryOp, CmpOp, Const, ExternFunc, ExternId, FuncId, Trap};
 
 fn int(b: &mut FunctionBuilder<'_>, ty: Type, v: i64) -> Value {
     b.constant(Const {
@@ -394,41 +394,62 @@ unsafe fn no_dyn_call(_addr: usize, _args: &[u64]) -> u64 {
     0
 }
 
-fn extern_func(name: &str, params: &[Type], ret: Option<Type>, addr: usize) -> ExternFunc {
-    ExternFunc {
+/// Declares extern `name` in `m` and links it to `addr` in `linkage`.
+fn declare_extern(
+    m: &mut Module,
+    linkage: &mut Linkage,
+    name: &str,
+    params: &[Type],
+    ret: Option<Type>,
+    addr: usize,
+) -> ExternId {
+    let id = m.declare_extern(ExternFunc {
         name: name.into(),
         signature: Signature {
             params: params.to_vec(),
             ret,
         },
-        addr,
-        dyn_call: no_dyn_call,
-    }
+    });
+    linkage.externs.insert(
+        id,
+        ExternAddr {
+            addr,
+            dyn_call: no_dyn_call,
+        },
+    );
+    id
 }
 
 #[test]
 fn extern_calls() {
     let mut m = Module::new();
+    let mut linkage = Linkage::default();
     let mix_ty = [Type::U8, Type::I16, Type::F64, Type::BOOL];
-    let mix_id = m.declare_extern(extern_func(
+    let mix_id = declare_extern(
+        &mut m,
+        &mut linkage,
         "mix",
         &mix_ty,
         Some(Type::I64),
         mix as *const () as usize,
-    ));
-    let neg_id = m.declare_extern(extern_func(
+    );
+    let neg_id = declare_extern(
+        &mut m,
+        &mut linkage,
         "neg",
         &[Type::F32],
         Some(Type::F32),
         negate_f32 as *const () as usize,
-    ));
+    );
     let rec_ty = [Type::ptr(Scalar::U64), Type::U64];
-    let rec_id = m.declare_extern(extern_func(
+    let rec_id = declare_extern(
+        &mut m,
+        &mut linkage,
         "record",
         &rec_ty,
         None,
         record as *const () as usize,
-    ));
+    );
     let params = [
         Type::U8,
         Type::I16,
@@ -455,7 +476,7 @@ fn extern_calls() {
     let id = m.add_function(f);
     m.entry = Some(id);
     for opt in OPT_LEVELS {
-        let exe = compile(&backend(opt), m.clone());
+        let exe = compile_linked(&backend(opt), m.clone(), &linkage);
         let mut out = 0u64;
         let args = [
             200,
@@ -470,6 +491,16 @@ fn extern_calls() {
         assert_eq!(f32::from_bits(got as u32), -2.75);
         assert_eq!(got >> 32, 0, "f32 results are zero-extended bits");
         assert_eq!(out, 2 * (200_000 - 5 + 2 + 1_000_000));
+    }
+    // Without the extern's address in the linkage the module does not compile.
+    let verified = nacre_ir::verify(m).expect("valid IR");
+    match backend(OptLevel::None).compile(&verified, &Linkage::default()) {
+        Err(BackendError::Unsupported { backend, what }) => {
+            assert_eq!(backend, "cranelift");
+            assert!(what.contains("linkage"), "{what}");
+        }
+        Err(e) => panic!("expected Unsupported, got {e}"),
+        Ok(_) => panic!("an extern without an address compiled"),
     }
 }
 
@@ -507,7 +538,7 @@ fn unsupported_modules_are_errors_and_the_backend_recovers() {
     });
     kernel.kind = FuncKind::Kernel;
     let m = nacre_ir::verify(module(kernel.clone(), Vec::new())).expect("verifies");
-    assert!(unsupported(be.compile(&m)));
+    assert!(unsupported(be.compile(&m, &Linkage::default())));
     // A host function calling a kernel: fails halfway through translation.
     let mut m = Module::new();
     let host = m.add_function(Function::default());
@@ -518,7 +549,7 @@ fn unsupported_modules_are_errors_and_the_backend_recovers() {
     });
     m.entry = Some(host);
     let m = nacre_ir::verify(m).expect("verifies");
-    assert!(unsupported(be.compile(&m)));
+    assert!(unsupported(be.compile(&m, &Linkage::default())));
     // The worker that failed is still usable.
     let exe = compile_fn(&be, iterative_fib());
     assert_eq!(exe.call(&[10]), Ok(55));

@@ -5,25 +5,30 @@
 use super::{backend, OPT_LEVELS};
 use crate::OptLevel;
 use nacre_backend::launch_conformance::{check_all, with_entry};
-use nacre_backend::{Backend, BackendError, Executable};
+use nacre_backend::{Backend, BackendError, Executable, Linkage};
 use nacre_ir::{verify, Module};
 use std::sync::Arc;
 
-/// Verifies and compiles a module at `opt_level`.
-fn try_compile(m: Module, opt_level: OptLevel) -> Result<Arc<dyn Executable>, BackendError> {
-    backend(opt_level).compile(&verify(m).expect("valid IR"))
+/// Verifies and compiles a module with its linkage at `opt_level`.
+fn try_compile(
+    m: Module,
+    linkage: Linkage,
+    opt_level: OptLevel,
+) -> Result<Arc<dyn Executable>, BackendError> {
+    backend(opt_level).compile(&verify(m).expect("valid IR"), &linkage)
 }
 
 #[test]
 fn launch_conformance() {
     for &opt in OPT_LEVELS.iter() {
-        check_all(&|m| try_compile(m, opt), "cranelift");
+        check_all(&|m, linkage| try_compile(m, linkage, opt), "cranelift");
     }
 }
 
 #[test]
 fn host_code_with_launches_is_native() {
-    let exe = try_compile(with_entry(|ids| ids.host), OptLevel::None).expect("compiles");
+    let (m, linkage) = with_entry(|ids| ids.host);
+    let exe = try_compile(m, linkage, OptLevel::None).expect("compiles");
     assert!(exe.native_entry().is_some());
 }
 
@@ -34,8 +39,9 @@ fn listing_shows_the_launch_call() {
         ..crate::CraneliftOptions::default()
     })
     .expect("the host is supported");
+    let (m, linkage) = with_entry(|ids| ids.looped);
     let exe = be
-        .compile(&verify(with_entry(|ids| ids.looped)).expect("valid"))
+        .compile(&verify(m).expect("valid"), &linkage)
         .expect("compiles");
     let listing = exe.listing().expect("listing kept");
     assert!(listing.contains("call_indirect"), "{listing}");

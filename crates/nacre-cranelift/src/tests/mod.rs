@@ -8,7 +8,7 @@ mod memory;
 mod ops;
 
 use crate::{CraneliftBackend, CraneliftOptions, OptLevel};
-use nacre_backend::{Backend, Executable};
+use nacre_backend::{Backend, Executable, Linkage};
 use nacre_ir::semantics::ScalarValue;
 use nacre_ir::{FuncKind, Function, FunctionBuilder, Module, Scalar, Signature, Type, Value};
 use std::sync::Arc;
@@ -46,10 +46,15 @@ fn module(entry: Function, others: Vec<Function>) -> Module {
     m
 }
 
-/// Verifies and compiles a module.
+/// Verifies and compiles a module that needs no linkage.
 fn compile(backend: &CraneliftBackend, m: Module) -> Arc<dyn Executable> {
+    compile_linked(backend, m, &Linkage::default())
+}
+
+/// Verifies and compiles a module with its linkage.
+fn compile_linked(backend: &CraneliftBackend, m: Module, linkage: &Linkage) -> Arc<dyn Executable> {
     let verified = nacre_ir::verify(m).expect("valid IR");
-    backend.compile(&verified).expect("compiles")
+    backend.compile(&verified, linkage).expect("compiles")
 }
 
 /// Compiles a single function.

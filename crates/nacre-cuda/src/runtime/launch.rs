@@ -1,7 +1,7 @@
 //! The launchers compiled host code calls, and the per-thread launch sequence they queue
 //! into.
 //!
-//! A launch ([`cuda_launch_async`], [`cuda_launch_sync`], both [`nacre_ir::LaunchFn`]s):
+//! A launch ([`cuda_launch_async`], [`cuda_launch_sync`], both [`nacre_backend::LaunchFn`]s):
 //!
 //! 1. validates the grid and block against the device's limits ([`Trap::InvalidLaunch`]);
 //! 2. checks every pointer argument against the size table: not in a live array is
@@ -42,8 +42,8 @@ use crate::runtime::prepare::CudaKernel;
 use crate::runtime::shape::validate;
 use crate::runtime::stats::{self, Counter};
 use cudarc::driver::sys;
-use nacre_gpu::find_buffer;
 use nacre_ir::Trap;
+use nacre_runtime::find_buffer;
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -284,7 +284,7 @@ fn finish_on(ctx: &'static Context) -> u32 {
 }
 
 /// The launcher of modules whose host code touches no memory: queues the kernel and
-/// returns (a [`nacre_ir::LaunchFn`]).
+/// returns (a [`nacre_backend::LaunchFn`]).
 ///
 /// # Safety
 /// `handle` must be the handle of a live [`CudaKernel`], `dims` must point to six `u32`s,
@@ -300,7 +300,7 @@ pub unsafe extern "C" fn cuda_launch_async(
 }
 
 /// The launcher of modules whose host code touches memory: queues the kernel and waits for
-/// it (a [`nacre_ir::LaunchFn`]).
+/// it (a [`nacre_backend::LaunchFn`]).
 ///
 /// # Safety
 /// As [`cuda_launch_async`].
@@ -388,7 +388,7 @@ impl CudaKernel {
         match self.device.prepare_launch(bases) {
             Ok(()) => {}
             Err(PrepareFailure::Foreign { index }) => {
-                let device = nacre_gpu::memory::entry(bases[index])
+                let device = nacre_runtime::memory::entry(bases[index])
                     .map_or_else(|| "unknown".to_string(), |e| e.device);
                 return Err(device_error(CudaError::ForeignMemory {
                     kernel: self.name.clone(),

@@ -1,4 +1,4 @@
-//! [`CudaDevice`]: managed memory on a CUDA device, as a [`nacre_gpu::Device`].
+//! [`CudaDevice`]: managed memory on a CUDA device, as a [`nacre_runtime::Device`].
 //!
 //! Arrays allocated on it live in managed memory (`cuMemAllocManaged`, attached globally):
 //! one address, valid on the host and in kernels. The device
@@ -20,11 +20,11 @@ use crate::runtime::last_error::set_last_error;
 use crate::runtime::residency::{Access, Allocation, Place, Residency};
 use crate::runtime::stats::{self, Counter};
 use cudarc::driver::sys;
-use nacre_gpu::{Device, GpuError};
+use nacre_runtime::{Device, MemoryError};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The alignment of every allocation (as [`nacre_gpu::Device::alloc_unified`] promises).
+/// The alignment of every allocation (as [`nacre_runtime::Device::alloc_unified`] promises).
 const ALIGN: usize = 4096;
 
 /// Why arrays could not be prepared for a launch.
@@ -385,18 +385,18 @@ impl CudaDevice {
 
 impl CudaDevice {
     /// A failed allocation as the device-independent error arrays report.
-    fn gpu_error(&self, e: CudaError) -> GpuError {
+    fn gpu_error(&self, e: CudaError) -> MemoryError {
         match e {
             CudaError::OutOfMemory {
                 device,
                 bytes,
                 available,
-            } => GpuError::ExceedsFreeMemory {
+            } => MemoryError::ExceedsFreeMemory {
                 device,
                 bytes,
                 available,
             },
-            e => GpuError::DeviceUnavailable {
+            e => MemoryError::DeviceUnavailable {
                 device: self.name.clone(),
                 reason: e.to_string(),
             },
@@ -409,11 +409,11 @@ impl Device for CudaDevice {
         &self.name
     }
 
-    fn alloc_unified(&self, bytes: usize) -> Result<NonNull<u8>, GpuError> {
+    fn alloc_unified(&self, bytes: usize) -> Result<NonNull<u8>, MemoryError> {
         self.alloc(bytes).map_err(|e| self.gpu_error(e))
     }
 
-    fn alloc_unified_copy(&self, data: &[u8]) -> Result<NonNull<u8>, GpuError> {
+    fn alloc_unified_copy(&self, data: &[u8]) -> Result<NonNull<u8>, MemoryError> {
         self.alloc_copy(data).map_err(|e| self.gpu_error(e))
     }
 

@@ -20,8 +20,10 @@ use crate::runtime::error::CudaError;
 use crate::runtime::launch::{cuda_launch_async, cuda_launch_sync, finish_launches};
 use crate::runtime::memory::CudaDevice;
 use crate::runtime::module_cache::{get_or_load, LoadedKernel};
-use nacre_ir::passes::specialised_for_launches;
-use nacre_ir::{FuncId, FuncKind, Function, InstKind, LaunchBinding, Module};
+use nacre_backend::{Backend, LaunchBinding, Linkage};
+use nacre_ir::{FuncId, FuncKind, Function, InstKind, Module, VerifiedModule};
+use nacre_kernel::specialised_for_launches;
+use nacre_runtime::{Device, KernelRuntime, PreparedKernels, RuntimeError};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -144,9 +146,11 @@ impl CudaKernels {
     pub fn device(&self) -> &Arc<CudaDevice> {
         &self.device
     }
+}
 
+impl PreparedKernels for CudaKernels {
     /// The binding through which compiled host code launches these kernels.
-    pub fn launch_binding(&self) -> LaunchBinding {
+    fn launch_binding(&self) -> LaunchBinding {
         let launcher = match self.sync {
             LaunchSync::PerCall => cuda_launch_async,
             LaunchSync::PerLaunch => cuda_launch_sync,
@@ -164,19 +168,73 @@ impl CudaKernels {
     /// Waits for the calling thread's launches and returns the first trap code they
     /// reported (0 if none); call it when a compiled function that launches these kernels
     /// returns (see [`finish_launches`]).
-    pub fn finish(&self) -> u32 {
+    fn finish(&self) -> u32 {
         finish_launches()
+    }
+
+    /// The thread's last CUDA error ([`crate::runtime::take_last_error`]).
+    fn take_error(&self) -> Option<RuntimeError> {
+        crate::runtime::take_last_error().map(|e| RuntimeError::device("cuda", e))
     }
 }
 
-/// Compiles every kernel of `module` for the CUDA device `options.device`; bind
-/// [`CudaKernels::launch_binding`] to the module before compiling its host functions, and
-/// call [`finish_launches`] when a call of them returns.
-pub fn prepare_cuda(module: &Module, options: &CudaOptions) -> Result<CudaKernels, CudaError> {
+/// Kernels on a CUDA device, behind the engine's [`KernelRuntime`] interface.
+#[derive(Clone, Debug)]
+pub struct CudaRuntime {
+    options: CudaOptions,
+    device: Arc<CudaDevice>,
+}
+
+impl CudaRuntime {
+    /// Opens the device `options.device` after checking that kernels can run there
+    /// ([`crate::runtime::probe`]: driver, device, managed memory, NVRTC).
+    pub fn open(options: CudaOptions) -> Result<CudaRuntime, CudaError> {
+        crate::runtime::probe(options.device)?;
+        let device = CudaDevice::open(options.device)?;
+        Ok(CudaRuntime { options, device })
+    }
+
+    /// Its options.
+    pub fn options(&self) -> &CudaOptions {
+        &self.options
+    }
+}
+
+impl KernelRuntime for CudaRuntime {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn device(&self) -> Arc<dyn Device> {
+        self.device.clone()
+    }
+
+    /// Kernels run on the GPU: `linkage` and `host` are not needed (device code calls no
+    /// externs).
+    fn prepare(
+        &self,
+        module: &VerifiedModule,
+        _linkage: &Linkage,
+        _host: &dyn Backend,
+    ) -> Result<Arc<dyn PreparedKernels>, RuntimeError> {
+        let kernels =
+            prepare_cuda(module, &self.options).map_err(|e| RuntimeError::device("cuda", e))?;
+        Ok(Arc::new(kernels))
+    }
+}
+
+/// Compiles every kernel of `module` for the CUDA device `options.device`; give
+/// [`CudaKernels::launch_binding`] to the backend that compiles its host functions, and call
+/// [`finish_launches`] when a call of them returns.
+pub fn prepare_cuda(
+    module: &VerifiedModule,
+    options: &CudaOptions,
+) -> Result<CudaKernels, CudaError> {
     let device = CudaDevice::open(options.device)?;
     let disk = DiskCache::configured(options.cache_dir.as_deref());
     let mut kernels = Vec::new();
     let specialised = specialised_for_launches(module);
+    let module = module.module();
     for (id, func) in module.functions.iter() {
         if func.kind != FuncKind::Kernel {
             continue;

@@ -2,15 +2,15 @@
 //! argument bits, traps, missing bindings, skipped kernels), plus the interpreter's listing of
 //! a launch.
 
-use super::compile;
+use super::compile_linked;
 use crate::Interpreter;
 use nacre_backend::launch_conformance::{check_all, with_entry};
-use nacre_backend::{Backend, BackendError, Executable};
+use nacre_backend::{Backend, BackendError, Executable, Linkage};
 use nacre_ir::{verify, Module};
 use std::sync::Arc;
 
-fn try_compile(m: Module) -> Result<Arc<dyn Executable>, BackendError> {
-    Interpreter::new().compile(&verify(m).expect("valid IR"))
+fn try_compile(m: Module, linkage: Linkage) -> Result<Arc<dyn Executable>, BackendError> {
+    Interpreter::new().compile(&verify(m).expect("valid IR"), &linkage)
 }
 
 #[test]
@@ -20,7 +20,8 @@ fn launch_conformance() {
 
 #[test]
 fn kernels_are_not_lowered() {
-    let exe = compile(with_entry(|ids| ids.host));
+    let (m, linkage) = with_entry(|ids| ids.host);
+    let exe = compile_linked(m, &linkage);
     let listing = exe.listing().expect("listing");
     assert!(!listing.contains("@k:"), "{listing}");
     assert!(!listing.contains("@k2:"), "{listing}");

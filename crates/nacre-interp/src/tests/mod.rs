@@ -10,13 +10,19 @@ mod launch;
 mod programs;
 
 use crate::{InterpExecutable, Interpreter};
+use nacre_backend::Linkage;
 use nacre_ir::{verify, Const, FuncKind, Function, FunctionBuilder, Module, Type, Value};
 
-/// Verifies and compiles a module.
+/// Verifies and compiles a module that needs no linkage.
 fn compile(module: Module) -> InterpExecutable {
+    compile_linked(module, &Linkage::default())
+}
+
+/// Verifies and compiles a module with its linkage.
+fn compile_linked(module: Module, linkage: &Linkage) -> InterpExecutable {
     let verified = verify(module).expect("valid IR");
     Interpreter::new()
-        .compile_module(&verified)
+        .compile_module(&verified, linkage)
         .expect("lowering succeeds")
 }
 
@@ -45,7 +51,8 @@ fn single(
 /// Compiles a module without verifying it, so that operator/type combinations the verifier
 /// rejects can still be checked against the reference semantics, which defines them all.
 fn compile_unverified(module: &Module) -> InterpExecutable {
-    let program = crate::lower::lower_module(module).expect("lowering succeeds");
+    let program =
+        crate::lower::lower_module(module, &Linkage::default()).expect("lowering succeeds");
     InterpExecutable {
         program,
         listing: std::sync::OnceLock::new(),

@@ -1,8 +1,8 @@
 //! Whole programs (loops, memory, calls, recursion, externs, traps) against plain Rust.
 
-use super::{compile, function, konst, single};
+use super::{compile, compile_linked, function, konst, single};
 use crate::{ExecError, InterpExecutable, Interpreter};
-use nacre_backend::{Backend, Executable};
+use nacre_backend::{Backend, BackendError, Executable, ExternAddr, Linkage};
 use nacre_ir::{
     verify, BinaryOp, BlockCall, CmpOp, ExternFunc, FuncId, Function, InstKind, Module, Scalar,
     Signature, Trap, Type,
@@ -492,8 +492,6 @@ fn extern_calls() {
             params: vec![Type::I64, Type::I64, Type::U8],
             ret: Some(Type::I64),
         },
-        addr: mul_add as extern "C" fn(i64, i64, u8) -> i64 as usize,
-        dyn_call: call_i64_i64_u8,
     });
     let odd = m.declare_extern(ExternFunc {
         name: "is_odd".into(),
@@ -501,9 +499,22 @@ fn extern_calls() {
             params: vec![Type::U32],
             ret: Some(Type::BOOL),
         },
-        addr: is_odd as extern "C" fn(u32) -> bool as usize,
-        dyn_call: call_u32_bool,
     });
+    let mut linkage = Linkage::default();
+    linkage.externs.insert(
+        ma,
+        ExternAddr {
+            addr: mul_add as extern "C" fn(i64, i64, u8) -> i64 as usize,
+            dyn_call: call_i64_i64_u8,
+        },
+    );
+    linkage.externs.insert(
+        odd,
+        ExternAddr {
+            addr: is_odd as extern "C" fn(u32) -> bool as usize,
+            dyn_call: call_u32_bool,
+        },
+    );
     let f = m.add_function(function(
         "f",
         vec![Type::I64, Type::I64, Type::U8],
@@ -522,7 +533,16 @@ fn extern_calls() {
         },
     ));
     m.entry = Some(f);
-    let exe = compile(m);
+    let verified = verify(m.clone()).expect("valid IR");
+    match Interpreter::new().compile_module(&verified, &Linkage::default()) {
+        Err(BackendError::Unsupported { backend, what }) => {
+            assert_eq!(backend, "interp");
+            assert!(what.contains("linkage"), "{what}");
+        }
+        Err(e) => panic!("expected Unsupported, got {e}"),
+        Ok(_) => panic!("an extern without an address compiled"),
+    }
+    let exe = compile_linked(m, &linkage);
     let expect = |a: i64, b: i64, c: u8| {
         let r = mul_add(a, b, c);
         if is_odd(r as u32) {
@@ -574,9 +594,15 @@ fn reentrant_calls_from_externs() {
             params: vec![Type::I64],
             ret: Some(Type::I64),
         },
-        addr: reenter as extern "C" fn(i64) -> i64 as usize,
-        dyn_call: call_i64_i64,
     });
+    let mut linkage = Linkage::default();
+    linkage.externs.insert(
+        ext,
+        ExternAddr {
+            addr: reenter as extern "C" fn(i64) -> i64 as usize,
+            dyn_call: call_i64_i64,
+        },
+    );
     let f = m.add_function(function(
         "outer",
         vec![Type::I64],
@@ -592,7 +618,7 @@ fn reentrant_calls_from_externs() {
         },
     ));
     m.entry = Some(f);
-    let exe = compile(m);
+    let exe = compile_linked(m, &linkage);
     assert_eq!(exe.call(&[9]), Ok(55 + 9));
 }
 
@@ -659,7 +685,7 @@ fn concurrent_calls_from_many_threads() {
         let mut m = Module::new();
         m.entry = Some(recursive_fib(&mut m));
         Interpreter::new()
-            .compile(&verify(m).expect("valid"))
+            .compile(&verify(m).expect("valid"), &Linkage::default())
             .expect("compiles")
     };
     let threads: Vec<_> = (0..4u64)
@@ -686,7 +712,7 @@ fn backend_interface_and_listing() {
         let mut m = Module::new();
         m.entry = Some(recursive_fib(&mut m));
         backend
-            .compile(&verify(m).expect("valid"))
+            .compile(&verify(m).expect("valid"), &Linkage::default())
             .expect("compiles")
     };
     let (a, b) = (build(), build());
@@ -706,7 +732,7 @@ fn backend_interface_and_listing() {
 #[test]
 fn malformed_modules_are_errors_not_panics() {
     // The verifier rejects all of these; lowering must reject them too, without panicking.
-    let lower = |m: Module| crate::lower::lower_module(&m);
+    let lower = |m: Module| crate::lower::lower_module(&m, &Linkage::default());
     // No entry.
     assert!(lower(Module::new()).is_err());
     // A block without a terminator.

@@ -20,10 +20,10 @@
 //!
 //! Replaced values are substituted everywhere at the end, in one sweep.
 
+use crate::analysis::dominators::postorder;
 use crate::entities::{Inst, Value};
 use crate::function::{Function, InstData, ValueDef};
 use crate::instructions::{BinaryOp, BlockCall, CmpOp, Const, InstKind};
-use crate::passes::dominators::postorder;
 use crate::passes::support::{
     const_of, edge_call, filter_args, remove_params, Aliases, Edge, PredLists,
 };
@@ -38,7 +38,7 @@ use cranelift_entity::EntityRef;
 /// Reports instructions (and parameters) replaced by constants or existing values in
 /// [`PassStats::folded`], deleted instructions in [`PassStats::removed_insts`], removed block
 /// parameters in [`PassStats::removed_params`] and branches turned into jumps in
-/// [`PassStats::simplified_branches`]. Resets [`Function::loops`] when a branch was folded.
+/// [`PassStats::simplified_branches`].
 pub fn const_fold(func: &mut Function) -> PassStats {
     let mut stats = PassStats::default();
     let Some(entry) = func.entry() else {
@@ -159,9 +159,6 @@ pub fn const_fold(func: &mut Function) -> PassStats {
         filter_args(func, &masks);
     }
     aliases.apply(func);
-    if stats.simplified_branches > 0 {
-        func.loops = None;
-    }
     stats
 }
 
@@ -430,7 +427,7 @@ mod tests {
     use super::*;
     use crate::builder::FunctionBuilder;
     use crate::instructions::UnaryOp;
-    use crate::passes::test_util::{eval, k, kb, kf, new_func, run};
+    use crate::test_util::{eval, k, kb, kf, new_func, run};
     use insta::assert_snapshot;
 
     #[test]

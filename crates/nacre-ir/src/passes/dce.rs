@@ -119,7 +119,7 @@ mod tests {
     use super::*;
     use crate::builder::FunctionBuilder;
     use crate::instructions::{BinaryOp, CmpOp};
-    use crate::passes::test_util::{eval, k, new_func, run};
+    use crate::test_util::{eval, k, new_func, run};
     use crate::types::{Scalar, Type};
     use insta::assert_snapshot;
 

@@ -1,4 +1,4 @@
-//! Optimisation passes and the loop analysis.
+//! The target-independent optimisation passes and the pass manager.
 //!
 //! Each pass works on one [`Function`] of a verified module, keeps it valid, and returns a
 //! [`PassStats`] saying what it changed:
@@ -6,51 +6,20 @@
 //! - [`const_fold()`]: constant folding and propagation, exact algebraic identities, constant
 //!   branches, block parameters that always receive the same value;
 //! - [`simplify_cfg()`]: unreachable blocks, jump threading, block merging;
-//! - [`dce()`]: dead pure instructions and dead block parameters;
-//! - [`loops()`]: natural loops and their nesting, stored in [`Function::loops`] (an analysis;
-//!   passes that change the control-flow graph reset it to `None`).
+//! - [`dce()`]: dead pure instructions and dead block parameters.
 //!
-//! GPU backends run [`infer_address_spaces`] (not part of [`run_passes`]): it gives every
-//! pointer of the kernels and of the functions they call a device or shared address space.
-//! Printers for targets without `goto` use [`structure()`]: the control-flow graph as nested
-//! branches, loops and labelled regions.
-//!
-//! [`DominatorTree`] (also used by the verifier) is public for backends and later passes, as
-//! is [`grid_stride_loop`], which finds a kernel's canonical grid-stride loop (the CPU runtime
-//! runs it in chunks; the CUDA printer gives it wide memory accesses).
-//!
-//! [`specialise_launch_shapes`] (not part of [`run_passes`] either, and only for backends that
-//! launch exactly what host code asks for) turns the block and grid sizes every launch of a
-//! kernel agrees on into constants of the kernel.
-//!
-//! [`run_passes`] runs the enabled passes on every function of a module. All passes are linear
-//! or near-linear in the size of the function.
+//! [`optimize`] runs the enabled passes on every function of a verified module. All passes are
+//! linear or near-linear in the size of the function. Analyses are in [`crate::analysis`];
+//! passes that exist for kernels live in the `nacre-kernel` crate.
 
-pub mod address_space;
 pub mod const_fold;
 pub mod dce;
-pub mod dominators;
-pub mod grid_stride;
-pub mod launch_shape;
-pub mod loop_analysis;
 pub mod simplify_cfg;
-pub mod structure;
-mod support;
+pub(crate) mod support;
 
-#[cfg(test)]
-mod test_util;
-
-pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use const_fold::const_fold;
 pub use dce::dce;
-pub use dominators::DominatorTree;
-pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};
-pub use launch_shape::{
-    launch_shapes, specialise_launch_shapes, specialised_for_launches, LaunchShape,
-};
-pub use loop_analysis::{compute_loops, loops};
 pub use simplify_cfg::simplify_cfg;
-pub use structure::{structure, structure_simplified, Stmt, StructureError};
 
 use crate::entities::FuncId;
 use crate::function::Function;
@@ -58,7 +27,7 @@ use crate::module::Module;
 use crate::verifier::{check_function, VerifiedModule};
 use std::ops::AddAssign;
 
-/// The most rounds of `const_fold -> simplify_cfg -> dce` [`run_passes`] runs per function.
+/// The most rounds of `const_fold -> simplify_cfg -> dce` [`optimize`] runs per function.
 pub const MAX_ROUNDS: usize = 6;
 
 /// Which passes run.
@@ -70,8 +39,6 @@ pub struct PassOptions {
     pub dce: bool,
     /// CFG simplification.
     pub simplify_cfg: bool,
-    /// Loop detection.
-    pub loops: bool,
 }
 
 impl PassOptions {
@@ -81,7 +48,6 @@ impl PassOptions {
             const_fold: false,
             dce: false,
             simplify_cfg: false,
-            loops: false,
         }
     }
 }
@@ -92,7 +58,6 @@ impl Default for PassOptions {
             const_fold: true,
             dce: true,
             simplify_cfg: true,
-            loops: true,
         }
     }
 }
@@ -113,12 +78,10 @@ pub struct PassStats {
     pub simplified_branches: usize,
     /// Rounds of `const_fold -> simplify_cfg -> dce` run, summed over functions.
     pub rounds: usize,
-    /// Natural loops found by the loop analysis, summed over functions.
-    pub loops: usize,
 }
 
 impl PassStats {
-    /// True if the code changed (the analysis-only counters `rounds` and `loops` do not count).
+    /// True if the code changed (the counter `rounds` does not count).
     pub fn changed(&self) -> bool {
         self.folded
             + self.removed_insts
@@ -137,46 +100,22 @@ impl AddAssign for PassStats {
         self.removed_params += other.removed_params;
         self.simplified_branches += other.simplified_branches;
         self.rounds += other.rounds;
-        self.loops += other.loops;
     }
 }
 
-/// Runs the enabled passes on every function of `module`: rounds of
-/// `const_fold -> simplify_cfg -> dce` while something changes (at most [`MAX_ROUNDS`]), then
-/// the loop analysis. Returns the sum of what changed.
+/// Runs the enabled passes on every function of a verified module: rounds of
+/// `const_fold -> simplify_cfg -> dce` while something changes (at most [`MAX_ROUNDS`]).
+/// Returns the module, still verified (passes preserve validity), and the sum of what changed.
 ///
-/// Functions that do not pass the verifier are left untouched, so that [`crate::verify`]
-/// reports them. In debug builds every function is verified again after each pass that changed
-/// it, and a pass that produced invalid IR panics with the verifier's message: that is an
-/// internal bug.
-pub fn run_passes(module: &mut Module, options: &PassOptions) -> PassStats {
-    run_passes_observed(module, options, &mut |_, _| {})
+/// In debug builds every function is verified again after each pass that changed it, and a
+/// pass that produced invalid IR panics with the verifier's message: that is an internal bug.
+pub fn optimize(module: VerifiedModule, options: &PassOptions) -> (VerifiedModule, PassStats) {
+    optimize_observed(module, options, &mut |_, _| {})
 }
 
-/// [`run_passes`], calling `observer` with the pass name (`const_fold`, `simplify_cfg`, `dce`
-/// or `loops`) and the module after every pass that changed a function, and after every run of
-/// the loop analysis (for stage dumps).
-pub fn run_passes_observed(
-    module: &mut Module,
-    options: &PassOptions,
-    observer: &mut dyn FnMut(&str, &Module),
-) -> PassStats {
-    let mut total = PassStats::default();
-    let ids: Vec<FuncId> = module.functions.keys().collect();
-    for id in ids {
-        if check_function(module, &module.functions[id]).is_err() {
-            continue;
-        }
-        total += optimise_function(module, id, options, observer);
-    }
-    total
-}
-
-/// The passes on a module that is already verified (the engine verifies the capture once, right
-/// after tracing): no function is checked again before the passes, and the result stays a
-/// [`VerifiedModule`] without a second verification. Debug builds still verify after every
-/// pass that changed a function.
-pub fn optimize(
+/// [`optimize`], calling `observer` with the pass name (`const_fold`, `simplify_cfg` or `dce`)
+/// and the module after every pass that changed a function (for stage dumps).
+pub fn optimize_observed(
     module: VerifiedModule,
     options: &PassOptions,
     observer: &mut dyn FnMut(&str, &Module),
@@ -240,10 +179,6 @@ fn optimise_function(
             }
         }
     }
-    if options.loops {
-        total.loops += loops(&mut module.functions[id]);
-        observer("loops", module);
-    }
     total
 }
 
@@ -261,11 +196,11 @@ fn debug_check(module: &Module, id: FuncId, name: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::test_util::{assert_valid, eval, k, kb, new_func};
     use super::*;
     use crate::builder::FunctionBuilder;
     use crate::entities::Value;
     use crate::instructions::{BinaryOp, CmpOp, UnaryOp};
+    use crate::test_util::{assert_valid, eval, k, kb, new_func};
     use crate::types::Type;
     use insta::assert_snapshot;
     use std::time::{Duration, Instant};
@@ -275,6 +210,13 @@ mod tests {
         let id = m.add_function(f);
         m.entry = Some(id);
         m
+    }
+
+    /// Verifies `m`, runs the passes on it and returns the result.
+    fn run_passes(m: &mut Module, options: &PassOptions) -> PassStats {
+        let (out, stats) = optimize(crate::verify(std::mem::take(m)).unwrap(), options);
+        *m = out.into_inner();
+        stats
     }
 
     /// `f(x) = if x < 0 { if x < 1 { .. } else { .. } } else { .. }`, `depth` levels deep, with
@@ -317,10 +259,7 @@ mod tests {
         let expect = eval(&f, &[5]);
         let mut m = module_of(f);
         let stats = run_passes(&mut m, &PassOptions::default());
-        assert!(
-            stats.changed() && stats.rounds >= 2 && stats.loops == 0,
-            "{stats:?}"
-        );
+        assert!(stats.changed() && stats.rounds >= 2, "{stats:?}");
         let f = &m.functions[m.entry.unwrap()];
         assert_eq!(eval(f, &[5]), expect);
         assert_snapshot!(f.to_string());
@@ -374,31 +313,21 @@ mod tests {
         b.ret(Some(dead));
         let before = eval(&f, &[10]);
         let mut m = module_of(f);
-        let stats = run_passes(&mut m, &PassOptions::default());
-        assert_eq!(stats.loops, 1);
+        run_passes(&mut m, &PassOptions::default());
         let f = &m.functions[m.entry.unwrap()];
+        assert_eq!(crate::analysis::compute_loops(f).headers.len(), 1);
         assert_eq!(eval(f, &[10]), before);
         assert_eq!(before, Ok(Some(45)));
-        assert_snapshot!(f.to_string());
+        assert_snapshot!(crate::printer::with_loops(f).to_string());
     }
 
     #[test]
-    fn disabled_passes_do_nothing_and_invalid_functions_are_skipped() {
+    fn disabled_passes_do_nothing() {
         let f = nested_ifs(4, true);
         let text = f.to_string();
-        let mut m = module_of(f.clone());
+        let mut m = module_of(f);
         let stats = run_passes(&mut m, &PassOptions::none());
         assert_eq!(stats, PassStats::default());
-        assert_eq!(m.functions[m.entry.unwrap()].to_string(), text);
-
-        let mut broken = f;
-        broken.signature.params.clear();
-        let text = broken.to_string();
-        let mut m = module_of(broken);
-        assert_eq!(
-            run_passes(&mut m, &PassOptions::default()),
-            PassStats::default()
-        );
         assert_eq!(m.functions[m.entry.unwrap()].to_string(), text);
     }
 
@@ -429,21 +358,21 @@ mod tests {
         b.jump(entry, vec![q[0], q[1]]);
         let before = eval(&f, &[10, 0]);
         let mut m = module_of(f);
-        let stats = run_passes(&mut m, &PassOptions::default());
-        assert_eq!(stats.loops, 1);
+        run_passes(&mut m, &PassOptions::default());
         let f = &m.functions[m.entry.unwrap()];
+        assert_eq!(crate::analysis::compute_loops(f).headers.len(), 1);
         assert_eq!(f.layout[0], entry);
         assert_eq!(eval(f, &[10, 0]), before);
         assert_eq!(before, Ok(Some(55)));
-        assert_snapshot!(f.to_string());
+        assert_snapshot!(crate::printer::with_loops(f).to_string());
     }
 
     #[test]
     fn the_observer_sees_every_changing_pass() {
-        let mut m = module_of(nested_ifs(3, true));
+        let m = module_of(nested_ifs(3, true));
         let mut seen = Vec::new();
-        let stats = run_passes_observed(
-            &mut m,
+        let (_, stats) = optimize_observed(
+            crate::verify(m).unwrap(),
             &PassOptions::default(),
             &mut |pass: &str, m: &Module| {
                 assert_valid(&m.functions[m.entry.unwrap()]);
@@ -452,25 +381,10 @@ mod tests {
         );
         assert!(stats.changed());
         assert_eq!(seen.first().map(String::as_str), Some("const_fold"));
-        assert_eq!(seen.last().map(String::as_str), Some("loops"));
         assert!(
             seen.iter().any(|p| p == "simplify_cfg") && seen.iter().any(|p| p == "dce"),
             "{seen:?}"
         );
-    }
-
-    #[test]
-    fn passes_reset_loop_info_when_the_cfg_changes() {
-        let mut f = nested_ifs(2, true);
-        loops(&mut f);
-        assert!(f.loops.is_some());
-        dce(&mut f);
-        assert!(f.loops.is_some(), "dce does not change the CFG");
-        const_fold(&mut f);
-        assert!(f.loops.is_none());
-        loops(&mut f);
-        simplify_cfg(&mut f);
-        assert!(f.loops.is_none());
     }
 
     #[test]
@@ -555,10 +469,10 @@ mod tests {
     fn deep_loop_nests_and_long_sequences_stay_correct() {
         let f = nested_loops(50, 2);
         let mut m = module_of(f);
-        let stats = run_passes(&mut m, &PassOptions::default());
-        assert_eq!(stats.loops, 50);
+        run_passes(&mut m, &PassOptions::default());
         let g = &m.functions[m.entry.unwrap()];
-        let info = g.loops.as_ref().unwrap();
+        let info = crate::analysis::compute_loops(g);
+        assert_eq!(info.headers.len(), 50);
         assert_eq!(info.headers.iter().map(|&h| info.depth[h]).max(), Some(50));
 
         let f = diamonds(300);

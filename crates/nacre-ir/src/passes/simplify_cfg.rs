@@ -15,9 +15,9 @@
 //!
 //! The layout keeps its relative order, so the output is deterministic.
 
+use crate::analysis::dominators::{postorder, successors};
 use crate::function::{Function, ValueDef};
 use crate::instructions::{BlockCall, InstKind};
-use crate::passes::dominators::{postorder, successors};
 use crate::passes::support::{edge_call_mut, Aliases, PredLists};
 use crate::passes::PassStats;
 use cranelift_entity::EntityRef;
@@ -27,7 +27,7 @@ use cranelift_entity::EntityRef;
 /// Reports dropped, bypassed and merged blocks in [`PassStats::removed_blocks`], the
 /// instructions that went with them (jumps, and the contents of unreachable blocks) in
 /// [`PassStats::removed_insts`], and redirected edges and branches turned into jumps in
-/// [`PassStats::simplified_branches`]. Resets [`Function::loops`] when anything changed.
+/// [`PassStats::simplified_branches`].
 pub fn simplify_cfg(func: &mut Function) -> PassStats {
     let mut stats = PassStats::default();
     let Some(entry) = func.entry() else {
@@ -181,9 +181,6 @@ pub fn simplify_cfg(func: &mut Function) -> PassStats {
     }
     aliases.apply(func);
 
-    if stats.changed() {
-        func.loops = None;
-    }
     stats
 }
 
@@ -209,7 +206,7 @@ mod tests {
     use super::*;
     use crate::builder::FunctionBuilder;
     use crate::instructions::{BinaryOp, CmpOp};
-    use crate::passes::test_util::{eval, k, new_func, run};
+    use crate::test_util::{eval, k, new_func, run};
     use crate::types::Type;
     use insta::assert_snapshot;
 

@@ -1,0 +1,397 @@
+//! The CPU executor: checks a launch, then runs a kernel's step function over its grid.
+//!
+//! - [`CpuMode::Serial`]: one block of one thread (`gridDim = blockDim = 1`), on the calling
+//!   thread, whatever the launch asked for: the seed's fallback, correct for grid-stride
+//!   kernels.
+//! - [`CpuMode::Grid`]: every block of the grid with every thread. Blocks are split into
+//!   contiguous chunks (a few per worker) run by rayon's workers; a block runs entirely on one
+//!   worker, round after round (see [`nacre_kernel::step::lower`]), so barriers need no
+//!   synchronisation between OS threads.
+//!
+//! - In grid mode, a kernel of the collapsible grid-stride shape launched on a
+//!   one-dimensional grid runs instead as chunks of its loop index handed out to rayon's
+//!   workers, one call of its collapsed step function per chunk (see
+//!   [`nacre_kernel::step::collapse`]), the C tier's code once it is compiled (read once per launch);
+//!   it falls back to the grid when the collapsed function refuses.
+//!
+//! Each worker keeps its buffers (the block's shared memory and the per-thread state) in a
+//! thread-local scratch area that grows to the largest launch and is reused, so steady-state
+//! launches allocate nothing. The context block lives on the worker's stack; the block index
+//! is advanced in place. The only atomic in a launch is the trap flag, read once per block.
+//!
+//! A block runs as rounds: the executor calls the step function until it returns 0, opening
+//! the barriers ([`ctx::BARRIERS_OPEN`]) for a round only when the previous one left no thread
+//! at a yield (see [`nacre_kernel::step::ctx`]).
+//!
+//! Shared memory is not cleared between blocks: like on a GPU, a shared array starts with
+//! unspecified contents (on the CPU, whatever the worker's previous block left there).
+
+use crate::kernel::CpuKernel;
+use nacre_ir::Trap;
+use nacre_kernel::step::{collapse, ctx};
+use nacre_kernel::CpuMode;
+use nacre_runtime::find_buffer;
+use rayon::prelude::*;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// The most threads a block may have (as on CUDA and Metal).
+pub const MAX_BLOCK_THREADS: u64 = 1024;
+
+/// Chunks of blocks per rayon worker in grid mode (some slack for load balancing).
+const CHUNKS_PER_WORKER: u64 = 4;
+
+/// Loop indices per chunk of a collapsed launch (chunks are handed out one at a time).
+const COLLAPSE_CHUNK: u64 = 1 << 15;
+
+/// The launcher the CPU runtime binds into host modules (a [`nacre_backend::LaunchFn`]).
+///
+/// `handle` is a [`CpuKernel::handle`], `dims` six `u32`s (grid x, y, z, block x, y, z),
+/// `args` one `u64` per kernel parameter. On failure writes the trap's code to `*status`
+/// (see [`CpuKernel::launch`] for the failures).
+///
+/// # Safety
+/// `handle` must be the handle of a live `CpuKernel`, `dims` must point to six `u32`s, `args`
+/// to one `u64` per kernel parameter, `status` to a writable `u32` (or be null); the
+/// kernel's accesses through its pointer arguments must stay inside their arrays.
+pub unsafe extern "C" fn cpu_launch(
+    handle: usize,
+    dims: *const u32,
+    args: *const u64,
+    status: *mut u32,
+) {
+    // SAFETY: the caller passes the handle of a live kernel and six readable dims.
+    let (kernel, dims) = unsafe {
+        (
+            &*(handle as *const CpuKernel),
+            std::ptr::read_unaligned(dims as *const [u32; 6]),
+        )
+    };
+    // SAFETY: `args` holds one slot per parameter; the rest is the caller's contract.
+    if let Err(code) = unsafe { kernel.launch_raw(dims, args) } {
+        if !status.is_null() {
+            // SAFETY: a non-null `status` is writable (the caller's contract).
+            unsafe { *status = code };
+        }
+    }
+}
+
+/// A launch's shape, validated.
+#[derive(Copy, Clone)]
+struct Shape {
+    grid: [u64; 3],
+    block: [u64; 3],
+    blocks: u64,
+    threads: u64,
+}
+
+impl Shape {
+    /// Validates the six launch dimensions.
+    fn new(dims: [u32; 6]) -> Result<Shape, u32> {
+        let invalid = Trap::InvalidLaunch.code();
+        if dims.contains(&0) {
+            return Err(invalid);
+        }
+        let grid = [dims[0] as u64, dims[1] as u64, dims[2] as u64];
+        let block = [dims[3] as u64, dims[4] as u64, dims[5] as u64];
+        let threads = block
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .filter(|&n| n <= MAX_BLOCK_THREADS)
+            .ok_or(invalid)?;
+        let blocks = grid[0]
+            .checked_mul(grid[1])
+            .and_then(|b| b.checked_mul(grid[2]))
+            .ok_or(invalid)?;
+        Ok(Shape {
+            grid,
+            block,
+            blocks,
+            threads,
+        })
+    }
+
+    /// The serial mode's shape: one block of one thread.
+    const SERIAL: Shape = Shape {
+        grid: [1; 3],
+        block: [1; 3],
+        blocks: 1,
+        threads: 1,
+    };
+
+    /// A context block for this shape, with the buffers' addresses.
+    fn ctx(&self, shared: u64, state: u64) -> [u64; ctx::CTX_WORDS] {
+        let mut c = [0u64; ctx::CTX_WORDS];
+        c[ctx::BLOCK_DIM..ctx::BLOCK_DIM + 3].copy_from_slice(&self.block);
+        c[ctx::GRID_DIM..ctx::GRID_DIM + 3].copy_from_slice(&self.grid);
+        c[ctx::BLOCK_THREADS] = self.threads;
+        c[ctx::SHARED_BASE] = shared;
+        c[ctx::STATE_BASE] = state;
+        c
+    }
+}
+
+/// A worker's reusable buffers.
+#[derive(Default)]
+struct Scratch {
+    shared: Vec<u64>,
+    state: Vec<u64>,
+}
+
+impl Scratch {
+    /// Grows the buffers to `shared_bytes` bytes and `state_words` words; returns their
+    /// addresses.
+    fn prepare(&mut self, shared_bytes: usize, state_words: usize) -> (u64, u64) {
+        let shared_words = shared_bytes.div_ceil(8);
+        if self.shared.len() < shared_words {
+            self.shared.resize(shared_words, 0);
+        }
+        if self.state.len() < state_words {
+            self.state.resize(state_words, 0);
+        }
+        (
+            self.shared.as_mut_ptr() as u64,
+            self.state.as_mut_ptr() as u64,
+        )
+    }
+}
+
+thread_local! {
+    static SCRATCH: Cell<Option<Scratch>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with this thread's scratch buffers. A nested launch on the same thread (a kernel
+/// calling host code that launches) gets fresh buffers instead of sharing them.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let mut scratch = SCRATCH
+        .try_with(Cell::take)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let r = f(&mut scratch);
+    let _ = SCRATCH.try_with(|c| c.set(Some(scratch)));
+    r
+}
+
+impl CpuKernel {
+    /// Validates and runs a launch; `Err` holds a trap code.
+    ///
+    /// # Safety
+    /// As [`cpu_launch`].
+    pub(crate) unsafe fn launch_raw(&self, dims: [u32; 6], args: *const u64) -> Result<(), u32> {
+        let shape = Shape::new(dims)?;
+        let params = &self.info().params;
+        for (i, ty) in params.iter().enumerate() {
+            if ty.is_ptr() {
+                // SAFETY: `args` holds one slot per parameter.
+                let addr = unsafe { args.add(i).read() } as usize;
+                if find_buffer(addr).is_none() {
+                    return Err(Trap::UnknownBuffer.code());
+                }
+            }
+        }
+        match self.mode() {
+            // SAFETY: one block of one thread; buffers sized by `run_blocks`.
+            CpuMode::Serial => unsafe { self.run_blocks(&Shape::SERIAL, args, 0, 1, None) },
+            CpuMode::Grid => {
+                // SAFETY: forwarded contract.
+                if unsafe { self.run_collapsed(&shape, args) }? {
+                    return Ok(());
+                }
+                // SAFETY: as above, for the whole grid.
+                unsafe { self.run_grid(&shape, args) }
+            }
+        }
+    }
+
+    /// Runs a launch of a collapsible kernel (see [`nacre_kernel::step::collapse`]) as chunks of its
+    /// loop index handed out to rayon's workers. `Ok(false)` (nothing ran) if the kernel has
+    /// no collapsed step function, the launch is not one-dimensional, its thread count does
+    /// not fit the loop index, or the loop bound is so large that the index could wrap: the
+    /// caller then runs the grid.
+    ///
+    /// # Safety
+    /// As [`cpu_launch`].
+    unsafe fn run_collapsed(&self, shape: &Shape, args: *const u64) -> Result<bool, u32> {
+        let Some(collapsed) = self.collapsed() else {
+            return Ok(false);
+        };
+        let step = collapsed.current();
+        let threads = shape.grid[0] * shape.block[0];
+        let one_dim = shape.grid[1..] == [1, 1] && shape.block[1..] == [1, 1];
+        let max = collapsed.max;
+        if !one_dim || threads > max.min(u32::MAX as u64) {
+            return Ok(false);
+        }
+        let mut ctx = Shape::SERIAL.ctx(0, 0);
+        ctx[ctx::CHUNK_LIMIT] = max - threads;
+        let next = AtomicU64::new(0);
+        let ended = AtomicBool::new(false);
+        let refused = AtomicBool::new(false);
+        let trap = AtomicU32::new(0);
+        let args_addr = args as usize;
+        let work = |mut ctx: [u64; ctx::CTX_WORDS]| loop {
+            if ended.load(Ordering::Relaxed) || trap.load(Ordering::Relaxed) != 0 {
+                return;
+            }
+            let lo = next
+                .fetch_add(1, Ordering::Relaxed)
+                .saturating_mul(COLLAPSE_CHUNK);
+            if lo >= max {
+                // Unreachable when the wrap check passed (the bound is below `max`).
+                ended.store(true, Ordering::Relaxed);
+                return;
+            }
+            ctx[ctx::CHUNK_LO] = lo;
+            ctx[ctx::CHUNK_HI] = lo.saturating_add(COLLAPSE_CHUNK).min(max);
+            // SAFETY: the context describes one block of one thread with no shared memory
+            // or state, which is all a collapsed step function uses; `args` per the caller.
+            match unsafe { step.step(args_addr as *const u64, ctx.as_mut_ptr()) } {
+                Ok(collapse::CHUNK_DONE) => {}
+                Ok(collapse::NOT_COLLAPSIBLE) => {
+                    // Every call refuses alike, before running anything.
+                    refused.store(true, Ordering::Relaxed);
+                    ended.store(true, Ordering::Relaxed);
+                    return;
+                }
+                Ok(result) => {
+                    debug_assert_eq!(result, collapse::ENDED);
+                    ended.store(true, Ordering::Relaxed);
+                    return;
+                }
+                Err(code) => {
+                    let _ = trap.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+                    return;
+                }
+            }
+        };
+        let workers = rayon::current_num_threads();
+        if workers <= 1 {
+            work(ctx);
+        } else {
+            (0..workers).into_par_iter().for_each(|_| work(ctx));
+        }
+        match trap.load(Ordering::Relaxed) {
+            0 => Ok(!refused.load(Ordering::Relaxed)),
+            code => Err(code),
+        }
+    }
+
+    /// Runs every block of the grid, in chunks over rayon's workers.
+    ///
+    /// # Safety
+    /// As [`cpu_launch`].
+    unsafe fn run_grid(&self, shape: &Shape, args: *const u64) -> Result<(), u32> {
+        let workers = rayon::current_num_threads() as u64;
+        if shape.blocks == 1 || workers <= 1 {
+            // SAFETY: forwarded contract.
+            return unsafe { self.run_blocks(shape, args, 0, shape.blocks, None) };
+        }
+        let chunks = shape.blocks.min(workers * CHUNKS_PER_WORKER);
+        let trap = AtomicU32::new(0);
+        let args_addr = args as usize;
+        (0..chunks).into_par_iter().for_each(|c| {
+            let lo = (shape.blocks as u128 * c as u128 / chunks as u128) as u64;
+            let hi = (shape.blocks as u128 * (c + 1) as u128 / chunks as u128) as u64;
+            // SAFETY: forwarded contract; the chunks are disjoint, and every block has its own
+            // shared memory and state (the worker's scratch).
+            let r = unsafe { self.run_blocks(shape, args_addr as *const u64, lo, hi, Some(&trap)) };
+            if let Err(code) = r {
+                let _ = trap.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+            }
+        });
+        match trap.load(Ordering::Relaxed) {
+            0 => Ok(()),
+            code => Err(code),
+        }
+    }
+
+    /// Runs blocks `lo..hi` (linear indices, x fastest) on the calling thread. Stops early
+    /// when `stop` holds a trap (raised by another worker).
+    ///
+    /// # Safety
+    /// As [`cpu_launch`].
+    unsafe fn run_blocks(
+        &self,
+        shape: &Shape,
+        args: *const u64,
+        lo: u64,
+        hi: u64,
+        stop: Option<&AtomicU32>,
+    ) -> Result<(), u32> {
+        let info = self.info();
+        with_scratch(|scratch| {
+            let state_words = info.state_words * shape.threads as usize;
+            let (shared, state) = scratch.prepare(info.shared_bytes, state_words);
+            let mut ctx = shape.ctx(shared, state);
+            let [gx, gy, _] = shape.grid;
+            let mut idx = [lo % gx, (lo / gx) % gy, lo / (gx * gy)];
+            for _ in lo..hi {
+                if stop.is_some_and(|s| s.load(Ordering::Relaxed) != 0) {
+                    return Ok(());
+                }
+                ctx[ctx::BLOCK_IDX..ctx::BLOCK_IDX + 3].copy_from_slice(&idx);
+                ctx[ctx::ROUND] = 0;
+                ctx[ctx::BARRIERS_OPEN] = 1;
+                loop {
+                    // SAFETY: `ctx` describes this block and points to buffers of the sizes
+                    // the step function needs; `args` per the caller.
+                    let stopped = unsafe { self.step(args, ctx.as_mut_ptr()) }?;
+                    if stopped == 0 {
+                        break;
+                    }
+                    ctx[ctx::ROUND] += 1;
+                    ctx[ctx::BARRIERS_OPEN] = u64::from(stopped & ctx::AT_YIELD == 0);
+                }
+                idx[0] += 1;
+                if idx[0] == gx {
+                    idx[0] = 0;
+                    idx[1] += 1;
+                    if idx[1] == gy {
+                        idx[1] = 0;
+                        idx[2] += 1;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_validated() {
+        let invalid = Err(Trap::InvalidLaunch.code());
+        assert_eq!(Shape::new([0, 1, 1, 1, 1, 1]).map(|s| s.blocks), invalid);
+        assert_eq!(Shape::new([1, 1, 1, 1, 0, 1]).map(|s| s.blocks), invalid);
+        assert_eq!(Shape::new([1, 1, 1, 1025, 1, 1]).map(|s| s.blocks), invalid);
+        assert_eq!(Shape::new([1, 1, 1, 32, 32, 2]).map(|s| s.blocks), invalid);
+        let max = u32::MAX;
+        assert_eq!(
+            Shape::new([1, 1, 1, max, max, max]).map(|s| s.blocks),
+            invalid
+        );
+        let s = Shape::new([u32::MAX, u32::MAX, 1, 32, 32, 1]).unwrap();
+        assert_eq!(s.blocks, u32::MAX as u64 * u32::MAX as u64);
+        assert_eq!(s.threads, 1024);
+        assert_eq!(
+            Shape::new([u32::MAX, u32::MAX, u32::MAX, 1, 1, 1]).map(|s| s.blocks),
+            invalid
+        );
+    }
+
+    #[test]
+    fn scratch_is_reused_and_nested_use_gets_its_own() {
+        let outer = with_scratch(|s| {
+            let (a, _) = s.prepare(64, 8);
+            let inner = with_scratch(|s2| s2.prepare(64, 8).0);
+            assert_ne!(a, inner);
+            a
+        });
+        let again = with_scratch(|s| s.prepare(32, 4).0);
+        assert_eq!(outer, again);
+    }
+}

@@ -1,0 +1,144 @@
+//! [`prepare_cpu`]: compiles every kernel of a module for the CPU ([`CpuKernels`]), whose
+//! launch binding lets the module's host functions be compiled with their launches.
+
+use crate::c_tier::{self, Upgrade};
+use crate::exec::cpu_launch;
+use crate::kernel::{CollapsedStep, CpuKernel};
+use nacre_backend::{Backend, Executable, LaunchBinding, Linkage};
+use nacre_c::COptions;
+use nacre_ir::passes::{optimize, PassOptions};
+use nacre_ir::{verify, FuncId, FuncKind, Module, VerifiedModule};
+use nacre_kernel::step::{lower_collapsed, lower_kernel, step_module, LoweredKernel};
+use nacre_kernel::{CpuMode, KernelError};
+use nacre_runtime::{PreparedKernels, RuntimeError};
+use std::sync::Arc;
+
+/// The compiled kernels of a module. Compiled host code holds raw handles to them: keep this
+/// alive as long as that code can run.
+#[derive(Debug, Default)]
+pub struct CpuKernels {
+    kernels: Vec<(FuncId, Arc<CpuKernel>)>,
+}
+
+impl CpuKernels {
+    /// The kernel compiled for function `id` of the module.
+    pub fn get(&self, id: FuncId) -> Option<&Arc<CpuKernel>> {
+        self.kernels.iter().find(|(k, _)| *k == id).map(|(_, c)| c)
+    }
+
+    /// All compiled kernels with their function ids, in module order.
+    pub fn iter(&self) -> impl Iterator<Item = (FuncId, &Arc<CpuKernel>)> {
+        self.kernels.iter().map(|(id, k)| (*id, k))
+    }
+
+    /// Number of kernels.
+    pub fn len(&self) -> usize {
+        self.kernels.len()
+    }
+
+    /// True if the module had no kernel.
+    pub fn is_empty(&self) -> bool {
+        self.kernels.is_empty()
+    }
+}
+
+impl PreparedKernels for CpuKernels {
+    /// [`cpu_launch`] with each kernel's handle. Launches complete before the launcher
+    /// returns, so a call has nothing to wait for.
+    fn launch_binding(&self) -> LaunchBinding {
+        LaunchBinding {
+            launcher: cpu_launch,
+            handles: self
+                .kernels
+                .iter()
+                .map(|(id, k)| (*id, k.handle()))
+                .collect(),
+        }
+    }
+}
+
+/// Compiles every kernel of `module` (whose externs `linkage` binds) for the CPU with
+/// `backend`; give [`CpuKernels::launch_binding`] to the backend with the linkage when it
+/// compiles the module's host functions.
+///
+/// Per kernel: [`lower_kernel`] to a step function, [`step_module`] (the step function and
+/// copies of the host functions it calls), [`verify`], [`optimize`], compile. In
+/// [`CpuMode::Grid`], a kernel of the collapsible grid-stride shape also gets a collapsed step
+/// function (see `collapse`), compiled the same way and, when `backend` is a native backend
+/// other than C, queued for the C tier (see `c_tier`: compiled by the system C compiler in
+/// the background with `c_tier`'s compiler and flags; this function does not wait for it). The host
+/// functions of `module` can then be compiled by any CPU backend; the returned kernels must
+/// outlive the compiled code.
+pub fn prepare_cpu(
+    module: &Module,
+    linkage: &Linkage,
+    backend: &dyn Backend,
+    mode: CpuMode,
+    c_tier: &COptions,
+) -> Result<CpuKernels, RuntimeError> {
+    let ids: Vec<FuncId> = module
+        .functions
+        .iter()
+        .filter(|(_, f)| f.kind == FuncKind::Kernel)
+        .map(|(id, _)| id)
+        .collect();
+    let mut kernels = Vec::with_capacity(ids.len());
+    for id in ids {
+        let lowered = lower_kernel(module, id, mode)?;
+        let name = lowered.func.name.clone();
+        let info = lowered.info.clone();
+        let (exec, step) = compile_step(module, linkage, lowered, backend)?;
+        let step = step.into_inner();
+        let collapsed = match mode {
+            CpuMode::Grid => match lower_collapsed(module, id)? {
+                Some(c) => {
+                    let (exec, verified) = compile_step(module, linkage, c.lowered, backend)?;
+                    let upgrade = wants_c_tier(backend).then(|| {
+                        let slot = Arc::new(Upgrade::default());
+                        c_tier::request(verified, linkage, slot.clone(), c_tier);
+                        slot
+                    });
+                    Some(CollapsedStep::new(exec, c.max, upgrade))
+                }
+                None => None,
+            },
+            CpuMode::Serial => None,
+        };
+        let kernel = CpuKernel::new(name, exec, info, mode, step, collapsed);
+        kernels.push((id, Arc::new(kernel)));
+    }
+    Ok(CpuKernels { kernels })
+}
+
+/// True if collapsed step functions compiled by `backend` also get a C tier (see
+/// `c_tier`): native backends other than C itself, which compiles them with the user's C
+/// options already (the engine's default flags enable the vectoriser); the interpreter is the
+/// reference and stays as it is.
+fn wants_c_tier(backend: &dyn Backend) -> bool {
+    !matches!(backend.name(), "c" | "interp")
+}
+
+/// Builds the step module of `lowered`, verifies, optimises and compiles it (its externs are
+/// those of `module`, with the same ids, so `linkage` binds them).
+fn compile_step(
+    module: &Module,
+    linkage: &Linkage,
+    lowered: LoweredKernel,
+    backend: &dyn Backend,
+) -> Result<(Arc<dyn Executable>, VerifiedModule), RuntimeError> {
+    let name = lowered.func.name.clone();
+    let step = step_module(module, lowered)?;
+    let verified = verify(step).map_err(|source| KernelError::Verify {
+        kernel: name.clone(),
+        source,
+    })?;
+    let (verified, _) = optimize(verified, &PassOptions::default());
+    let exec = backend
+        .compile(&verified, linkage)
+        .map_err(|source| RuntimeError::Backend {
+            runtime: "cpu",
+            kernel: name.clone(),
+            source,
+        })?;
+    Ok((exec, verified))
+}

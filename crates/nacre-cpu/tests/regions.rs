@@ -1,0 +1,449 @@
+//! The region lowering (one loop over the threads per region between barriers): which
+//! kernels get it, and kernels that exercise its corners (narrowed loops on 2- and
+//! 3-dimensional blocks, uniform and per-thread values carried around a loop with a barrier,
+//! values live across two barriers, early returns) give the GPU's results on every backend.
+
+mod common;
+
+use common::*;
+use nacre_cpu::CpuMode;
+use nacre_ir::{BinaryOp, CmpOp, Dim, FuncId, FunctionBuilder, GpuIndex, Module, Scalar, Type};
+use nacre_kernel::step::StepShape;
+use nacre_runtime::Array;
+
+/// The linear thread index within the block and the threads per block (x, y and z).
+fn linear(b: &mut FunctionBuilder<'_>) -> (nacre_ir::Value, nacre_ir::Value) {
+    let [tx, ty, tz] = Dim::ALL.map(|d| b.gpu_index(GpuIndex::ThreadIdx, d));
+    let [bx, by, bz] = Dim::ALL.map(|d| b.gpu_index(GpuIndex::BlockDim, d));
+    let zy = b.binary(BinaryOp::Mul, tz, by);
+    let row = b.binary(BinaryOp::Add, zy, ty);
+    let rx = b.binary(BinaryOp::Mul, row, bx);
+    let lin = b.binary(BinaryOp::Add, rx, tx);
+    let xy = b.binary(BinaryOp::Mul, bx, by);
+    let n = b.binary(BinaryOp::Mul, xy, bz);
+    (lin, n)
+}
+
+/// `narrow(out, out2, u)` with `x OP u` deciding which threads write `out`:
+///
+/// ```text
+/// s[lin] = lin + 1; barrier
+/// if keep(x) { out[block * n + lin] = s[(lin + 1) % n] + 100 }     keep = x OP u, or its negation
+/// barrier; out2[block * n + lin] = s[lin]                          when `skip_on_true`, with
+///                                                                  the sides of the branch swapped
+/// ```
+fn narrow(op: CmpOp, skip_on_true: bool) -> (Module, FuncId) {
+    let mut f = kernel("narrow", &[PU32, PU32, Type::U32]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let s = b.shared_alloc(Scalar::U32, 1024);
+    let (lin, _) = linear(&mut b);
+    let one = ku32(&mut b, 1);
+    let v = b.binary(BinaryOp::Add, lin, one);
+    store_at(&mut b, s, lin, v);
+    b.barrier();
+    let x = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+    let c = b.cmp(op, x, p[2]);
+    let write = b.create_block();
+    let join = b.create_block();
+    if skip_on_true {
+        b.branch(c, join, vec![], write, vec![]);
+    } else {
+        b.branch(c, write, vec![], join, vec![]);
+    }
+    b.switch_to_block(write);
+    let (lin, n) = linear(&mut b);
+    let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
+    let base = b.binary(BinaryOp::Mul, bid, n);
+    let g = b.binary(BinaryOp::Add, base, lin);
+    let one = ku32(&mut b, 1);
+    let l1 = b.binary(BinaryOp::Add, lin, one);
+    let j = b.binary(BinaryOp::Rem, l1, n);
+    let nb = load_at(&mut b, s, j);
+    let hundred = ku32(&mut b, 100);
+    let w = b.binary(BinaryOp::Add, nb, hundred);
+    store_at(&mut b, p[0], g, w);
+    b.jump(join, vec![]);
+    b.switch_to_block(join);
+    b.barrier();
+    let (lin, n) = linear(&mut b);
+    let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
+    let base = b.binary(BinaryOp::Mul, bid, n);
+    let g = b.binary(BinaryOp::Add, base, lin);
+    let mine = load_at(&mut b, s, lin);
+    store_at(&mut b, p[1], g, mine);
+    b.ret(None);
+    module_of(f, vec![])
+}
+
+fn holds(op: CmpOp, a: u32, b: u32) -> bool {
+    match op {
+        CmpOp::Eq => a == b,
+        CmpOp::Ne => a != b,
+        CmpOp::Lt => a < b,
+        CmpOp::Le => a <= b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+    }
+}
+
+#[test]
+fn narrowed_thread_loops_keep_exactly_the_guarded_threads() {
+    let ops = [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq];
+    let blocks = 3usize;
+    for backend in backends() {
+        for op in ops {
+            for skip_on_true in [false, true] {
+                let (m, id) = narrow(op, skip_on_true);
+                let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+                // `x != u` keeps threads on both sides of `u`: not a range.
+                let narrowed = usize::from(!(op == CmpOp::Eq && skip_on_true));
+                assert_eq!(
+                    kernel.info().shape,
+                    StepShape::Regions { loops: 3, narrowed },
+                    "{op:?}"
+                );
+                for dims in [[8u32, 1, 1], [8, 4, 1], [4, 2, 3], [1, 1, 1]] {
+                    let n = (dims[0] * dims[1] * dims[2]) as usize;
+                    for u in [0, 1, 3, dims[0] - 1, dims[0], dims[0] + 3, u32::MAX] {
+                        let out = Array::copy(&vec![u32::MAX; blocks * n]).unwrap();
+                        let out2 = Array::copy(&vec![u32::MAX; blocks * n]).unwrap();
+                        let args = [ptr_arg(out.as_ptr()), ptr_arg(out2.as_ptr()), u as u64];
+                        launch(&kernel, [blocks as u32, 1, 1], dims, &args).unwrap();
+                        let mut want = vec![u32::MAX; blocks * n];
+                        let mut want2 = vec![0u32; blocks * n];
+                        for blk in 0..blocks {
+                            for lin in 0..n {
+                                let x = (lin % dims[0] as usize) as u32;
+                                let keep = holds(op, x, u) != skip_on_true;
+                                if keep {
+                                    want[blk * n + lin] = ((lin + 1) % n) as u32 + 1 + 100;
+                                }
+                                want2[blk * n + lin] = lin as u32 + 1;
+                            }
+                        }
+                        let what = format!(
+                            "{} x {op:?} u={u} skip_on_true={skip_on_true} block {dims:?}",
+                            backend.name()
+                        );
+                        assert_eq!(out.as_slice(), &want[..], "{what}");
+                        assert_eq!(out2.as_slice(), &want2[..], "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `carried(out, rounds)`: a loop with a barrier whose values flow around it, with shared
+/// memory double-buffered so that the rounds do not race:
+///
+/// ```text
+/// k = 0
+/// loop: half = (k & 1) * bdim; s[half + tid] = k * 10 + tid
+///       v = 2k + 1 (uniform); w = 3 tid + k (per thread)
+///       barrier
+///       out[(block * rounds + k) * bdim + tid] = s[half + (tid + 1) % bdim] + v + w
+///       k += 1; if k < rounds goto loop
+/// ```
+///
+/// After the barrier, each thread runs the rest of round `k` and the start of round `k + 1`
+/// up to the barrier, so the copy of the loop's first part redefines `v` and `w` before the
+/// next thread reads the old ones: they must come from the loop's entry (uniform `v`) and
+/// from the thread's own state (`w`), not from the previous thread.
+fn carried() -> (Module, FuncId) {
+    let mut f = kernel("carried", &[PU32, Type::U32]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let s = b.shared_alloc(Scalar::U32, 2048);
+    let head = b.create_block();
+    let k = b.append_block_param(head, Type::U32);
+    let exit = b.create_block();
+    let zero = ku32(&mut b, 0);
+    b.jump(head, vec![zero]);
+    b.switch_to_block(head);
+    let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+    let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+    let one = ku32(&mut b, 1);
+    let parity = b.binary(BinaryOp::And, k, one);
+    let half = b.binary(BinaryOp::Mul, parity, bdim);
+    let ten = ku32(&mut b, 10);
+    let k10 = b.binary(BinaryOp::Mul, k, ten);
+    let val = b.binary(BinaryOp::Add, k10, tid);
+    let at = b.binary(BinaryOp::Add, half, tid);
+    store_at(&mut b, s, at, val);
+    let two = ku32(&mut b, 2);
+    let k2 = b.binary(BinaryOp::Mul, k, two);
+    let v = b.binary(BinaryOp::Add, k2, one);
+    let three = ku32(&mut b, 3);
+    let t3 = b.binary(BinaryOp::Mul, tid, three);
+    let w = b.binary(BinaryOp::Add, t3, k);
+    b.barrier();
+    let t1 = b.binary(BinaryOp::Add, tid, one);
+    let nbi = b.binary(BinaryOp::Rem, t1, bdim);
+    let from = b.binary(BinaryOp::Add, half, nbi);
+    let nb = load_at(&mut b, s, from);
+    let sum = b.binary(BinaryOp::Add, nb, v);
+    let sum = b.binary(BinaryOp::Add, sum, w);
+    let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
+    let br = b.binary(BinaryOp::Mul, bid, p[1]);
+    let brk = b.binary(BinaryOp::Add, br, k);
+    let row = b.binary(BinaryOp::Mul, brk, bdim);
+    let g = b.binary(BinaryOp::Add, row, tid);
+    store_at(&mut b, p[0], g, sum);
+    let next = b.binary(BinaryOp::Add, k, one);
+    let more = b.cmp(CmpOp::Lt, next, p[1]);
+    b.branch(more, head, vec![next], exit, vec![]);
+    b.switch_to_block(exit);
+    b.ret(None);
+    module_of(f, vec![])
+}
+
+#[test]
+fn values_carried_around_a_loop_with_a_barrier() {
+    let (m, id) = carried();
+    let grid = 3usize;
+    for backend in backends() {
+        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+        assert!(
+            matches!(kernel.info().shape, StepShape::Regions { .. }),
+            "{:?}",
+            kernel.info()
+        );
+        // Only `w` needs a state word; `v`, `half` and `k` are uniform.
+        assert_eq!(kernel.info().state_words, 1);
+        for block in [1usize, 7, 64] {
+            for rounds in [1usize, 2, 5] {
+                let out = Array::<u32>::alloc_unified(grid * rounds * block).unwrap();
+                let args = [ptr_arg(out.as_ptr()), rounds as u64];
+                launch(&kernel, [grid as u32, 1, 1], [block as u32, 1, 1], &args).unwrap();
+                let mut want = Vec::with_capacity(grid * rounds * block);
+                for _ in 0..grid {
+                    for k in 0..rounds {
+                        for t in 0..block {
+                            let nb = k * 10 + (t + 1) % block;
+                            want.push((nb + 2 * k + 1 + 3 * t + k) as u32);
+                        }
+                    }
+                }
+                assert_eq!(
+                    out.as_slice(),
+                    &want[..],
+                    "{} block {block} rounds {rounds}",
+                    backend.name()
+                );
+            }
+        }
+    }
+}
+
+/// `relay(out)`: a per-thread value live across two barriers:
+/// `a = 7 tid + block; s[tid] = a; barrier; s2[tid] = s[(tid + 1) % bdim]; barrier;
+/// out[block * bdim + tid] = a + s2[(tid + 2) % bdim]`.
+fn relay() -> (Module, FuncId) {
+    let mut f = kernel("relay", &[PU32]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let s = b.shared_alloc(Scalar::U32, 1024);
+    let s2 = b.shared_alloc(Scalar::U32, 1024);
+    let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+    let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+    let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
+    let seven = ku32(&mut b, 7);
+    let t7 = b.binary(BinaryOp::Mul, tid, seven);
+    let a = b.binary(BinaryOp::Add, t7, bid);
+    store_at(&mut b, s, tid, a);
+    b.barrier();
+    let one = ku32(&mut b, 1);
+    let t1 = b.binary(BinaryOp::Add, tid, one);
+    let j = b.binary(BinaryOp::Rem, t1, bdim);
+    let nb = load_at(&mut b, s, j);
+    store_at(&mut b, s2, tid, nb);
+    b.barrier();
+    let two = ku32(&mut b, 2);
+    let t2 = b.binary(BinaryOp::Add, tid, two);
+    let j2 = b.binary(BinaryOp::Rem, t2, bdim);
+    let nb2 = load_at(&mut b, s2, j2);
+    let r = b.binary(BinaryOp::Add, a, nb2);
+    let g = global(&mut b, Dim::X);
+    store_at(&mut b, p[0], g, r);
+    b.ret(None);
+    module_of(f, vec![])
+}
+
+#[test]
+fn per_thread_values_live_across_two_barriers() {
+    let (m, id) = relay();
+    let (grid, block) = (4usize, 33usize);
+    let want: Vec<u32> = (0..grid * block)
+        .map(|g| {
+            let (bid, t) = (g / block, g % block);
+            let a = |t: usize| (7 * t + bid) as u32;
+            a(t) + a((t + 3) % block)
+        })
+        .collect();
+    for backend in backends() {
+        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+        assert_eq!(
+            kernel.info().shape,
+            StepShape::Regions {
+                loops: 3,
+                narrowed: 0
+            }
+        );
+        assert_eq!(kernel.info().state_words, 1, "`a` only");
+        let out = Array::<u32>::alloc_unified(grid * block).unwrap();
+        launch(
+            &kernel,
+            [grid as u32, 1, 1],
+            [block as u32, 1, 1],
+            &[ptr_arg(out.as_ptr())],
+        )
+        .unwrap();
+        assert_eq!(out.as_slice(), &want[..], "{}", backend.name());
+    }
+}
+
+/// `early_exit(out, out2)`: `s[tid] = tid; barrier; if tid == 0 { out[block] = s[bdim - 1];
+/// return } out2[block * bdim + tid] = s[(tid + 1) % bdim]`: a return in divergent control
+/// flow with no barrier after it.
+fn early_exit() -> (Module, FuncId) {
+    let mut f = kernel("early_exit", &[PU32, PU32]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let s = b.shared_alloc(Scalar::U32, 1024);
+    let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+    let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+    let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
+    store_at(&mut b, s, tid, tid);
+    b.barrier();
+    let zero = ku32(&mut b, 0);
+    let first = b.cmp(CmpOp::Eq, tid, zero);
+    let lead = b.create_block();
+    let rest = b.create_block();
+    b.branch(first, lead, vec![], rest, vec![]);
+    b.switch_to_block(lead);
+    let one = ku32(&mut b, 1);
+    let last = b.binary(BinaryOp::Sub, bdim, one);
+    let v = load_at(&mut b, s, last);
+    store_at(&mut b, p[0], bid, v);
+    b.ret(None);
+    b.switch_to_block(rest);
+    let one = ku32(&mut b, 1);
+    let t1 = b.binary(BinaryOp::Add, tid, one);
+    let j = b.binary(BinaryOp::Rem, t1, bdim);
+    let v = load_at(&mut b, s, j);
+    let g = global(&mut b, Dim::X);
+    store_at(&mut b, p[1], g, v);
+    b.ret(None);
+    module_of(f, vec![])
+}
+
+#[test]
+fn early_returns_without_a_barrier_after_them() {
+    let (m, id) = early_exit();
+    let (grid, block) = (3usize, 16usize);
+    for backend in backends() {
+        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+        assert!(matches!(kernel.info().shape, StepShape::Regions { .. }));
+        let out = Array::copy(&vec![u32::MAX; grid]).unwrap();
+        let out2 = Array::copy(&vec![u32::MAX; grid * block]).unwrap();
+        let args = [ptr_arg(out.as_ptr()), ptr_arg(out2.as_ptr())];
+        launch(&kernel, [grid as u32, 1, 1], [block as u32, 1, 1], &args).unwrap();
+        assert_eq!(out.as_slice(), &vec![block as u32 - 1; grid][..]);
+        let want: Vec<u32> = (0..grid * block)
+            .map(|g| match g % block {
+                0 => u32::MAX,
+                t => ((t + 1) % block) as u32,
+            })
+            .collect();
+        assert_eq!(out2.as_slice(), &want[..], "{}", backend.name());
+    }
+}
+
+/// `loaded_rounds(out, counts)`: the trip count of a loop with a barrier is loaded from
+/// memory, which the analysis does not treat as uniform:
+/// `n = counts[0]; for k in 0..n { s[tid] = k + tid; barrier; out[block * bdim + tid] +=
+/// s[(tid + 1) % bdim]; barrier }`.
+fn loaded_rounds() -> (Module, FuncId) {
+    let mut f = kernel("loaded_rounds", &[PU32, PU32]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let s = b.shared_alloc(Scalar::U32, 1024);
+    let zero = ku32(&mut b, 0);
+    let n = load_at(&mut b, p[1], zero);
+    let head = b.create_block();
+    let k = b.append_block_param(head, Type::U32);
+    let body = b.create_block();
+    let exit = b.create_block();
+    b.jump(head, vec![zero]);
+    b.switch_to_block(head);
+    let more = b.cmp(CmpOp::Lt, k, n);
+    b.branch(more, body, vec![], exit, vec![]);
+    b.switch_to_block(body);
+    let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+    let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+    let v = b.binary(BinaryOp::Add, k, tid);
+    store_at(&mut b, s, tid, v);
+    b.barrier();
+    let one = ku32(&mut b, 1);
+    let t1 = b.binary(BinaryOp::Add, tid, one);
+    let j = b.binary(BinaryOp::Rem, t1, bdim);
+    let nb = load_at(&mut b, s, j);
+    let g = global(&mut b, Dim::X);
+    let old = load_at(&mut b, p[0], g);
+    let new = b.binary(BinaryOp::Add, old, nb);
+    store_at(&mut b, p[0], g, new);
+    b.barrier();
+    let k1 = b.binary(BinaryOp::Add, k, one);
+    b.jump(head, vec![k1]);
+    b.switch_to_block(exit);
+    b.ret(None);
+    module_of(f, vec![])
+}
+
+#[test]
+fn barriers_under_non_uniform_control_keep_the_state_machine() {
+    let (grid, block, rounds) = (2usize, 8usize, 3u32);
+    let want: Vec<u32> = (0..grid * block)
+        .map(|g| {
+            (0..rounds)
+                .map(|k| k + ((g % block + 1) % block) as u32)
+                .sum()
+        })
+        .collect();
+    let (m, id) = loaded_rounds();
+    for backend in backends() {
+        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+        assert_eq!(kernel.info().shape, StepShape::StateMachine);
+        let out = Array::copy(&vec![0u32; grid * block]).unwrap();
+        let counts = Array::copy(&[rounds]).unwrap();
+        let args = [ptr_arg(out.as_ptr()), ptr_arg(counts.as_ptr())];
+        launch(&kernel, [grid as u32, 1, 1], [block as u32, 1, 1], &args).unwrap();
+        assert_eq!(out.as_slice(), &want[..], "{}", backend.name());
+    }
+}
+
+#[test]
+fn which_kernels_get_thread_loops() {
+    let backend = &*backends().remove(1);
+    let shape = |(m, id): (Module, FuncId), mode| prepare(&m, id, backend, mode).info().shape;
+    // A tree reduction: the first region, the loop body (narrowed to `t < s`) and the final
+    // write (narrowed to `t == 0`).
+    assert_eq!(
+        shape(block_sum(), CpuMode::Grid),
+        StepShape::Regions {
+            loops: 3,
+            narrowed: 2
+        }
+    );
+    // A barrier only some threads reach.
+    assert_eq!(shape(divergent(), CpuMode::Grid), StepShape::StateMachine);
+    // Yields of a grid-stride loop in grid mode; in serial mode there are none.
+    assert_eq!(shape(staggered(), CpuMode::Grid), StepShape::StateMachine);
+    assert!(matches!(
+        shape(staggered(), CpuMode::Serial),
+        StepShape::Regions { .. }
+    ));
+    assert_eq!(shape(vec_add(), CpuMode::Grid), StepShape::ThreadLoop);
+}

@@ -1,0 +1,137 @@
+//! Test helpers for passes (here and in crates above, through the `test-util` feature): function construction shortcuts, verification and a tiny
+//! reference evaluator used to check that passes preserve behaviour.
+
+use crate::builder::FunctionBuilder;
+use crate::entities::{Block, Value};
+use crate::function::{FuncKind, Function, Signature};
+use crate::instructions::{Const, InstKind};
+use crate::module::Module;
+use crate::semantics;
+use crate::trap::Trap;
+use crate::types::Type;
+use crate::verifier::check_module;
+use cranelift_entity::EntityRef;
+
+/// A host function with the given parameter and return types and no blocks.
+pub fn new_func(params: &[Type], ret: Option<Type>) -> Function {
+    Function::new(
+        "f",
+        FuncKind::Host,
+        Signature {
+            params: params.to_vec(),
+            ret,
+        },
+    )
+}
+
+/// A constant of type `ty` holding `v` (truncated to the type).
+pub fn k(b: &mut FunctionBuilder<'_>, ty: Type, v: i64) -> Value {
+    b.constant(Const {
+        ty,
+        bits: semantics::normalize(ty, v as u64),
+    })
+}
+
+/// A boolean constant.
+pub fn kb(b: &mut FunctionBuilder<'_>, v: bool) -> Value {
+    b.constant(Const {
+        ty: Type::BOOL,
+        bits: v as u64,
+    })
+}
+
+/// An `f64` constant.
+pub fn kf(b: &mut FunctionBuilder<'_>, v: f64) -> Value {
+    b.constant(Const {
+        ty: Type::F64,
+        bits: v.to_bits(),
+    })
+}
+
+/// Panics with the verifier's message (and the function) if `f` is invalid.
+pub fn assert_valid(f: &Function) {
+    let mut m = Module::new();
+    let id = m.add_function(f.clone());
+    m.entry = Some(id);
+    if let Err(e) = check_module(&m) {
+        panic!("{e}\n{f}");
+    }
+}
+
+/// Runs `pass` on `f`, checks the result verifies, and returns the stats.
+pub fn run<T>(f: &mut Function, pass: impl FnOnce(&mut Function) -> T) -> T {
+    assert_valid(f);
+    let r = pass(f);
+    assert_valid(f);
+    r
+}
+
+/// Evaluates a function (without memory or calls) on arguments encoded as bits; panics on
+/// unsupported instructions or after a million steps.
+pub fn eval(f: &Function, args: &[u64]) -> Result<Option<u64>, Trap> {
+    let mut env = vec![0u64; f.values.len()];
+    let mut block: Block = f.layout[0];
+    for (p, a) in f.blocks[block].params.iter().zip(args) {
+        env[p.index()] = *a;
+    }
+    let ty = |v: Value| f.values[v].ty;
+    let scalar = |v: Value| ty(v).scalar().expect("scalar operand");
+    for _ in 0..1_000_000 {
+        let mut next = None;
+        for &inst in &f.blocks[block].insts {
+            let data = &f.insts[inst];
+            let result = match &data.kind {
+                InstKind::Const(c) => c.bits,
+                InstKind::Unary(op, a) => semantics::unary(*op, scalar(*a), env[a.index()]),
+                InstKind::Binary(op, a, b) => {
+                    semantics::binary(*op, scalar(*a), env[a.index()], env[b.index()])?
+                }
+                InstKind::Fma(a, b, c) => {
+                    semantics::fma(scalar(*a), env[a.index()], env[b.index()], env[c.index()])
+                }
+                InstKind::Cmp(op, a, b) => {
+                    semantics::compare(*op, ty(*a), env[a.index()], env[b.index()]) as u64
+                }
+                InstKind::Cast(a) => {
+                    let to = ty(data.result.expect("cast result"));
+                    semantics::normalize(to, semantics::cast(ty(*a), to, env[a.index()]))
+                }
+                InstKind::Select(c, a, b) => {
+                    if env[c.index()] & 1 != 0 {
+                        env[a.index()]
+                    } else {
+                        env[b.index()]
+                    }
+                }
+                InstKind::Jump(dest) => {
+                    next = Some(dest);
+                    0
+                }
+                InstKind::Branch {
+                    cond,
+                    then_dest,
+                    else_dest,
+                } => {
+                    next = Some(if env[cond.index()] & 1 != 0 {
+                        then_dest
+                    } else {
+                        else_dest
+                    });
+                    0
+                }
+                InstKind::Return(v) => return Ok(v.map(|v| env[v.index()])),
+                other => panic!("the test evaluator does not support {other:?}"),
+            };
+            if let Some(r) = data.result {
+                env[r.index()] = result;
+            }
+        }
+        let dest = next.expect("block ends in a jump or branch");
+        let vals: Vec<u64> = dest.args.iter().map(|a| env[a.index()]).collect();
+        for (p, v) in f.blocks[dest.block].params.iter().zip(vals) {
+            env[p.index()] = v;
+        }
+        block = dest.block;
+    }
+    panic!("evaluation did not terminate")
+}

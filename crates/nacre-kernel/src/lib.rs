@@ -1,0 +1,36 @@
+//! Kernel compilation: the passes and analyses that exist for GPU kernels, between the
+//! target-independent IR (`nacre-ir`) and the kernel runtimes and printers.
+//!
+//! - [`address_space`]: every pointer of a kernel (and of the device copies of the functions
+//!   it calls) gets the device or shared address space, for targets whose pointer types carry
+//!   it (MSL) — [`infer_address_spaces`];
+//! - [`launch_shape`]: block and grid sizes every launch of a kernel agrees on become
+//!   constants of the kernel — [`specialised_for_launches`], for runtimes that launch exactly
+//!   what the host code asks for;
+//! - [`grid_stride`]: the canonical grid-stride loop of a kernel and the lane analysis of its
+//!   body — [`grid_stride_loop`], [`lane_access`];
+//! - [`structure`]: the control-flow graph as nested branches, loops and labelled regions, for
+//!   C-family printers without `goto` — [`structure()`];
+//! - [`step`]: the lowering of a kernel to a CPU *step function* (one round of one block),
+//!   which any CPU backend compiles like a host function, and the collapsed form of
+//!   grid-stride kernels.
+//!
+//! Everything here reads or rewrites IR through `nacre-ir`'s builder, analyses and
+//! transforms; nothing here runs code.
+
+pub mod address_space;
+pub mod error;
+pub mod grid_stride;
+pub mod launch_shape;
+pub mod step;
+pub mod structure;
+
+pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
+pub use error::KernelError;
+pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};
+pub use launch_shape::{
+    launch_shapes, specialise_launch_shapes, specialised_for_launches, LaunchShape, LaunchShapes,
+    Specialised,
+};
+pub use step::CpuMode;
+pub use structure::{structure, structure_simplified, Stmt, StructureError};

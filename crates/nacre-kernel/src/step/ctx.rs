@@ -1,0 +1,92 @@
+//! The context block: how the executor tells a step function which block it runs.
+//!
+//! A step function (see [`super::lower`]) has the signature `(args: ptr<u64>, ctx: ptr<u64>)
+//! -> u32`. `args` holds one `u64` per kernel parameter in the bits encoding of
+//! [`nacre_ir::semantics`]; `ctx` points to [`CTX_WORDS`] `u64` words laid out as below. The
+//! executor writes them, the step function only reads them. This module is the single
+//! definition of the layout, shared by the lowering and the executor.
+//!
+//! | word | constant | meaning |
+//! | --- | --- | --- |
+//! | 0, 1, 2 | [`BLOCK_IDX`] | `blockIdx` x, y, z |
+//! | 3, 4, 5 | [`BLOCK_DIM`] | `blockDim` x, y, z |
+//! | 6, 7, 8 | [`GRID_DIM`] | `gridDim` x, y, z |
+//! | 9 | [`BLOCK_THREADS`] | threads per block (`blockDim` x·y·z, at least 1) |
+//! | 10 | [`SHARED_BASE`] | address of the block's shared memory ([`super::StepInfo::shared_bytes`] bytes, 8-aligned) |
+//! | 11 | [`STATE_BASE`] | address of the per-thread state area (threads × [`super::StepInfo::state_words`] words) |
+//! | 12 | [`ROUND`] | 0 on a block's first round, then 1, 2, ... |
+//! | 13 | [`BARRIERS_OPEN`] | 1 if threads waiting at a barrier resume this round, 0 if only threads at a yield do |
+//! | 14, 15 | [`CHUNK_LO`], [`CHUNK_HI`] | collapsed step functions only: the range of the loop index to run |
+//! | 16 | [`CHUNK_LIMIT`] | collapsed step functions only: the largest loop bound that cannot wrap |
+//!
+//! Thread indices are not in the context: the step function loops over the threads of the
+//! block itself and derives `threadIdx` from its loop counter.
+//!
+//! The per-thread state area of a kernel with barriers holds, for thread `t`, the words
+//! `t * state_words .. (t + 1) * state_words`. In a state machine, word [`PHASE_SLOT`] is the
+//! thread's resume phase (0: finished, `k`: waiting at barrier or yield `k`) and the other
+//! words hold the values that are live across barriers, one value per word; thread loops per
+//! region (see `regions`) have no phase, only the non-uniform values live across barriers.
+//!
+//! A step function returns the bitwise or of [`AT_BARRIER`] and [`AT_YIELD`] over the
+//! threads that stopped in the round (0 when all have finished). The executor calls it again
+//! while the result is nonzero, with [`BARRIERS_OPEN`] set to 1 exactly when the previous
+//! round left no thread at a yield. Step functions without a state machine run the whole
+//! block in one call and return 0.
+//!
+//! A collapsed step function (see `collapse`) reads the same context, for one block of one
+//! thread, plus the chunk words, and returns one of the results defined there instead.
+
+/// First of three words: the block's index in x, y, z.
+pub const BLOCK_IDX: usize = 0;
+/// First of three words: threads per block in x, y, z.
+pub const BLOCK_DIM: usize = 3;
+/// First of three words: blocks per grid in x, y, z.
+pub const GRID_DIM: usize = 6;
+/// Threads per block (the product of the block dimensions).
+pub const BLOCK_THREADS: usize = 9;
+/// Address of the block's shared memory.
+pub const SHARED_BASE: usize = 10;
+/// Address of the per-thread state area.
+pub const STATE_BASE: usize = 11;
+/// The round of the block: 0 on its first step call.
+pub const ROUND: usize = 12;
+/// Whether threads waiting at a barrier resume this round (1) or only threads at a yield
+/// (0): a barrier opens once every thread of the block has reached a barrier or finished.
+pub const BARRIERS_OPEN: usize = 13;
+/// First loop index of the chunk a collapsed step function runs (see `collapse`).
+pub const CHUNK_LO: usize = 14;
+/// End (exclusive) of the chunk a collapsed step function runs.
+pub const CHUNK_HI: usize = 15;
+/// The largest loop bound for which a collapsed launch is equivalent: the index type's
+/// maximum minus the launch's thread count.
+pub const CHUNK_LIMIT: usize = 16;
+/// Number of context words.
+pub const CTX_WORDS: usize = 17;
+
+/// Bit of a step function's result: some thread waits at a barrier.
+pub const AT_BARRIER: u32 = 1;
+/// Bit of a step function's result: some thread waits at a yield (see
+/// [`super::lower`], grid-stride loops).
+pub const AT_YIELD: u32 = 2;
+
+/// The state word holding a thread's resume phase.
+pub const PHASE_SLOT: usize = 0;
+/// Alignment, in bytes, of each shared array within the block's shared memory.
+pub const SHARED_ALIGN: u64 = 8;
+
+/// The address `base + offset` (both `u64`) as a pointer of type `ptr`.
+pub(crate) fn addr(
+    em: &mut nacre_ir::FunctionBuilder<'_>,
+    base: nacre_ir::Value,
+    offset: u64,
+    ptr: nacre_ir::Type,
+) -> nacre_ir::Value {
+    let a = if offset == 0 {
+        base
+    } else {
+        let k = em.const_u64(offset);
+        em.binary(nacre_ir::BinaryOp::Add, base, k)
+    };
+    em.cast(a, ptr)
+}
