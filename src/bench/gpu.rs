@@ -1,6 +1,6 @@
 //! `nacre bench gpu`: the seed's GPU benchmark, run on a backend of the GPU runtime.
 //!
-//! `--backend cpu` (this module) runs kernels lowered to step functions by `nacre-gpu`'s
+//! `--backend cpu` (this module) runs kernels lowered to step functions by `nacre-cpu`'s
 //! executor (see `nacre::gpu::CpuMode`); `--backend cuda` runs the suite on an NVIDIA GPU with
 //! the CPU beside it and, with `--peers`, PyTorch, CuPy and Triton ([`cuda`], [`cuda_report`],
 //! [`peers`]); `--backend metal` fails with an error saying it is not in this build. On the

@@ -358,7 +358,7 @@ impl Lowerer<'_, '_> {
             InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. } => {
                 return Err(BackendError::Unsupported {
                     backend: BACKEND,
-                    what: "GPU operations (kernels run on the CPU after nacre-gpu lowers them)"
+                    what: "GPU operations (kernels run on the CPU after nacre-kernel lowers them to step functions)"
                         .into(),
                 })
             }

@@ -43,7 +43,7 @@ pub struct ValueData {
 }
 
 /// Per-instruction data.
-#[derive(Clone, PartialEq, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct InstData {
     /// The operation and its operands.
     pub kind: InstKind,
@@ -52,7 +52,7 @@ pub struct InstData {
 }
 
 /// Per-block data.
-#[derive(Clone, PartialEq, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct BlockData {
     /// Block parameters (the SSA replacement for phi nodes).
     pub params: Vec<Value>,
@@ -61,7 +61,7 @@ pub struct BlockData {
 }
 
 /// One IR function.
-#[derive(Clone, PartialEq, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Function {
     /// The function's name (unique within its module).
     pub name: String,

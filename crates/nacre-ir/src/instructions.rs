@@ -172,7 +172,7 @@ pub struct BlockCall {
 
 /// An instruction. The result type (if any) is stored with the result value, see
 /// [`crate::InstData`].
-#[derive(Clone, PartialEq, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum InstKind {
     /// A constant.
     Const(Const),

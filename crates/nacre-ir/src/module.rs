@@ -18,7 +18,7 @@ pub struct ExternFunc {
 
 /// A compilation unit: functions (the entry and everything it calls) and external functions.
 /// It is plain data: what it prints is all it holds, so modules can be compared and hashed.
-#[derive(Clone, PartialEq, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Module {
     /// All functions.
     pub functions: PrimaryMap<FuncId, Function>,
@@ -59,5 +59,59 @@ impl Module {
     /// The entry function, if one is set.
     pub fn entry_function(&self) -> Option<&Function> {
         self.entry.map(|e| &self.functions[e])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::FunctionBuilder;
+    use crate::function::FuncKind;
+    use crate::instructions::BinaryOp;
+    use crate::types::Type;
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+
+    /// `f(x) = x + k`, calling extern `@log`.
+    fn module(k: u64) -> Module {
+        let mut m = Module::new();
+        let log = m.declare_extern(ExternFunc {
+            name: "log".into(),
+            signature: Signature {
+                params: vec![Type::I32],
+                ret: None,
+            },
+        });
+        let f = FunctionBuilder::build("f", FuncKind::Host, &[Type::I32], Some(Type::I32), |b, p| {
+            let c = b.const_bits(Type::I32, k);
+            let s = b.binary(BinaryOp::Add, p[0], c);
+            b.call_extern(log, vec![s], None);
+            b.ret(Some(s));
+        });
+        m.entry = Some(m.add_function(f));
+        m
+    }
+
+    fn hash(m: &Module) -> u64 {
+        let mut h = DefaultHasher::new();
+        m.hash(&mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn modules_compare_and_hash_as_data() {
+        assert_eq!(module(1), module(1));
+        assert_eq!(hash(&module(1)), hash(&module(1)));
+        assert_ne!(module(1), module(2));
+        assert_eq!(module(1).to_string(), module(1).to_string());
+    }
+
+    #[test]
+    fn externs_are_declared_once_per_name_and_signature() {
+        let mut m = module(1);
+        let again = m.declare_extern(m.externs[m.extern_named("log").unwrap()].clone());
+        assert_eq!(Some(again), m.extern_named("log"));
+        assert_eq!(m.externs.len(), 1);
+        assert_eq!(m.extern_named("missing"), None);
     }
 }
