@@ -9,7 +9,7 @@
 //!   what the host code asks for;
 //! - [`grid_stride`]: the canonical grid-stride loop of a kernel and the lane analysis of its
 //!   body — [`grid_stride_loop`], [`lane_access`];
-//! - [`structure`]: the control-flow graph as nested branches, loops and labelled regions, for
+//! - [`mod@structure`]: the control-flow graph as nested branches, loops and labelled regions, for
 //!   C-family printers without `goto` — [`structure()`];
 //! - [`step`]: the lowering of a kernel to a CPU *step function* (one round of one block),
 //!   which any CPU backend compiles like a host function, and the collapsed form of

@@ -1,6 +1,6 @@
 //! Grid-stride loop collapse: a canonical grid-stride kernel as one plain loop over its index.
 //!
-//! A kernel with a canonical grid-stride loop ([`nacre_ir::passes::grid_stride`]: thread `g`
+//! A kernel with a canonical grid-stride loop ([`crate::grid_stride`]: thread `g`
 //! runs the body for `i = g, g + T, ...` below `X`) covers every `i` of `[0, X)` exactly once,
 //! and its iterations are independent apart from memory, so running the body for the `i` of
 //! `[0, X)` in contiguous chunks, chunks in parallel, is equivalent.
@@ -13,13 +13,15 @@
 //! `max - T`): then the launch runs the ordinary step function.
 
 use crate::error::KernelError;
-use crate::grid_stride::grid_stride_loop;
+use crate::grid_stride::{grid_stride_loop, GridStrideLoop};
 use crate::launch_shape::LaunchShape;
 use crate::step::ctx;
 use crate::step::lower::{lower_kernel, LoweredKernel};
 use crate::step::CpuMode;
 use nacre_ir::FunctionBuilder;
-use nacre_ir::{BinaryOp, BlockCall, BlockData, CmpOp, FuncId, InstKind, Module, Type};
+use nacre_ir::{
+    BinaryOp, BlockCall, BlockData, CmpOp, FuncId, Function, InstKind, Module, Type, Value,
+};
 
 /// Result of a collapsed step function: the loop's condition ended it.
 pub const ENDED: u32 = 0;
@@ -56,14 +58,12 @@ pub fn lower_collapsed(module: &Module, id: FuncId) -> Result<Option<Collapsed>,
     // One thread per call: no yields.
     let mut lowered = lower_kernel(module, id, CpuMode::Serial)?;
     let f = &mut lowered.func;
-    let ctx_ptr = f.blocks[f.layout[0]].params[1];
     // The lowering keeps instructions but may replace the kernel's parameters: the bound is
     // read off the lowered comparison.
     let InstKind::Cmp(op, a, b) = f.insts[plan.cmp].kind else {
         return Ok(None);
     };
     let bound = if a == plan.index { b } else { a };
-    let ty = plan.ty;
     let Some(&br) = f.blocks[plan.header].insts.last() else {
         return Ok(None);
     };
@@ -79,7 +79,58 @@ pub fn lower_collapsed(module: &Module, id: FuncId) -> Result<Option<Collapsed>,
     let insts = em.into_insts();
     f.blocks[refuse].insts = insts;
 
-    // The entry: the chunk's bounds, the wrap check, `end`, then the loop from `lo`.
+    let chunk = chunk_entry(f, &plan, bound);
+
+    // The header tests `i < end` and leaves to `done`.
+    f.insts[plan.cmp].kind = match op {
+        CmpOp::Lt => InstKind::Cmp(CmpOp::Lt, plan.index, chunk.end),
+        _ => InstKind::Cmp(CmpOp::Gt, chunk.end, plan.index),
+    };
+    f.insts[br].kind = InstKind::Branch {
+        cond: f.insts[plan.cmp].result.expect("a comparison has a result"),
+        then_dest,
+        else_dest: BlockCall {
+            block: done,
+            args: Vec::new(),
+        },
+    };
+    let mut em = FunctionBuilder::detached(f);
+    let ended = em.const_u32(ENDED);
+    let more = em.const_u32(CHUNK_DONE);
+    let r = em.select(chunk.ends_here, ended, more);
+    em.ret(Some(r));
+    let insts = em.into_insts();
+    f.blocks[done].insts = insts;
+
+    // The advance by one.
+    f.insts[plan.advance].kind = InstKind::Binary(BinaryOp::Add, plan.index, chunk.one);
+
+    let mut em = FunctionBuilder::detached(f);
+    em.branch(chunk.wraps, refuse, Vec::new(), plan.header, vec![chunk.lo]);
+    let insts = em.into_insts();
+    f.blocks[plan.entry].insts.extend(insts);
+    f.layout.extend([done, refuse]);
+    Ok(Some(Collapsed { lowered, max }))
+}
+
+/// What the collapsed entry computes (in the loop index's type unless noted).
+struct Chunk {
+    /// The chunk's first index.
+    lo: Value,
+    /// Whether the loop bound exceeds [`ctx::CHUNK_LIMIT`] (`bool`): the launch is refused.
+    wraps: Value,
+    /// Whether the loop ends within this chunk (`bool`), and where the chunk's loop ends.
+    ends_here: Value,
+    end: Value,
+    /// The constant 1, the new stride.
+    one: Value,
+}
+
+/// The entry: the chunk's bounds, the wrap check, `end`, replacing the entry's jump to the
+/// loop (the caller adds the branch to the loop from `lo`). `bound` is the loop bound `X`.
+fn chunk_entry(f: &mut Function, plan: &GridStrideLoop, bound: Value) -> Chunk {
+    let ctx_ptr = f.blocks[f.layout[0]].params[1];
+    let ty = plan.ty;
     let popped = f.blocks[plan.entry].insts.pop();
     debug_assert_eq!(popped, Some(plan.entry_jump));
     let mut em = FunctionBuilder::detached(f);
@@ -103,35 +154,11 @@ pub fn lower_collapsed(module: &Module, id: FuncId) -> Result<Option<Collapsed>,
     let one = em.const_bits(ty, 1);
     let pre = em.into_insts();
     f.blocks[plan.entry].insts.extend(pre);
-
-    // The header tests `i < end` and leaves to `done`.
-    f.insts[plan.cmp].kind = match op {
-        CmpOp::Lt => InstKind::Cmp(CmpOp::Lt, plan.index, end),
-        _ => InstKind::Cmp(CmpOp::Gt, end, plan.index),
-    };
-    f.insts[br].kind = InstKind::Branch {
-        cond: f.insts[plan.cmp].result.expect("a comparison has a result"),
-        then_dest,
-        else_dest: BlockCall {
-            block: done,
-            args: Vec::new(),
-        },
-    };
-    let mut em = FunctionBuilder::detached(f);
-    let ended = em.const_u32(ENDED);
-    let more = em.const_u32(CHUNK_DONE);
-    let r = em.select(ends_here, ended, more);
-    em.ret(Some(r));
-    let insts = em.into_insts();
-    f.blocks[done].insts = insts;
-
-    // The advance by one.
-    f.insts[plan.advance].kind = InstKind::Binary(BinaryOp::Add, plan.index, one);
-
-    let mut em = FunctionBuilder::detached(f);
-    em.branch(wraps, refuse, Vec::new(), plan.header, vec![lo]);
-    let insts = em.into_insts();
-    f.blocks[plan.entry].insts.extend(insts);
-    f.layout.extend([done, refuse]);
-    Ok(Some(Collapsed { lowered, max }))
+    Chunk {
+        lo,
+        wraps,
+        ends_here,
+        end,
+        one,
+    }
 }

@@ -8,9 +8,11 @@
 //!
 //! - [`lower`]: the lowering itself, the thread loop and the resumable state machine for
 //!   barriers in divergent control flow ([`StepShape::StateMachine`]);
-//! - [`regions`]: barriers in uniform control flow as one loop over the threads per region
+//! - `regions`: barriers in uniform control flow as one loop over the threads per region
 //!   between barriers ([`StepShape::Regions`]);
-//! - [`stride_loops`]: yields at the back edge of grid-stride loops, so that threads
+//! - `state`: the per-thread state words that carry values across barriers, shared by both
+//!   lowerings with barriers;
+//! - `stride_loops`: yields at the back edge of grid-stride loops, so that threads
 //!   interleave in [`CpuMode::Grid`];
 //! - [`collapse`]: a kernel whose only use of the GPU indices is a canonical grid-stride loop
 //!   also gets a *collapsed* step function that runs a chunk of the index range as one plain
@@ -23,6 +25,7 @@ pub mod ctx;
 pub mod lower;
 mod module;
 mod regions;
+mod state;
 mod stride_loops;
 
 pub use collapse::{lower_collapsed, Collapsed};

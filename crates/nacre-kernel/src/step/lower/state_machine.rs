@@ -1,0 +1,374 @@
+//! The resumable state machine ([`StepShape::StateMachine`](super::StepShape::StateMachine)):
+//! the lowering of barriers in divergent control flow and of the yields of grid-stride loops
+//! (see "Barriers" in the docs of `lower`).
+//!
+//! The kernel's blocks are split at their *stops* (barriers and yields). Each round the
+//! thread block dispatches on the thread's saved phase to the reload block of the stop it
+//! waits at; a stop saves the thread's live values and its phase and goes on to the next
+//! thread; SSA repair reconnects the uses of the saved values to the reloads.
+
+use super::{advance, Lowering};
+use crate::step::ctx;
+use crate::step::state::{load_slot, repair_uses, store_slot};
+use nacre_ir::analysis::live_in;
+use nacre_ir::transform::Variable;
+use nacre_ir::FunctionBuilder;
+use nacre_ir::{BinaryOp, Block, BlockData, CmpOp, Function, Inst, InstKind, Scalar, Type, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The kernel's blocks split at its stops (barriers and yields, numbered from 1 in layout
+/// order; a stop's number is the phase of a thread waiting there).
+struct Stops {
+    /// The parts of the kernel's blocks, in layout order.
+    parts: Vec<Block>,
+    /// Part → the stop it ends at.
+    waits: HashMap<Block, usize>,
+    /// Stop k → the part after it (`resumes[k - 1]`).
+    resumes: Vec<Block>,
+    /// Whether each stop (by phase - 1) is a yield rather than a barrier.
+    is_yield: Vec<bool>,
+}
+
+/// The values live across each stop, and their state words.
+struct Slots {
+    /// Stop k → the values live across it (`across[k - 1]`).
+    across: Vec<Vec<Value>>,
+    /// Value → its state word (from 1; word 0 is the phase).
+    slots: BTreeMap<Value, usize>,
+}
+
+impl Slots {
+    /// Liveness over the parts (a stop's part flowing into the part after it), one word per
+    /// value live across some stop.
+    fn find(f: &Function, stops: &Stops) -> Slots {
+        let live = live_in(f, &stops.parts, |b| match stops.waits.get(&b) {
+            Some(&k) => vec![stops.resumes[k - 1]],
+            None => f.successors(b),
+        });
+        let across: Vec<Vec<Value>> = stops
+            .resumes
+            .iter()
+            .map(|r| live.get(r).cloned().unwrap_or_default())
+            .collect();
+        let mut slots: BTreeMap<Value, usize> = BTreeMap::new();
+        for &v in across.iter().flatten() {
+            let n = slots.len() + 1;
+            slots.entry(v).or_insert(n);
+        }
+        Slots { across, slots }
+    }
+
+    /// State words per thread: the phase, then the values.
+    fn words(&self) -> usize {
+        1 + self.slots.len()
+    }
+}
+
+/// The blocks the state machine adds around the kernel's parts.
+struct Machine {
+    /// The thread block's parameters added for the machine: the or of the stop reasons so
+    /// far, and the address of the thread's state words (`u64`).
+    acc: Value,
+    state: Value,
+    /// The next thread, with the reason this one stopped (`w`: 0, `AT_BARRIER`, `AT_YIELD`).
+    next: Block,
+    w: Value,
+    /// The end of the round.
+    exit: Block,
+    /// Per stop: the dispatch test on the saved phase, the block that saves the thread and
+    /// the block that reloads it.
+    dispatch: Vec<Block>,
+    saves: Vec<Block>,
+    reloads: Vec<Block>,
+    /// Whether the block has one thread (`bool`, in the entry block): nobody to wait for.
+    single: Value,
+}
+
+impl Lowering {
+    /// The loop with barriers: a state machine resumed at the barrier each thread waits at.
+    /// Returns the number of state words per thread.
+    pub(super) fn state_machine(&mut self, start: Block, yields: &HashSet<Inst>) -> usize {
+        let acc = self.f.add_block_param(self.thread, Type::U32);
+        let state = self.f.add_block_param(self.thread, Type::U64);
+        let state_base = self.ctx_word(ctx::STATE_BASE);
+        let (first, open) = self.round_flags(!yields.is_empty());
+
+        let stops = self.split_at_stops(yields);
+        let slots = Slots::find(&self.f, &stops);
+
+        let m = self.machine_blocks(acc, state, stops.resumes.len());
+        let phase = self.dispatch(&m, &stops, start, first, open);
+        let vars = self.save_and_reload(&m, &stops, &slots, phase);
+        self.finish_at_returns(&stops, m.next, phase);
+        self.next_thread(&m, slots.words(), state_base);
+        let region = self.lay_out(&m, &stops);
+
+        // Reconnect the uses of values live across barriers.
+        let zeros = repair_uses(&mut self.f, &region, &vars);
+        self.entry_insts.extend(zeros);
+        slots.words()
+    }
+
+    /// Whether this is the block's first round, and (with yields) whether barriers are open
+    /// this round: `bool`s computed in the entry block.
+    fn round_flags(&mut self, has_yields: bool) -> (Value, Option<Value>) {
+        let round = self.ctx_word(ctx::ROUND);
+        let first = self.at_entry(|em| {
+            let zero = em.const_u64(0);
+            em.cmp(CmpOp::Eq, round, zero)
+        });
+        let open = if has_yields {
+            let word = self.ctx_word(ctx::BARRIERS_OPEN);
+            Some(self.at_entry(|em| {
+                let zero = em.const_u64(0);
+                em.cmp(CmpOp::Ne, word, zero)
+            }))
+        } else {
+            None
+        };
+        (first, open)
+    }
+
+    /// Splits the kernel's blocks at barriers (the barriers are dropped).
+    fn split_at_stops(&mut self, yields: &HashSet<Inst>) -> Stops {
+        let mut stops = Stops {
+            parts: Vec::new(),
+            waits: HashMap::new(),
+            resumes: Vec::new(),
+            is_yield: Vec::new(),
+        };
+        for &b in &self.body {
+            let insts = std::mem::take(&mut self.f.blocks[b].insts);
+            let mut cur = b;
+            let mut cur_insts = Vec::new();
+            for inst in insts {
+                if let InstKind::Barrier = self.f.insts[inst].kind {
+                    self.f.blocks[cur].insts = std::mem::take(&mut cur_insts);
+                    stops.parts.push(cur);
+                    let resume = self.f.blocks.push(BlockData::default());
+                    stops.resumes.push(resume);
+                    stops.is_yield.push(yields.contains(&inst));
+                    stops.waits.insert(cur, stops.resumes.len());
+                    cur = resume;
+                } else {
+                    cur_insts.push(inst);
+                }
+            }
+            self.f.blocks[cur].insts = cur_insts;
+            stops.parts.push(cur);
+        }
+        stops
+    }
+
+    /// Creates the machine's blocks for `n` stops, and `single`.
+    fn machine_blocks(&mut self, acc: Value, state: Value, n: usize) -> Machine {
+        let next = self.f.blocks.push(BlockData::default());
+        let w = self.f.add_block_param(next, Type::U32);
+        let exit = self.f.blocks.push(BlockData::default());
+        let blocks = |f: &mut Function| -> Vec<Block> {
+            (0..n)
+                .map(|_| f.blocks.push(BlockData::default()))
+                .collect()
+        };
+        let dispatch = blocks(&mut self.f);
+        let saves = blocks(&mut self.f);
+        let reloads = blocks(&mut self.f);
+        let threads = self.ctx_word_u32(ctx::BLOCK_THREADS);
+        let single = self.at_entry(|em| {
+            let one = em.const_u32(1);
+            em.cmp(CmpOp::Eq, threads, one)
+        });
+        Machine {
+            acc,
+            state,
+            next,
+            w,
+            exit,
+            dispatch,
+            saves,
+            reloads,
+            single,
+        }
+    }
+
+    /// The thread block: the thread's state, then start (on round 0) or resume at the reload
+    /// block of the stop its saved phase names. Returns the thread's phase word (a pointer).
+    fn dispatch(
+        &mut self,
+        m: &Machine,
+        stops: &Stops,
+        start: Block,
+        first: Value,
+        open: Option<Value>,
+    ) -> Value {
+        let (state, next) = (m.state, m.next);
+        let mut phase = self.t;
+        self.append(self.thread, |em| {
+            phase = em.cast(state, Type::ptr(Scalar::U64));
+            em.branch(first, start, Vec::new(), m.dispatch[0], Vec::new());
+        });
+        let mut saved = phase;
+        for (i, &d) in m.dispatch.iter().enumerate() {
+            let k = i + 1;
+            let resume = m.reloads[i];
+            let else_block = m.dispatch.get(k).copied();
+            let gate = if stops.is_yield[i] { None } else { open };
+            self.append(d, |em| {
+                if i == 0 {
+                    saved = em.load(phase);
+                }
+                let kk = em.const_u64(k as u64);
+                let mut c = em.cmp(CmpOp::Eq, saved, kk);
+                if let Some(open) = gate {
+                    // A barrier opens only once no thread is at a yield.
+                    c = em.binary(BinaryOp::And, c, open);
+                }
+                match else_block {
+                    Some(e) => em.branch(c, resume, Vec::new(), e, Vec::new()),
+                    None => {
+                        // Phase 0: the thread has finished; otherwise it keeps waiting at a
+                        // barrier that is not open yet.
+                        let zero = em.const_u64(0);
+                        let waiting = em.cmp(CmpOp::Ne, saved, zero);
+                        let w = em.cast(waiting, Type::U32);
+                        em.branch(c, resume, Vec::new(), next, vec![w])
+                    }
+                }
+            });
+        }
+        phase
+    }
+
+    /// Barriers save the live values and the phase, reload blocks reload the values; a block
+    /// of one thread has nobody to wait for and goes straight on. Returns the variables for
+    /// the SSA repair: every saved value, redefined by its reloads.
+    fn save_and_reload(
+        &mut self,
+        m: &Machine,
+        stops: &Stops,
+        slots: &Slots,
+        phase: Value,
+    ) -> Vec<Variable> {
+        let mut vars: BTreeMap<Value, Variable> = BTreeMap::new();
+        for &part in &stops.parts {
+            let Some(&k) = stops.waits.get(&part) else {
+                continue;
+            };
+            let reload = m.reloads[k - 1];
+            let loaded = self.stop(m, stops, slots, part, k, phase);
+            for (v, r) in loaded {
+                vars.entry(v)
+                    .or_insert_with(|| Variable {
+                        value: v,
+                        redefs: HashMap::new(),
+                    })
+                    .redefs
+                    .insert(reload, r);
+            }
+        }
+        vars.into_values().collect()
+    }
+
+    /// Ends `part` at stop `k`: the branch on `single`, the save block and the reload block.
+    /// Returns the reloaded values (original → reload).
+    fn stop(
+        &mut self,
+        m: &Machine,
+        stops: &Stops,
+        slots: &Slots,
+        part: Block,
+        k: usize,
+        phase: Value,
+    ) -> Vec<(Value, Value)> {
+        let (save, reload, resume) = (m.saves[k - 1], m.reloads[k - 1], stops.resumes[k - 1]);
+        let (state, next, single) = (m.state, m.next, m.single);
+        let values: Vec<(Value, usize, Type)> = slots.across[k - 1]
+            .iter()
+            .map(|&v| (v, slots.slots[&v], self.f.values[v].ty))
+            .collect();
+        let why = if stops.is_yield[k - 1] {
+            ctx::AT_YIELD
+        } else {
+            ctx::AT_BARRIER
+        };
+        self.append(part, |em| {
+            em.branch(single, resume, Vec::new(), save, Vec::new());
+        });
+        self.append(save, |em| {
+            for &(v, slot, ty) in &values {
+                store_slot(em, state, slot, v, ty);
+            }
+            let kk = em.const_u64(k as u64);
+            em.store(phase, kk);
+            let w = em.const_u32(why);
+            em.jump(next, vec![w]);
+        });
+        let mut em = FunctionBuilder::detached(&mut self.f);
+        let loaded: Vec<(Value, Value)> = values
+            .iter()
+            .map(|&(v, slot, ty)| (v, load_slot(&mut em, state, slot, ty)))
+            .collect();
+        em.jump(resume, Vec::new());
+        let insts = em.into_insts();
+        self.f.blocks[reload].insts = insts;
+        loaded
+    }
+
+    /// Returns finish the thread: phase 0, then the next thread.
+    fn finish_at_returns(&mut self, stops: &Stops, next: Block, phase: Value) {
+        for &part in &stops.parts {
+            let Some(&last) = self.f.blocks[part].insts.last() else {
+                continue;
+            };
+            if let InstKind::Return(_) = self.f.insts[last].kind {
+                self.f.blocks[part].insts.pop();
+                self.append(part, |em| {
+                    let zero = em.const_u64(0);
+                    em.store(phase, zero);
+                    let done = em.const_u32(0);
+                    em.jump(next, vec![done]);
+                });
+            }
+        }
+    }
+
+    /// Next thread, and the end of the round; the entry block jumps to the first thread.
+    fn next_thread(&mut self, m: &Machine, state_words: usize, state_base: Value) {
+        let dims = self.advance_values();
+        let (thread, t, xyz) = (self.thread, self.t, self.xyz);
+        let (acc, w, state, exit) = (m.acc, m.w, m.state, m.exit);
+        let mut total = w;
+        self.append(m.next, |em| {
+            total = em.binary(BinaryOp::Or, acc, w);
+            let (mut args, done) = advance(em, t, xyz, dims);
+            let stride = em.const_u64(state_words as u64 * 8);
+            let next_state = em.binary(BinaryOp::Add, state, stride);
+            args.extend([total, next_state]);
+            em.branch(done, exit, Vec::new(), thread, args);
+        });
+        self.append(exit, |em| em.ret(Some(total)));
+        let entry = self.entry;
+        self.append(entry, |em| {
+            let zero = em.const_u32(0);
+            em.jump(thread, vec![zero, zero, zero, zero, zero, state_base]);
+        });
+    }
+
+    /// Lays the step function out; returns the region of the SSA repair (the parts, each
+    /// stop's part followed by its save and reload blocks).
+    fn lay_out(&mut self, m: &Machine, stops: &Stops) -> Vec<Block> {
+        let mut layout = vec![self.entry, self.thread];
+        layout.extend(&m.dispatch);
+        let mut region = Vec::with_capacity(stops.parts.len() + 2 * stops.resumes.len());
+        for &part in &stops.parts {
+            region.push(part);
+            if let Some(&k) = stops.waits.get(&part) {
+                region.extend([m.saves[k - 1], m.reloads[k - 1]]);
+            }
+        }
+        layout.extend(&region);
+        layout.extend([m.next, m.exit]);
+        self.f.layout = layout;
+        region
+    }
+}

@@ -1,0 +1,446 @@
+//! The construction of the step function from the analyses (see the shape in the docs of
+//! `regions`): the skeleton rewired to the thread loops, each thread loop (its entry block,
+//! head, copy of its body, stops and the advance to the next thread), and the SSA repair
+//! that reconnects every use to its reaching definition.
+
+use super::carry::{self, Carried};
+use super::narrow::{narrowing, Narrowing};
+use super::parts::{Parts, Regions};
+use super::uniformity::Divergence;
+use super::{Input, Output};
+use crate::step::state::repair_uses;
+use nacre_ir::transform::{copy_blocks, Copied, Variable};
+use nacre_ir::FunctionBuilder;
+use nacre_ir::{
+    BinaryOp, Block, BlockCall, BlockData, CmpOp, Function, Inst, InstKind, Type, Value,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// Builds the step function: `g` is the kernel split into `parts`.
+pub(super) fn build(
+    g: Function,
+    input: &Input<'_>,
+    parts: &Parts,
+    div: &Divergence,
+    regions: Regions,
+    carried: &Carried,
+) -> Output {
+    let mut b = Builder {
+        g,
+        input,
+        entry_insts: Vec::new(),
+        layout: Vec::new(),
+        defs: BTreeMap::new(),
+    };
+    let zero = b.at_entry(|em| em.const_u32(0));
+    let ret_zero = b.g.blocks.push(BlockData::default());
+    b.append(ret_zero, |em| em.ret(Some(zero)));
+
+    // The loops' entry and head blocks, before anything jumps to them.
+    let loops: Vec<Loop> = regions
+        .entries
+        .iter()
+        .zip(regions.bodies)
+        .map(|(&e, body)| b.new_loop(e, body, parts, carried, div))
+        .collect();
+    let targets = Targets::new(parts, &loops, ret_zero);
+
+    b.wire_skeleton(&regions.skeleton, parts, &targets);
+    for l in &loops {
+        b.build_loop(l, parts, carried, &targets);
+    }
+    b.layout.push(ret_zero);
+    b.finish(carried, &loops)
+}
+
+/// One thread loop being built.
+struct Loop {
+    /// Its entry part.
+    e: Block,
+    /// The parts its body copies, `e` first.
+    body: Vec<Block>,
+    enter: Block,
+    head: Block,
+    /// Head parameters: `threadIdx` x, y, z and the linear thread index.
+    x: Value,
+    y: Value,
+    z: Value,
+    t: Value,
+    /// Uniform values live into `e`, and the entry block's parameters that receive them.
+    uniform_in: Vec<Value>,
+    uniform_params: Vec<Value>,
+    /// Parameters of `enter` that receive the arguments for `e`'s own parameters.
+    e_params: Vec<Value>,
+    narrowing: Option<Narrowing>,
+}
+
+/// Where the block goes on: into a part from the skeleton or after a barrier, or to the end.
+struct Targets<'a> {
+    parts: &'a Parts,
+    loops: &'a [Loop],
+    /// Entry part → its loop.
+    enter_of: HashMap<Block, usize>,
+    /// The block that returns 0.
+    ret_zero: Block,
+}
+
+impl<'a> Targets<'a> {
+    fn new(parts: &'a Parts, loops: &'a [Loop], ret_zero: Block) -> Targets<'a> {
+        let enter_of = loops.iter().enumerate().map(|(i, l)| (l.e, i)).collect();
+        Targets {
+            parts,
+            loops,
+            enter_of,
+            ret_zero,
+        }
+    }
+
+    /// The loop entered at part `p`, if `p` is a loop's entry.
+    fn loop_at(&self, p: Block) -> Option<&'a Loop> {
+        self.enter_of.get(&p).map(|&i| &self.loops[i])
+    }
+
+    /// Going to part `p`: its loop's entry block, or `p` itself (a skeleton part).
+    fn enter(&self, p: Block) -> BlockCall {
+        match self.loop_at(p) {
+            Some(l) => BlockCall {
+                block: l.enter,
+                args: l.uniform_in.clone(),
+            },
+            None => BlockCall {
+                block: p,
+                args: Vec::new(),
+            },
+        }
+    }
+
+    /// Where the block goes after barrier k (0: the end).
+    fn after(&self, k: usize) -> BlockCall {
+        if k == 0 {
+            return BlockCall {
+                block: self.ret_zero,
+                args: Vec::new(),
+            };
+        }
+        self.enter(self.parts.resumes[k - 1])
+    }
+}
+
+/// The state of the construction.
+struct Builder<'a> {
+    g: Function,
+    input: &'a Input<'a>,
+    entry_insts: Vec<Inst>,
+    layout: Vec<Block>,
+    /// For each value with several definitions: block → the definition there.
+    defs: BTreeMap<Value, HashMap<Block, Value>>,
+}
+
+impl Builder<'_> {
+    fn at_entry<R>(&mut self, build: impl FnOnce(&mut FunctionBuilder<'_>) -> R) -> R {
+        let mut em = FunctionBuilder::detached(&mut self.g);
+        let r = build(&mut em);
+        self.entry_insts.extend(em.into_insts());
+        r
+    }
+
+    fn append<R>(&mut self, block: Block, build: impl FnOnce(&mut FunctionBuilder<'_>) -> R) {
+        let mut em = FunctionBuilder::detached(&mut self.g);
+        build(&mut em);
+        let insts = em.into_insts();
+        self.g.blocks[block].insts.extend(insts);
+    }
+
+    fn def(&mut self, v: Value, block: Block, def: Value) {
+        self.defs.entry(v).or_default().insert(block, def);
+    }
+
+    /// Creates the entry and head blocks of the loop entered at `e` with `body`.
+    fn new_loop(
+        &mut self,
+        e: Block,
+        body: Vec<Block>,
+        parts: &Parts,
+        carried: &Carried,
+        div: &Divergence,
+    ) -> Loop {
+        let g = &mut self.g;
+        let enter = g.blocks.push(BlockData::default());
+        let head = g.blocks.push(BlockData::default());
+        let e_params: Vec<Value> = g.blocks[e]
+            .params
+            .clone()
+            .into_iter()
+            .map(|p| {
+                let ty = g.values[p].ty;
+                g.add_block_param(enter, ty)
+            })
+            .collect();
+        let uniform_in: Vec<Value> = carried
+            .live_at(e)
+            .iter()
+            .copied()
+            .filter(|&v| div.uniform(v))
+            .collect();
+        let uniform_params: Vec<Value> = uniform_in
+            .iter()
+            .map(|&v| {
+                let ty = g.values[v].ty;
+                g.add_block_param(enter, ty)
+            })
+            .collect();
+        let [x, y, z, t] = [(); 4].map(|_| g.add_block_param(head, Type::U32));
+        let narrowing = narrowing(g, parts, carried, div, &body, e, self.input);
+        Loop {
+            e,
+            body,
+            enter,
+            head,
+            x,
+            y,
+            z,
+            t,
+            uniform_in,
+            uniform_params,
+            e_params,
+            narrowing,
+        }
+    }
+
+    /// The skeleton: jumps to thread-loop entries go to the loop's entry block; barriers go to
+    /// the next region; returns end the block. The entry block jumps to the first region.
+    fn wire_skeleton(&mut self, skeleton: &[Block], parts: &Parts, targets: &Targets<'_>) {
+        for &p in skeleton {
+            if let Some(&k) = parts.waits.get(&p) {
+                let call = targets.after(k);
+                self.append(p, |em| em.jump(call.block, call.args));
+                continue;
+            }
+            let Some(term) = self.g.terminator(p) else {
+                continue;
+            };
+            if matches!(self.g.insts[term].kind, InstKind::Return(_)) {
+                self.g.insts[term].kind = InstKind::Jump(targets.after(0));
+                continue;
+            }
+            for call in self.g.insts[term].kind.successors_mut() {
+                if let Some(l) = targets.loop_at(call.block) {
+                    call.block = l.enter;
+                    call.args.extend(l.uniform_in.iter().copied());
+                }
+            }
+        }
+        let start_call = targets.enter(self.input.start);
+        let entry = self.input.entry;
+        self.append(entry, |em| em.jump(start_call.block, start_call.args));
+        self.layout.push(entry);
+        self.layout.extend(skeleton);
+    }
+
+    /// Builds loop `l`: its entry, head, body copy and the advance to the next thread.
+    fn build_loop(&mut self, l: &Loop, parts: &Parts, carried: &Carried, targets: &Targets<'_>) {
+        let range = self.build_enter(l, targets);
+
+        // The body, with threadIdx from the head.
+        let seed: HashMap<Value, Value> = HashMap::from([
+            (self.input.xyz[0], l.x),
+            (self.input.xyz[1], l.y),
+            (self.input.xyz[2], l.z),
+            (self.input.t, l.t),
+        ]);
+        let copy = self.copy_body(l, &seed);
+        let e_copy = copy.blocks[&l.e];
+
+        let state = self.build_head(l, parts, carried, e_copy);
+        let stops = self.build_stops(l, parts, carried, &copy, state);
+        // Narrowed: the kept threads skip the test.
+        if let Some(n) = &l.narrowing {
+            if let Some(term) = self.g.terminator(e_copy) {
+                self.g.insts[term].kind = InstKind::Jump(n.kept(&copy, &seed));
+            }
+        }
+
+        self.layout.extend([l.enter, l.head]);
+        self.layout.extend(l.body.iter().map(|p| copy.blocks[p]));
+        for (k, next) in stops {
+            self.build_advance(l, range, next, targets.after(k));
+        }
+    }
+
+    /// The loop's entry block: the range `lo..hi` of x (returned), then the first thread (or,
+    /// narrowed to an empty range, straight on).
+    fn build_enter(&mut self, l: &Loop, targets: &Targets<'_>) -> (Value, Value) {
+        let bdx = self.input.dims[0];
+        let uniform_map: HashMap<Value, Value> = l
+            .uniform_in
+            .iter()
+            .copied()
+            .zip(l.uniform_params.iter().copied())
+            .collect();
+        let mut em = FunctionBuilder::detached(&mut self.g);
+        let zero = em.const_u32(0);
+        let one = em.const_u32(1);
+        let (lo, hi) = match &l.narrowing {
+            None => (zero, bdx),
+            Some(n) => n.range(&mut em, &uniform_map, bdx, [zero, one]),
+        };
+        let enter_insts = em.into_insts();
+        self.g.blocks[l.enter].insts = enter_insts;
+        let head_args = vec![lo, zero, zero, lo];
+        match &l.narrowing {
+            None => self.append(l.enter, |em| em.jump(l.head, head_args)),
+            Some(n) => {
+                let skip = targets.after(n.stop);
+                let head = l.head;
+                self.append(l.enter, |em| {
+                    let none = em.cmp(CmpOp::Ge, lo, hi);
+                    em.branch(none, skip.block, skip.args, head, head_args);
+                });
+            }
+        }
+        (lo, hi)
+    }
+
+    /// Copies the loop's body, threadIdx replaced per `seed`; the copies of its values are
+    /// their definitions in the copied blocks.
+    fn copy_body(&mut self, l: &Loop, seed: &HashMap<Value, Value>) -> Copied {
+        let copy = copy_blocks(&mut self.g, &l.body, seed, false);
+        for &p in &l.body {
+            let c = copy.blocks[&p];
+            let params = self.g.blocks[p].params.clone();
+            for v in params {
+                self.def(v, c, copy.values[&v]);
+            }
+            let insts = self.g.blocks[p].insts.clone();
+            for i in insts {
+                if let Some(r) = self.g.insts[i].result {
+                    self.def(r, c, copy.values[&r]);
+                }
+            }
+        }
+        copy
+    }
+
+    /// The head: the thread's state, reloads, uniform values as on entry, then `e` (its copy
+    /// `e_copy`). Returns the address of the thread's state words, if the loop uses them.
+    fn build_head(
+        &mut self,
+        l: &Loop,
+        parts: &Parts,
+        carried: &Carried,
+        e_copy: Block,
+    ) -> Option<Value> {
+        let base = self.input.state_base;
+        let mut em = FunctionBuilder::detached(&mut self.g);
+        let (state, reloads) = carried.reload(&mut em, parts, (l.e, &l.body), base, l.t);
+        em.jump(e_copy, l.e_params.clone());
+        let insts = em.into_insts();
+        self.g.blocks[l.head].insts = insts;
+        for (v, r) in reloads {
+            self.def(v, l.head, r);
+        }
+        for (&v, &p) in l.uniform_in.iter().zip(&l.uniform_params) {
+            self.def(v, l.head, p);
+        }
+        state
+    }
+
+    /// Stops: save, then the next thread. Returns each stop's next-thread block, by barrier
+    /// (0: the stop of the threads that return).
+    fn build_stops(
+        &mut self,
+        l: &Loop,
+        parts: &Parts,
+        carried: &Carried,
+        copy: &Copied,
+        state: Option<Value>,
+    ) -> BTreeMap<usize, Block> {
+        let mut stops: BTreeMap<usize, Block> = BTreeMap::new();
+        for &p in &l.body {
+            let c = copy.blocks[&p];
+            if let Some(&k) = parts.waits.get(&p) {
+                let next = *stops
+                    .entry(k)
+                    .or_insert_with(|| self.g.blocks.push(BlockData::default()));
+                let saves = carried.saves(&self.g, parts, k);
+                self.append(c, |em| {
+                    carry::save(em, state, saves);
+                    em.jump(next, Vec::new());
+                });
+                continue;
+            }
+            let Some(term) = self.g.terminator(c) else {
+                continue;
+            };
+            if matches!(self.g.insts[term].kind, InstKind::Return(_)) {
+                let next = *stops
+                    .entry(0)
+                    .or_insert_with(|| self.g.blocks.push(BlockData::default()));
+                self.g.insts[term].kind = InstKind::Jump(BlockCall {
+                    block: next,
+                    args: Vec::new(),
+                });
+            }
+        }
+        stops
+    }
+
+    /// The advance from a stop's `next` block over the range `lo..hi` of x, then y, then z;
+    /// past the last thread, on to `cont`.
+    fn build_advance(&mut self, l: &Loop, (lo, hi): (Value, Value), next: Block, cont: BlockCall) {
+        let [bdx, bdy, bdz] = self.input.dims;
+        let (x, y, z, t) = (l.x, l.y, l.z, l.t);
+        let row = self.g.blocks.push(BlockData::default());
+        let plane = self.g.blocks.push(BlockData::default());
+        let out = self.g.blocks.push(BlockData::default());
+        let head = l.head;
+        self.append(next, |em| {
+            let one = em.const_u32(1);
+            let x1 = em.binary(BinaryOp::Add, x, one);
+            let t1 = em.binary(BinaryOp::Add, t, one);
+            let more = em.cmp(CmpOp::Lt, x1, hi);
+            em.branch(more, head, vec![x1, y, z, t1], row, Vec::new());
+        });
+        self.append(row, |em| {
+            let one = em.const_u32(1);
+            let y1 = em.binary(BinaryOp::Add, y, one);
+            let more = em.cmp(CmpOp::Lt, y1, bdy);
+            let zy = em.binary(BinaryOp::Mul, z, bdy);
+            let rows = em.binary(BinaryOp::Add, zy, y1);
+            let first = em.binary(BinaryOp::Mul, rows, bdx);
+            let t_row = em.binary(BinaryOp::Add, first, lo);
+            em.branch(more, head, vec![lo, y1, z, t_row], plane, Vec::new());
+        });
+        self.append(plane, |em| {
+            let one = em.const_u32(1);
+            let zero = em.const_u32(0);
+            let z1 = em.binary(BinaryOp::Add, z, one);
+            let more = em.cmp(CmpOp::Lt, z1, bdz);
+            let zy = em.binary(BinaryOp::Mul, z1, bdy);
+            let first = em.binary(BinaryOp::Mul, zy, bdx);
+            let t_plane = em.binary(BinaryOp::Add, first, lo);
+            em.branch(more, head, vec![lo, zero, z1, t_plane], out, Vec::new());
+        });
+        self.append(out, |em| em.jump(cont.block, cont.args));
+        self.layout.extend([next, row, plane, out]);
+    }
+
+    /// Reconnects every use to its reaching definition and returns the step function.
+    fn finish(mut self, carried: &Carried, loops: &[Loop]) -> Output {
+        let vars: Vec<Variable> = std::mem::take(&mut self.defs)
+            .into_iter()
+            .map(|(value, redefs)| Variable { value, redefs })
+            .collect();
+        self.g.layout = self.layout.clone();
+        let region = self.layout.clone();
+        let zeros = repair_uses(&mut self.g, &region, &vars);
+        self.entry_insts.extend(zeros);
+        Output {
+            f: self.g,
+            entry_insts: self.entry_insts,
+            state_words: carried.words(),
+            loops: loops.len(),
+            narrowed: loops.iter().filter(|l| l.narrowing.is_some()).count(),
+        }
+    }
+}
