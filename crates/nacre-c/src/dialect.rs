@@ -9,9 +9,13 @@
 //! qualifier of device functions. Those hooks have default implementations that refuse, so a
 //! host-only dialect implements none of them. This crate implements only [`CDialect`].
 //!
+//! A hook that refuses returns a [`DialectError`], which the printer reports as
+//! [`nacre_backend::BackendError::Unsupported`].
+//!
 //! Identifiers a dialect introduces itself (kernel built-in parameters, prologue locals) must
 //! start with `nacre_`, a prefix the printer never gives to values, blocks or functions.
 
+pub use crate::error::DialectError;
 use crate::helpers::{self, Helper};
 use nacre_ir::{AddressSpace, Dim, FuncKind, GpuIndex, Scalar, Type};
 
@@ -120,8 +124,9 @@ pub struct LoopGuard {
 
 /// The target-specific spelling of a C-family language.
 ///
-/// Methods that can refuse return `Err(what)`, a description of the unsupported construct that
-/// the printer turns into [`nacre_backend::BackendError::Unsupported`].
+/// Methods that can refuse return a [`DialectError`] naming the unsupported construct, which
+/// the printer turns into [`nacre_backend::BackendError::Unsupported`]
+/// ([`DialectError::unsupported`]).
 pub trait Dialect {
     /// The backend's name, used in error messages (`c`, `cuda`, `metal`).
     fn backend_name(&self) -> &'static str;
@@ -138,11 +143,11 @@ pub trait Dialect {
 
     /// The qualifier written before a pointer's element type for an address space (empty or
     /// ending in a space).
-    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, String>;
+    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, DialectError>;
 
     /// The qualifiers written before the return type of an internal (not exported) function of
     /// the given kind (empty or ending in a space).
-    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, String>;
+    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, DialectError>;
 
     /// The name of a math function for a float type.
     fn math_function(&self, f: MathFn, s: Scalar) -> String;
@@ -151,55 +156,55 @@ pub trait Dialect {
     fn helper_definition(&self, helper: Helper) -> String;
 
     /// The spelling of a pointer type to `elem` in `space`, ending in `*`.
-    fn pointer_type(&self, elem: Scalar, space: AddressSpace) -> Result<String, String> {
+    fn pointer_type(&self, elem: Scalar, space: AddressSpace) -> Result<String, DialectError> {
         let qualifier = self.address_space_qualifier(space)?;
         Ok(format!("{qualifier}{} *", self.scalar_type(elem)))
     }
 
     /// Refuses scalar types the target lacks (for example `f64` on a GPU without doubles).
     /// Every type the printer spells goes through this check. The default accepts all.
-    fn check_scalar(&self, _s: Scalar) -> Result<(), String> {
+    fn check_scalar(&self, _s: Scalar) -> Result<(), DialectError> {
         Ok(())
     }
 
     /// The type of the hidden status parameter, a pointer to a `u32` status word, ending in
     /// `*`. The default is a generic-space pointer.
-    fn status_type(&self) -> Result<String, String> {
+    fn status_type(&self) -> Result<String, DialectError> {
         self.pointer_type(Scalar::U32, AddressSpace::Generic)
     }
 
     /// The expression (of the dialect's `u32` type) that reads a GPU index or dimension in a
     /// kernel body, for example `threadIdx.x`. A dialect that reads them from kernel
     /// parameters names those here and declares them in [`Dialect::kernel_prototype`].
-    fn gpu_index(&self, _index: GpuIndex, _dim: Dim) -> Result<String, String> {
-        Err("GPU index queries (thread, block and grid indices)".to_string())
+    fn gpu_index(&self, _index: GpuIndex, _dim: Dim) -> Result<String, DialectError> {
+        Err(DialectError::GpuIndex)
     }
 
     /// The statement of a block-wide barrier, for example `__syncthreads();`.
-    fn barrier(&self) -> Result<String, String> {
-        Err("GPU barriers".to_string())
+    fn barrier(&self) -> Result<String, DialectError> {
+        Err(DialectError::Barrier)
     }
 
     /// The declaration, at the top of a kernel body, of the storage of a block-shared array of
     /// `len` elements of `elem` named `name`, for example `__shared__ float s0[256];`. The
     /// printer assigns `name` (which decays to a pointer to the first element) to the value of
     /// the allocating instruction.
-    fn shared_array(&self, _elem: Scalar, _len: u32, _name: &str) -> Result<String, String> {
-        Err("block-shared arrays".to_string())
+    fn shared_array(&self, _elem: Scalar, _len: u32, _name: &str) -> Result<String, DialectError> {
+        Err(DialectError::SharedArray)
     }
 
     /// The head of a kernel: its signature (with the IR parameters, the status pointer last,
     /// and whatever built-in parameters the dialect needs) and the statements that open its
     /// body.
-    fn kernel_prototype(&self, _head: &KernelHead<'_>) -> Result<KernelPrototype, String> {
-        Err("GPU kernels".to_string())
+    fn kernel_prototype(&self, _head: &KernelHead<'_>) -> Result<KernelPrototype, DialectError> {
+        Err(DialectError::Kernel)
     }
 
     /// The qualifiers written before the return type of a non-kernel function compiled for
     /// the device because a kernel calls it (empty or ending in a space), for example
     /// `static __device__ `.
-    fn device_function_qualifier(&self) -> Result<&'static str, String> {
-        Err("device functions (functions called by GPU kernels)".to_string())
+    fn device_function_qualifier(&self) -> Result<&'static str, DialectError> {
+        Err(DialectError::DeviceFunction)
     }
 
     /// The type of an aligned group of [`LANES`] elements of `elem` (aligned to its whole
@@ -212,7 +217,7 @@ pub trait Dialect {
 
     /// True if the target has no `goto`: the printer then prints control flow as nested
     /// `if`s, `for (;;)` loops and `do { } while (0)` regions (see
-    /// [`nacre_ir::passes::structure()`]). The default is `false`: labels and `goto`.
+    /// [`nacre_kernel::structure()`]). The default is `false`: labels and `goto`.
     fn structured_control_flow(&self) -> bool {
         false
     }
@@ -258,15 +263,15 @@ impl Dialect for CDialect {
         "uintptr_t"
     }
 
-    fn address_space_qualifier(&self, _space: AddressSpace) -> Result<&'static str, String> {
+    fn address_space_qualifier(&self, _space: AddressSpace) -> Result<&'static str, DialectError> {
         // On the host every address space is ordinary memory.
         Ok("")
     }
 
-    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, String> {
+    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, DialectError> {
         match kind {
             FuncKind::Host => Ok("static "),
-            FuncKind::Kernel => Err("GPU kernels".to_string()),
+            FuncKind::Kernel => Err(DialectError::Kernel),
         }
     }
 
@@ -304,11 +309,11 @@ impl Dialect for StructuredCDialect {
         CDialect.address_type()
     }
 
-    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, String> {
+    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, DialectError> {
         CDialect.address_space_qualifier(space)
     }
 
-    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, String> {
+    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, DialectError> {
         CDialect.function_qualifier(kind)
     }
 
@@ -339,17 +344,29 @@ mod tests {
         );
         assert_eq!(d.math_function(MathFn::Rem, Scalar::F32), "fmodf");
         assert_eq!(d.math_function(MathFn::Sqrt, Scalar::F64), "sqrt");
-        assert!(d.function_qualifier(FuncKind::Kernel).is_err());
+        assert_eq!(
+            d.function_qualifier(FuncKind::Kernel),
+            Err(DialectError::Kernel)
+        );
         assert_eq!(d.status_type().unwrap(), "uint32_t *");
     }
 
     #[test]
     fn c_refuses_gpu_hooks() {
         let d = CDialect;
-        assert!(d.gpu_index(GpuIndex::ThreadIdx, Dim::X).is_err());
-        assert!(d.barrier().is_err());
-        assert!(d.shared_array(Scalar::F32, 4, "s0").is_err());
-        assert!(d.device_function_qualifier().is_err());
+        assert_eq!(
+            d.gpu_index(GpuIndex::ThreadIdx, Dim::X),
+            Err(DialectError::GpuIndex)
+        );
+        assert_eq!(d.barrier(), Err(DialectError::Barrier));
+        assert_eq!(
+            d.shared_array(Scalar::F32, 4, "s0"),
+            Err(DialectError::SharedArray)
+        );
+        assert_eq!(
+            d.device_function_qualifier(),
+            Err(DialectError::DeviceFunction)
+        );
         let head = KernelHead {
             name: "k",
             params: &[],
@@ -357,6 +374,8 @@ mod tests {
             indices: &[],
             threads_per_block: None,
         };
-        assert!(d.kernel_prototype(&head).unwrap_err().contains("kernel"));
+        let refused = d.kernel_prototype(&head).unwrap_err();
+        assert_eq!(refused, DialectError::Kernel);
+        assert!(refused.to_string().contains("kernel"), "{refused}");
     }
 }

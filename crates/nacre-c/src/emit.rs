@@ -25,7 +25,7 @@ use crate::function::{FunctionPrinter, LaunchTables, ModuleContext, Side};
 use crate::helpers::Helper;
 use crate::names::unique_names;
 use nacre_backend::{BackendError, LaunchFn, Linkage};
-use nacre_ir::{FuncId, FuncKind, InstKind, Module, Scalar, Type};
+use nacre_ir::{FuncId, FuncKind, InstKind, Module, Scalar, Type, VerifiedModule};
 use nacre_kernel::LaunchShape;
 use std::collections::BTreeSet;
 
@@ -53,18 +53,21 @@ pub const KERNEL_HANDLES_SYMBOL: &str = "nacre_kernel_handles";
 /// structure, never on addresses or the environment (not even on its launch binding: the
 /// loader fills in the launcher and the kernels' handles).
 ///
-/// Fails with [`BackendError::Codegen`] for a module without a valid entry or with malformed
-/// IR, and with [`BackendError::Unsupported`] for constructs plain C cannot express (a GPU
-/// kernel as the entry, calls of kernels, GPU intrinsics in host code).
-pub fn emit_c(module: &Module) -> Result<String, BackendError> {
-    emit_with(&CDialect, module)
+/// The module is verified, so the printer trusts its structure and types. Fails with
+/// [`BackendError::Unsupported`] for constructs plain C cannot express (a GPU kernel as the
+/// entry, calls of kernels).
+pub fn emit_c(module: &VerifiedModule) -> Result<String, BackendError> {
+    emit_with(&CDialect, module.module())
 }
 
 /// [`emit_c`] with control flow printed without `goto`, as nested `if`s, `for (;;)` loops and
 /// `do { } while (0)` regions ([`StructuredCDialect`]): the form the Metal printer uses, which
 /// the C compiler can then run on the host.
-pub fn emit_c_structured(module: &Module) -> Result<String, BackendError> {
-    emit_with(&StructuredCDialect, module)
+///
+/// Fails as [`emit_c`] does, and with [`BackendError::Unsupported`] for control flow that
+/// cannot be structured (irreducible, or nested too deeply).
+pub fn emit_c_structured(module: &VerifiedModule) -> Result<String, BackendError> {
+    emit_with(&StructuredCDialect, module.module())
 }
 
 /// The kernels that host functions launch, without repetition, in module order: the order of
@@ -133,14 +136,12 @@ pub(crate) fn function_names(module: &Module) -> Vec<String> {
     let unique = unique_names(order.iter().map(|&(_, name)| name));
     let mut names = vec![String::new(); module.functions.len()];
     for ((id, _), name) in order.into_iter().zip(unique) {
-        if let Some(slot) = names.get_mut(id.as_u32() as usize) {
-            *slot = name;
-        }
+        names[id.as_u32() as usize] = name;
     }
     names
 }
 
-/// Prints a module for the host dialect `d`.
+/// Prints a verified module for the host dialect `d`.
 fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, BackendError> {
     let names = function_names(module);
     let kernels = launched_kernels(module);
@@ -158,15 +159,16 @@ fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, Back
         helpers: BTreeSet::new(),
         kernel_shape: LaunchShape::default(),
     };
-    let entry = module
-        .entry
-        .ok_or_else(|| ctx.codegen("the module has no entry function"))?;
-    match module.functions.get(entry) {
-        None => return Err(ctx.codegen(format!("the entry {entry} does not exist"))),
-        Some(f) if f.kind != FuncKind::Host => {
-            return Err(ctx.unsupported(format!("GPU kernel @{} as an entry function", f.name)))
-        }
-        Some(_) => {}
+    // The verifier guarantees an entry function that exists.
+    let Some(entry) = module.entry else {
+        unreachable!("a verified module has an entry function");
+    };
+    let entry_function = &module.functions[entry];
+    if entry_function.kind != FuncKind::Host {
+        return Err(ctx.unsupported(format!(
+            "GPU kernel @{} as an entry function",
+            entry_function.name
+        )));
     }
 
     // Kernels are compiled by a GPU runtime, not here.
@@ -178,14 +180,14 @@ fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, Back
     };
     let mut definitions = Vec::with_capacity(module.functions.len());
     for (id, _) in host() {
-        definitions.push(FunctionPrinter::new(&mut ctx, id)?.print()?);
+        definitions.push(FunctionPrinter::new(&mut ctx, id).print()?);
     }
     let mut declarations = String::new();
     for (id, func) in host() {
         let qualifier = d
             .function_qualifier(func.kind)
-            .map_err(|w| ctx.unsupported(w))?;
-        declarations.push_str(&ctx.prototype(func, ctx.function_name(id)?, qualifier, None)?);
+            .map_err(|e| ctx.refused(e))?;
+        declarations.push_str(&ctx.prototype(func, ctx.function_name(id), qualifier, None)?);
         declarations.push_str(";\n");
     }
     let exports = exports(&mut ctx, entry)?;
@@ -215,10 +217,8 @@ fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, Back
     if !kernels.is_empty() {
         out.push_str("/* Kernel launches, filled in by the loader: handles ");
         for (i, &k) in kernels.iter().enumerate() {
-            let name: String = module
-                .functions
-                .get(k)
-                .map_or("", |f| f.name.as_str())
+            let name: String = module.functions[k]
+                .name
                 .chars()
                 .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
@@ -250,7 +250,7 @@ fn exports<D: Dialect + ?Sized>(
     entry: FuncId,
 ) -> Result<String, BackendError> {
     let func = &ctx.module.functions[entry];
-    let name = ctx.function_name(entry)?;
+    let name = ctx.function_name(entry);
     let params: Vec<String> = (0..func.signature.params.len())
         .map(|i| format!("p{i}"))
         .collect();

@@ -28,8 +28,16 @@
 //! Dialects without `goto` ([`Dialect::structured_control_flow`]) get the body as nested
 //! `if`s, `for (;;)` loops and `do { } while (0)` regions instead of labels and jumps (see
 //! the `structured` submodule).
+//!
+//! The printer takes verified IR ([`nacre_ir::VerifiedModule`]) and trusts what the verifier
+//! checks: the layout, terminators, definitions, dominance and every type (operands, results,
+//! jump arguments, calls, returns). It reports only what a target cannot express
+//! ([`BackendError::Unsupported`]: a [`crate::DialectError`] or a construct such as an
+//! external call in device code) and, as [`BackendError::Codegen`], inconsistencies with
+//! the analyses it builds on (the structured form, lane plans), which are bugs.
 
 use crate::dialect::{Dialect, KernelHead, KernelParam, MathFn};
+use crate::error::DialectError;
 use crate::helpers::Helper;
 use crate::literal::literal;
 use crate::moves::{sequentialize, Source, Step};
@@ -67,7 +75,8 @@ pub struct ModuleContext<'a, D: Dialect + ?Sized> {
     pub dialect: &'a D,
     /// The side of the program being printed.
     pub side: Side,
-    /// The module.
+    /// The module, verified ([`nacre_ir::VerifiedModule::module`]): the printer trusts its
+    /// structure and types.
     pub module: &'a Module,
     /// The C identifier of every function, indexed by [`FuncId`].
     pub names: &'a [String],
@@ -105,7 +114,13 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
         }
     }
 
-    /// An error for malformed input.
+    /// The error for a construct the dialect refuses ([`DialectError::unsupported`]).
+    pub fn refused(&self, e: DialectError) -> BackendError {
+        e.unsupported(self.dialect.backend_name())
+    }
+
+    /// An error for a request the module cannot serve (a kernel id that is not a kernel) or
+    /// for an inconsistency between the printer and the analyses it uses (a bug).
     pub fn codegen(&self, message: impl Into<String>) -> BackendError {
         BackendError::Codegen {
             backend: self.dialect.backend_name(),
@@ -113,12 +128,13 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
         }
     }
 
-    /// The C identifier of a function.
-    pub fn function_name(&self, f: FuncId) -> Result<&'a str, BackendError> {
-        self.names
-            .get(f.as_u32() as usize)
-            .map(String::as_str)
-            .ok_or_else(|| self.codegen(format!("no function {f}")))
+    /// The C identifier of a function of the module.
+    ///
+    /// # Panics
+    ///
+    /// If `f` is not a function of the module (`names` has one per function).
+    pub fn function_name(&self, f: FuncId) -> &'a str {
+        &self.names[f.as_u32() as usize]
     }
 
     /// The spelling of a type.
@@ -126,15 +142,13 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
         let s = match ty {
             Type::Scalar(s) | Type::Ptr(s, _) => s,
         };
-        self.dialect
-            .check_scalar(s)
-            .map_err(|what| self.unsupported(what))?;
+        self.dialect.check_scalar(s).map_err(|e| self.refused(e))?;
         match ty {
             Type::Scalar(s) => Ok(self.dialect.scalar_type(s).to_string()),
             Type::Ptr(elem, space) => self
                 .dialect
                 .pointer_type(elem, space)
-                .map_err(|what| self.unsupported(what)),
+                .map_err(|e| self.refused(e)),
         }
     }
 
@@ -180,6 +194,10 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
 
     /// The prototype of an IR function under the native calling convention: the parameters
     /// named `param_names` (or unnamed), then `uint32_t *status`.
+    ///
+    /// # Panics
+    ///
+    /// If `param_names` has fewer names than the function has parameters.
     pub fn prototype(
         &self,
         func: &Function,
@@ -189,18 +207,12 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
     ) -> Result<String, BackendError> {
         let mut params = Vec::with_capacity(func.signature.params.len() + 1);
         for (i, &ty) in func.signature.params.iter().enumerate() {
-            params.push(match param_names.map(|names| names.get(i)) {
-                Some(Some(name)) => self.declaration(ty, name)?,
-                Some(None) => {
-                    return Err(self.codegen(format!("@{}: too few parameter names", func.name)))
-                }
+            params.push(match param_names {
+                Some(names) => self.declaration(ty, &names[i])?,
                 None => self.c_type(ty)?,
             });
         }
-        let status = self
-            .dialect
-            .status_type()
-            .map_err(|what| self.unsupported(what))?;
+        let status = self.dialect.status_type().map_err(|e| self.refused(e))?;
         params.push(if param_names.is_some() {
             format!("{status}{STATUS}")
         } else {
@@ -248,6 +260,19 @@ fn cmp_op(op: CmpOp) -> &'static str {
     }
 }
 
+/// The result of an instruction that the verifier guarantees to have one.
+fn result_of(inst: Inst, result: Option<Value>) -> Value {
+    match result {
+        Some(r) => r,
+        None => unreachable!("verified IR: {inst} has a result"),
+    }
+}
+
+/// The identifiers of values passed as arguments (whose types the verifier checks).
+fn arguments(values: &[Value]) -> Vec<String> {
+    values.iter().map(Value::to_string).collect()
+}
+
 /// Appends a line indented by `indent` levels of four spaces.
 fn line(out: &mut String, indent: usize, text: impl std::fmt::Display) {
     for _ in 0..indent {
@@ -264,8 +289,6 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     name: &'a str,
     /// Values declared in this function (parameters and results of laid-out blocks).
     declared: Vec<bool>,
-    /// Blocks in the layout.
-    laid_out: Vec<bool>,
     /// Blocks some `goto` targets.
     referenced: Vec<bool>,
     /// The statement that leaves the function after a trap.
@@ -282,13 +305,14 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
 
 impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     /// A printer for function `id` of the context's module.
-    pub fn new(ctx: &'c mut ModuleContext<'a, D>, id: FuncId) -> Result<Self, BackendError> {
+    ///
+    /// # Panics
+    ///
+    /// If `id` is not a function of the module.
+    pub fn new(ctx: &'c mut ModuleContext<'a, D>, id: FuncId) -> Self {
         let module = ctx.module;
-        let func = module
-            .functions
-            .get(id)
-            .ok_or_else(|| ctx.codegen(format!("no function {id}")))?;
-        let name = ctx.function_name(id)?;
+        let func = &module.functions[id];
+        let name = ctx.function_name(id);
         let trap_return = if func.signature.ret.is_some() {
             "return 0;"
         } else {
@@ -298,51 +322,41 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             FuncKind::Kernel => lanes::plan(ctx.dialect, func, &ctx.kernel_shape),
             _ => None,
         };
-        Ok(FunctionPrinter {
+        FunctionPrinter {
             ctx,
             func,
             name,
             declared: vec![false; func.values.len()],
-            laid_out: vec![false; func.blocks.len()],
             referenced: vec![false; func.blocks.len()],
             trap_return,
             shared: HashMap::new(),
             shared_decls: Vec::new(),
             indices: [false; 4],
             lanes,
-        })
-    }
-
-    fn err(&self, message: impl std::fmt::Display) -> BackendError {
-        self.ctx
-            .codegen(format!("function @{}: {message}", self.func.name))
-    }
-
-    /// The type of a value declared in this function.
-    fn ty(&self, v: Value) -> Result<Type, BackendError> {
-        match self.func.values.get(v) {
-            Some(data) if self.declared.get(v.as_u32() as usize) == Some(&true) => Ok(data.ty),
-            _ => Err(self.err(format_args!(
-                "uses {v}, which is not defined in a laid-out block"
-            ))),
         }
     }
 
-    /// The scalar type of a value, or an error for pointers.
-    fn scalar(&self, v: Value) -> Result<Scalar, BackendError> {
-        match self.ty(v)? {
-            Type::Scalar(s) => Ok(s),
-            Type::Ptr(..) => {
-                Err(self.err(format_args!("{v} is a pointer where a scalar is expected")))
-            }
-        }
+    /// An error for an inconsistency between the printer and an analysis it relies on (the
+    /// structured form, a lane plan): a bug, never a property of the verified input.
+    fn internal(&self, message: impl std::fmt::Display) -> BackendError {
+        self.ctx.codegen(format!(
+            "function @{}: internal error: {message}",
+            self.func.name
+        ))
     }
 
-    /// The element type of a pointer value, or an error for scalars.
-    fn pointee(&self, v: Value) -> Result<Scalar, BackendError> {
-        self.ty(v)?
-            .pointee()
-            .ok_or_else(|| self.err(format_args!("{v} is not a pointer")))
+    /// The type of a value of this function.
+    fn ty(&self, v: Value) -> Type {
+        self.func.values[v].ty
+    }
+
+    /// The scalar type of a value that the verifier guarantees to be a scalar (the operand of
+    /// an arithmetic operator).
+    fn scalar(&self, v: Value) -> Scalar {
+        match self.ty(v) {
+            Type::Scalar(s) => s,
+            Type::Ptr(..) => unreachable!("verified IR: {v} is a scalar operand"),
+        }
     }
 
     fn scalar_type(&self, s: Scalar) -> &'static str {
@@ -358,57 +372,26 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         self.ctx.dialect.math_function(f, s)
     }
 
-    /// Marks the values defined in the function's layout and checks the entry block.
+    /// Marks the values defined in the function's layout (the verifier guarantees that each
+    /// is defined once) and records its GPU operations.
     fn collect(&mut self) -> Result<(), BackendError> {
         for &block in &self.func.layout {
-            let Some(data) = self.func.blocks.get(block) else {
-                return Err(self.err(format_args!("layout lists {block}, which does not exist")));
-            };
-            if std::mem::replace(&mut self.laid_out[block.as_u32() as usize], true) {
-                return Err(self.err(format_args!("{block} appears twice in the layout")));
-            }
+            let data = &self.func.blocks[block];
             for &i in &data.insts {
                 self.scan_gpu_op(i)?;
             }
-            let results = data
-                .insts
-                .iter()
-                .filter_map(|&i| self.func.insts.get(i).and_then(|d| d.result));
+            let results = data.insts.iter().filter_map(|&i| self.func.insts[i].result);
             for v in data.params.iter().copied().chain(results) {
-                match self.declared.get_mut(v.as_u32() as usize) {
-                    Some(d) if !*d => *d = true,
-                    _ => {
-                        return Err(self.err(format_args!("{v} is defined twice or does not exist")))
-                    }
-                }
+                self.declared[v.as_u32() as usize] = true;
             }
-        }
-        let entry = self
-            .func
-            .entry()
-            .ok_or_else(|| self.err("the function has no blocks"))?;
-        let params = &self.func.blocks[entry].params;
-        let types: Vec<Type> = params.iter().map(|&p| self.func.values[p].ty).collect();
-        if types != self.func.signature.params {
-            return Err(self.err("the entry block's parameters do not match the signature"));
         }
         Ok(())
     }
 
     /// Records a GPU operation: the index kind it reads, or the storage of the shared array
-    /// it allocates. GPU operations outside kernels are malformed IR.
+    /// it allocates (the verifier allows GPU operations only in kernels).
     fn scan_gpu_op(&mut self, inst: Inst) -> Result<(), BackendError> {
-        let Some(data) = self.func.insts.get(inst) else {
-            return Ok(());
-        };
-        let gpu = matches!(
-            data.kind,
-            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. }
-        );
-        if gpu && self.func.kind != FuncKind::Kernel {
-            return Err(self.err(format_args!("{inst} is a GPU operation outside a kernel")));
-        }
-        match data.kind {
+        match self.func.insts[inst].kind {
             InstKind::GpuIndex(index, _) => {
                 if let Some(i) = GpuIndex::ALL.iter().position(|&k| k == index) {
                     self.indices[i] = true;
@@ -421,7 +404,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     .ctx
                     .dialect
                     .shared_array(elem, len, &name)
-                    .map_err(|w| self.ctx.unsupported(w))?;
+                    .map_err(|e| self.ctx.refused(e))?;
                 self.shared_decls.push(decl);
                 self.shared.insert(inst, name);
             }
@@ -434,7 +417,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     /// open its body.
     fn head(&self, param_names: &[String]) -> Result<(String, Vec<String>), BackendError> {
         let dialect = self.ctx.dialect;
-        let unsupported = |w| self.ctx.unsupported(w);
+        let refused = |e| self.ctx.refused(e);
         match (self.ctx.side, self.func.kind) {
             (Side::Device, FuncKind::Kernel) => {
                 let params = self
@@ -463,18 +446,18 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     indices: &indices,
                     threads_per_block: self.ctx.kernel_shape.threads_per_block(),
                 };
-                let p = dialect.kernel_prototype(&head).map_err(unsupported)?;
+                let p = dialect.kernel_prototype(&head).map_err(refused)?;
                 Ok((p.signature, p.prologue))
             }
             (Side::Device, FuncKind::Host) => {
-                let qualifier = dialect.device_function_qualifier().map_err(unsupported)?;
+                let qualifier = dialect.device_function_qualifier().map_err(refused)?;
                 let proto =
                     self.ctx
                         .prototype(self.func, self.name, qualifier, Some(param_names))?;
                 Ok((proto, Vec::new()))
             }
             (Side::Host, kind) => {
-                let qualifier = dialect.function_qualifier(kind).map_err(unsupported)?;
+                let qualifier = dialect.function_qualifier(kind).map_err(refused)?;
                 let proto =
                     self.ctx
                         .prototype(self.func, self.name, qualifier, Some(param_names))?;
@@ -545,26 +528,13 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         Ok(out)
     }
 
-    /// Prints the instructions of a block.
+    /// Prints the instructions of a block (which ends in a terminator: the verifier checks it).
     fn block(&mut self, block: Block, next: Option<Block>) -> Result<String, BackendError> {
-        let insts = &self.func.blocks[block].insts;
-        let terminated = insts
-            .last()
-            .and_then(|&i| self.func.insts.get(i))
-            .is_some_and(|d| d.kind.is_terminator());
-        if !terminated {
-            return Err(self.err(format_args!("{block} does not end in a terminator")));
-        }
         let mut out = String::new();
-        for &inst in insts {
+        for &inst in &self.func.blocks[block].insts {
             self.inst(&mut out, inst, next)?;
         }
         Ok(out)
-    }
-
-    /// The result value of an instruction that must have one.
-    fn result(&self, inst: Inst, result: Option<Value>) -> Result<Value, BackendError> {
-        result.ok_or_else(|| self.err(format_args!("{inst} has no result value")))
     }
 
     /// Prints one instruction.
@@ -574,94 +544,57 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         inst: Inst,
         next: Option<Block>,
     ) -> Result<(), BackendError> {
-        let Some(data) = self.func.insts.get(inst) else {
-            return Err(self.err(format_args!("{inst} does not exist")));
-        };
+        let data = &self.func.insts[inst];
         let result = data.result;
         let expr = match &data.kind {
-            InstKind::Const(c) => {
-                let r = self.result(inst, result)?;
-                if self.ty(r)? != c.ty {
-                    return Err(
-                        self.err(format_args!("{r} does not have the type of its constant"))
-                    );
-                }
-                literal(self.ctx.dialect, *c, &mut self.ctx.helpers)
-                    .map_err(|w| self.ctx.unsupported(w))?
+            InstKind::Const(c) => literal(self.ctx.dialect, *c, &mut self.ctx.helpers)
+                .map_err(|e| self.ctx.refused(e))?,
+            InstKind::Unary(op, a) => self.unary(*op, *a),
+            InstKind::Binary(op, a, b) => self.binary(out, *op, *a, *b),
+            InstKind::Fma(a, b, c) => self.fma(*a, *b, *c),
+            // The verifier checks that both operands have the same type.
+            InstKind::Cmp(op, a, b) if self.ty(*a).is_ptr() => {
+                let addr = self.ctx.dialect.address_type();
+                format!("({addr}){a} {} ({addr}){b}", cmp_op(*op))
             }
-            InstKind::Unary(op, a) => self.unary(*op, *a)?,
-            InstKind::Binary(op, a, b) => self.binary(out, *op, *a, *b)?,
-            InstKind::Fma(a, b, c) => self.fma(*a, *b, *c)?,
-            InstKind::Cmp(op, a, b) => match (self.ty(*a)?, self.ty(*b)?) {
-                (Type::Ptr(..), Type::Ptr(..)) => {
-                    let addr = self.ctx.dialect.address_type();
-                    format!("({addr}){a} {} ({addr}){b}", cmp_op(*op))
-                }
-                (Type::Scalar(x), Type::Scalar(y)) if x == y => format!("{a} {} {b}", cmp_op(*op)),
-                _ => {
-                    return Err(self.err(format_args!("{inst} compares values of different types")))
-                }
-            },
+            InstKind::Cmp(op, a, b) => format!("{a} {} {b}", cmp_op(*op)),
             InstKind::Cast(a) => {
-                let to = self.ty(self.result(inst, result)?)?;
-                self.cast(self.ty(*a)?, to, &a.to_string())?
+                let to = self.ty(result_of(inst, result));
+                self.cast(self.ty(*a), to, &a.to_string())?
             }
-            InstKind::Select(c, a, b) => {
-                self.scalar(*c)?;
-                format!("{c} ? {a} : {b}")
-            }
-            InstKind::ElemPtr(p, i) => {
-                self.pointee(*p)?;
-                if self.scalar(*i)?.is_float() {
-                    return Err(self.err(format_args!("{inst} indexes with a float")));
-                }
-                format!("{p} + ({}){i}", self.scalar_type(Scalar::I64))
-            }
-            InstKind::Load(p) => {
-                self.pointee(*p)?;
-                format!("*{p}")
-            }
+            InstKind::Select(c, a, b) => format!("{c} ? {a} : {b}"),
+            InstKind::ElemPtr(p, i) => format!("{p} + ({}){i}", self.scalar_type(Scalar::I64)),
+            InstKind::Load(p) => format!("*{p}"),
             InstKind::Store(p, v) => {
-                if self.pointee(*p)? != self.scalar(*v)? {
-                    return Err(self.err(format_args!("{inst} stores a value of the wrong type")));
-                }
                 line(out, 1, format_args!("*{p} = {v};"));
                 return Ok(());
             }
-            InstKind::Call(callee, args) => return self.call(out, inst, result, *callee, args),
+            InstKind::Call(callee, args) => return self.call(out, result, *callee, args),
             InstKind::CallExtern(ext, args) => {
-                let (call, comment) = self.call_extern(*ext, result, args)?;
+                let (call, comment) = self.call_extern(*ext, args)?;
                 match result {
                     Some(r) => line(out, 1, format_args!("{r} = {call}; /* {comment} */")),
                     None => line(out, 1, format_args!("{call}; /* {comment} */")),
                 }
                 return Ok(());
             }
-            InstKind::Launch(l) => return self.launch(out, inst, l),
+            InstKind::Launch(l) => return self.launch(out, l),
             InstKind::GpuIndex(index, dim) => self
                 .ctx
                 .dialect
                 .gpu_index(*index, *dim)
-                .map_err(|w| self.ctx.unsupported(w))?,
+                .map_err(|e| self.ctx.refused(e))?,
             InstKind::Barrier => {
                 let barrier = self
                     .ctx
                     .dialect
                     .barrier()
-                    .map_err(|w| self.ctx.unsupported(w))?;
+                    .map_err(|e| self.ctx.refused(e))?;
                 line(out, 1, barrier);
                 return Ok(());
             }
-            InstKind::SharedAlloc { elem, .. } => {
-                let r = self.result(inst, result)?;
-                if self.ty(r)?.pointee() != Some(*elem) {
-                    return Err(self.err(format_args!("{r} is not a pointer to {elem}")));
-                }
-                self.shared
-                    .get(&inst)
-                    .cloned()
-                    .ok_or_else(|| self.err(format_args!("{inst} has no shared storage")))?
-            }
+            // `collect` named the storage of every shared array of the layout.
+            InstKind::SharedAlloc { .. } => self.shared[&inst].clone(),
             InstKind::Jump(dest) => {
                 if self.lanes.as_ref().is_some_and(|p| p.entry_jump() == inst) {
                     self.lane_prelude(out)?;
@@ -673,32 +606,25 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 then_dest,
                 else_dest,
             } => return self.branch(out, *cond, then_dest, else_dest, next),
+            // The verifier checks the returned value against the signature.
             InstKind::Return(v) => {
-                match (v, self.func.signature.ret) {
-                    (Some(v), Some(ty)) if self.ty(*v)? == ty => {
-                        line(out, 1, format_args!("return {v};"))
-                    }
-                    (None, None) => line(out, 1, "return;"),
-                    _ => {
-                        return Err(
-                            self.err(format_args!("{inst} does not return the signature's type"))
-                        )
-                    }
+                match v {
+                    Some(v) => line(out, 1, format_args!("return {v};")),
+                    None => line(out, 1, "return;"),
                 }
                 return Ok(());
             }
         };
-        let r = self.result(inst, result)?;
-        self.ty(r)?;
+        let r = result_of(inst, result);
         line(out, 1, format_args!("{r} = {expr};"));
         Ok(())
     }
 
-    fn unary(&mut self, op: UnaryOp, a: Value) -> Result<String, BackendError> {
-        let s = self.scalar(a)?;
+    fn unary(&mut self, op: UnaryOp, a: Value) -> String {
+        let s = self.scalar(a);
         let t = self.scalar_type(s);
         let a = a.to_string();
-        Ok(if s == Scalar::Bool {
+        if s == Scalar::Bool {
             match op {
                 UnaryOp::Not => format!("!{a}"),
                 _ => a,
@@ -722,7 +648,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 UnaryOp::Floor => math(MathFn::Floor),
                 UnaryOp::Ceil => math(MathFn::Ceil),
             }
-        })
+        }
     }
 
     /// Prints the check that leaves with `trap` when `divisor` is zero.
@@ -738,32 +664,21 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         );
     }
 
-    fn binary(
-        &mut self,
-        out: &mut String,
-        op: BinaryOp,
-        a: Value,
-        b: Value,
-    ) -> Result<String, BackendError> {
-        let s = self.scalar(a)?;
-        if self.scalar(b)? != s {
-            return Err(self.err(format_args!(
-                "operands {a} and {b} of {} differ in type",
-                op.name()
-            )));
-        }
+    fn binary(&mut self, out: &mut String, op: BinaryOp, a: Value, b: Value) -> String {
+        // The verifier checks that both operands have the same scalar type.
+        let s = self.scalar(a);
         let t = self.scalar_type(s);
         let (a, b) = (a.to_string(), b.to_string());
         if s == Scalar::Bool {
-            return Ok(match op {
+            return match op {
                 BinaryOp::And | BinaryOp::Mul | BinaryOp::Min => format!("{a} & {b}"),
                 BinaryOp::Or | BinaryOp::Max => format!("{a} | {b}"),
                 BinaryOp::Xor | BinaryOp::Add | BinaryOp::Sub => format!("{a} ^ {b}"),
                 BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr => a,
-            });
+            };
         }
         if s.is_float() {
-            return Ok(match op {
+            return match op {
                 BinaryOp::Add => format!("{a} + {b}"),
                 BinaryOp::Sub => format!("{a} - {b}"),
                 BinaryOp::Mul => format!("{a} * {b}"),
@@ -772,7 +687,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 BinaryOp::Min => format!("{}({a}, {b})", self.helper(Helper::Min(s))),
                 BinaryOp::Max => format!("{}({a}, {b})", self.helper(Helper::Max(s))),
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => a,
-            });
+            };
         }
         let w = self.scalar_type(wide(s));
         let mask = s.bits() - 1;
@@ -783,7 +698,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 format!("({t})(({w}){a} {op} ({w}){b})")
             }
         };
-        Ok(match op {
+        match op {
             BinaryOp::Add => wrapping("+"),
             BinaryOp::Sub => wrapping("-"),
             BinaryOp::Mul => wrapping("*"),
@@ -811,26 +726,14 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             BinaryOp::Shr => format!("({t})({a} >> ({b} & {mask}))"),
             BinaryOp::Min => format!("{a} < {b} ? {a} : {b}"),
             BinaryOp::Max => format!("{a} > {b} ? {a} : {b}"),
-        })
+        }
     }
 
-    fn fma(&mut self, a: Value, b: Value, c: Value) -> Result<String, BackendError> {
-        let s = self.scalar(a)?;
-        if self.scalar(b)? != s || self.scalar(c)? != s {
-            return Err(self.err(format_args!("operands {a}, {b}, {c} of fma differ in type")));
-        }
-        Ok(if s.is_float() {
-            format!("{}({a}, {b}, {c})", self.math(MathFn::Fma, s))
-        } else if s == Scalar::Bool {
-            format!("({a} & {b}) ^ {c}")
-        } else {
-            let (t, w) = (self.scalar_type(s), self.scalar_type(wide(s)));
-            if wide(s) == s {
-                format!("{a} * {b} + {c}")
-            } else {
-                format!("({t})(({w}){a} * ({w}){b} + ({w}){c})")
-            }
-        })
+    fn fma(&self, a: Value, b: Value, c: Value) -> String {
+        // The verifier checks that the operands are floats of one type (fma on integers and
+        // `bool`, which `semantics` defines, does not verify).
+        let s = self.scalar(a);
+        format!("{}({a}, {b}, {c})", self.math(MathFn::Fma, s))
     }
 
     /// A conversion with Rust `as` semantics of expression `a` from `from` to `to`.
@@ -867,74 +770,25 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         })
     }
 
-    fn args(
-        &self,
-        args: &[Value],
-        params: &[Type],
-        what: &str,
-    ) -> Result<Vec<String>, BackendError> {
-        if args.len() != params.len() {
-            return Err(self.err(format_args!(
-                "{what} takes {} arguments, given {}",
-                params.len(),
-                args.len()
-            )));
-        }
-        args.iter()
-            .zip(params)
-            .map(|(&a, &p)| {
-                if self.ty(a)? == p {
-                    Ok(a.to_string())
-                } else {
-                    Err(self.err(format_args!("argument {a} of {what} has the wrong type")))
-                }
-            })
-            .collect()
-    }
-
-    fn check_result(
-        &self,
-        result: Option<Value>,
-        ret: Option<Type>,
-        what: &str,
-    ) -> Result<(), BackendError> {
-        let ok = match (result, ret) {
-            (Some(r), Some(t)) => self.ty(r)? == t,
-            (None, _) => true,
-            (Some(_), None) => false,
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(self.err(format_args!("the result of {what} has the wrong type")))
-        }
-    }
-
     fn call(
         &mut self,
         out: &mut String,
-        inst: Inst,
         result: Option<Value>,
         callee: FuncId,
         args: &[Value],
     ) -> Result<(), BackendError> {
-        let func = self
-            .ctx
-            .module
-            .functions
-            .get(callee)
-            .ok_or_else(|| self.err(format_args!("{inst} calls unknown {callee}")))?;
+        // The verifier checks that the callee exists and the arguments and result against its
+        // signature, but not its kind.
+        let func = &self.ctx.module.functions[callee];
         if func.kind == FuncKind::Kernel {
             return Err(self.ctx.unsupported(format!(
                 "calls to GPU kernel @{} (kernels are launched)",
                 func.name
             )));
         }
-        let what = format!("@{}", func.name);
-        let mut args = self.args(args, &func.signature.params, &what)?;
-        self.check_result(result, func.signature.ret, &what)?;
+        let mut args = arguments(args);
         args.push(STATUS.to_string());
-        let call = format!("{}({})", self.ctx.function_name(callee)?, args.join(", "));
+        let call = format!("{}({})", self.ctx.function_name(callee), args.join(", "));
         match result {
             Some(r) => line(out, 1, format_args!("{r} = {call};")),
             None => line(out, 1, format_args!("{call};")),
@@ -946,36 +800,24 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     /// Prints a kernel launch: the sizes and the arguments' bits go into local arrays, the
     /// launcher is called with the kernel's handle and this function's status, and a nonzero
     /// status leaves the function as after a trapping call.
-    fn launch(
-        &mut self,
-        out: &mut String,
-        inst: Inst,
-        l: &nacre_ir::Launch,
-    ) -> Result<(), BackendError> {
+    fn launch(&mut self, out: &mut String, l: &nacre_ir::Launch) -> Result<(), BackendError> {
+        // The verifier allows launches in host functions only, but a host function that a
+        // kernel calls is device code, which has no launch tables.
         let Some(tables) = self.ctx.launch_tables else {
             return Err(self.ctx.unsupported("kernel launches"));
         };
-        let kernel = self
-            .ctx
-            .module
-            .functions
-            .get(l.kernel)
-            .filter(|k| k.kind == FuncKind::Kernel)
-            .ok_or_else(|| self.err(format_args!("{inst} launches {}, not a kernel", l.kernel)))?;
+        // The verifier checks that the launched function is a kernel, the sizes `u32`s and
+        // the arguments against the kernel's signature.
+        let kernel = &self.ctx.module.functions[l.kernel];
+        // The tables come with the context, not the IR: a context whose handle table lacks a
+        // launched kernel is a bug of its builder.
         let slot = tables
             .kernels
             .iter()
             .position(|&k| k == l.kernel)
-            .ok_or_else(|| self.err(format_args!("no handle slot for @{}", kernel.name)))?;
-        let mut dims = Vec::with_capacity(6);
-        for &v in l.grid.iter().chain(&l.block) {
-            if self.ty(v)? != Type::U32 {
-                return Err(self.err(format_args!("grid or block size {v} is not a u32")));
-            }
-            dims.push(v.to_string());
-        }
-        let what = format!("kernel @{}", kernel.name);
-        let args = self.args(&l.args, &kernel.signature.params, &what)?;
+            .ok_or_else(|| self.internal(format_args!("no handle slot for @{}", kernel.name)))?;
+        let dims = arguments(&[l.grid, l.block].concat());
+        let args = arguments(&l.args);
         let u32_type = self.scalar_type(Scalar::U32);
         let u64_type = self.scalar_type(Scalar::U64);
         line(out, 1, "{");
@@ -1016,21 +858,15 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     fn call_extern(
         &mut self,
         ext: nacre_ir::ExternId,
-        result: Option<Value>,
         args: &[Value],
     ) -> Result<(String, String), BackendError> {
         let Some(table) = self.ctx.extern_table else {
             return Err(self.ctx.unsupported("calls to external functions"));
         };
-        let e = self
-            .ctx
-            .module
-            .externs
-            .get(ext)
-            .ok_or_else(|| self.err(format_args!("calls unknown {ext}")))?;
-        let what = format!("extern @{}", e.name);
-        let args = self.args(args, &e.signature.params, &what)?;
-        self.check_result(result, e.signature.ret, &what)?;
+        // The verifier checks that the extern exists and the arguments and result against its
+        // signature.
+        let e = &self.ctx.module.externs[ext];
+        let args = arguments(args);
         let params = e
             .signature
             .params
@@ -1057,34 +893,22 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     }
 
     /// The assignments of a jump's arguments to its target's parameters, and whether they
-    /// declare temporaries (and so need their own scope).
+    /// declare temporaries (and so need their own scope). The verifier checks that the
+    /// target is laid out and the arguments against its parameters.
     fn moves(&mut self, dest: &BlockCall) -> Result<(Vec<String>, bool), BackendError> {
-        let target = dest.block;
-        if self.laid_out.get(target.as_u32() as usize) != Some(&true) {
-            return Err(self.err(format_args!(
-                "jumps to {target}, which is not in the layout"
-            )));
-        }
-        let params = &self.func.blocks[target].params;
-        if params.len() != dest.args.len() {
-            return Err(self.err(format_args!(
-                "jump to {target} passes the wrong number of arguments"
-            )));
-        }
-        let mut pairs = Vec::with_capacity(params.len());
-        for (&p, &a) in params.iter().zip(&dest.args) {
-            if self.ty(a)? != self.ty(p)? {
-                return Err(self.err(format_args!("argument {a} for {p} has the wrong type")));
-            }
-            pairs.push((p, a));
-        }
+        let params = &self.func.blocks[dest.block].params;
+        let pairs: Vec<(Value, Value)> = params
+            .iter()
+            .copied()
+            .zip(dest.args.iter().copied())
+            .collect();
         let mut lines = Vec::new();
         let mut temps = false;
         for step in sequentialize(&pairs) {
             match step {
                 Step::Save { temp, value } => {
                     temps = true;
-                    let decl = self.ctx.declaration(self.ty(value)?, &format!("t{temp}"))?;
+                    let decl = self.ctx.declaration(self.ty(value), &format!("t{temp}"))?;
                     lines.push(format!("{decl} = {value};"));
                 }
                 Step::Assign {
@@ -1131,7 +955,8 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     }
 
     /// Prints a branch as `if (cond) { moves; goto taken; }` followed by the other edge. The
-    /// edge to the next block, if any, is the one that falls through.
+    /// edge to the next block, if any, is the one that falls through. (The verifier checks
+    /// that the condition is a `bool`.)
     fn branch(
         &mut self,
         out: &mut String,
@@ -1140,9 +965,6 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         else_dest: &BlockCall,
         next: Option<Block>,
     ) -> Result<(), BackendError> {
-        if self.scalar(cond)? != Scalar::Bool {
-            return Err(self.err(format_args!("branch condition {cond} is not a bool")));
-        }
         let invert = Some(then_dest.block) == next && Some(else_dest.block) != next;
         let (taken, rest, test) = if invert {
             (else_dest, then_dest, format!("!{cond}"))

@@ -21,7 +21,7 @@ use crate::dialect::Dialect;
 use crate::emit::function_names;
 use crate::function::{FunctionPrinter, ModuleContext, Side};
 use nacre_backend::BackendError;
-use nacre_ir::{FuncId, FuncKind, InstKind, Module};
+use nacre_ir::{FuncId, FuncKind, InstKind, Module, VerifiedModule};
 use nacre_kernel::LaunchShape;
 use std::collections::BTreeSet;
 
@@ -35,7 +35,7 @@ pub struct KernelCode {
 }
 
 /// The functions `root` calls, directly or transitively, without `root` itself unless it is
-/// recursive; unknown callees are left out (the printer reports them).
+/// recursive; unknown callees (which a verified module does not have) are left out.
 pub fn callees(module: &Module, root: FuncId) -> BTreeSet<FuncId> {
     let mut found = BTreeSet::new();
     let mut work = vec![root];
@@ -57,15 +57,17 @@ pub fn callees(module: &Module, root: FuncId) -> BTreeSet<FuncId> {
 /// Prints kernel `kernel` of `module`, with the device functions it calls, in dialect `d`;
 /// `shape` is what the kernel was specialised for ([`nacre_kernel::specialised_for_launches`]).
 ///
-/// Fails with [`BackendError::Codegen`] when `kernel` is not a kernel of the module or the IR
-/// is malformed, and with [`BackendError::Unsupported`] for what the dialect cannot express
-/// (including calls of kernels, external calls and launches in device code).
+/// The module is verified, so the printer trusts its structure and types. Fails with
+/// [`BackendError::Codegen`] when `kernel` is not a kernel of the module, and with
+/// [`BackendError::Unsupported`] for what the dialect cannot express (including calls of
+/// kernels, external calls and launches in device code).
 pub fn emit_kernel_source<D: Dialect + ?Sized>(
     d: &D,
-    module: &Module,
+    module: &VerifiedModule,
     kernel: FuncId,
     shape: LaunchShape,
 ) -> Result<KernelCode, BackendError> {
+    let module = module.module();
     let names = function_names(module);
     let mut ctx = ModuleContext {
         dialect: d,
@@ -87,7 +89,7 @@ pub fn emit_kernel_source<D: Dialect + ?Sized>(
             func.name
         )));
     }
-    let symbol = ctx.function_name(kernel)?.to_string();
+    let symbol = ctx.function_name(kernel).to_string();
 
     let device: Vec<FuncId> = callees(module, kernel).into_iter().collect();
     for &f in &device {
@@ -101,16 +103,14 @@ pub fn emit_kernel_source<D: Dialect + ?Sized>(
     }
     let mut definitions = Vec::with_capacity(device.len() + 1);
     for &f in &device {
-        definitions.push(FunctionPrinter::new(&mut ctx, f)?.print()?);
+        definitions.push(FunctionPrinter::new(&mut ctx, f).print()?);
     }
-    definitions.push(FunctionPrinter::new(&mut ctx, kernel)?.print()?);
+    definitions.push(FunctionPrinter::new(&mut ctx, kernel).print()?);
     let mut declarations = String::new();
     if !device.is_empty() {
-        let qualifier = d
-            .device_function_qualifier()
-            .map_err(|w| ctx.unsupported(w))?;
+        let qualifier = d.device_function_qualifier().map_err(|e| ctx.refused(e))?;
         for &f in &device {
-            let name = ctx.function_name(f)?;
+            let name = ctx.function_name(f);
             declarations.push_str(&ctx.prototype(&module.functions[f], name, qualifier, None)?);
             declarations.push_str(";\n");
         }

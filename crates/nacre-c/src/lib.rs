@@ -18,6 +18,7 @@
 //!
 //! - [`dialect`]: the target-specific spelling of C-family source ([`Dialect`], [`CDialect`]),
 //!   so that CUDA C and Metal printers can share the rest, GPU kernels included.
+//! - [`error`]: what a dialect refuses to spell ([`DialectError`]).
 //! - [`function`]: the printer of one IR function, shared by all dialects and by host and
 //!   device code.
 //! - [`helpers`], [`literal`], [`moves`], [`names`]: helper functions, constants, parallel
@@ -34,6 +35,7 @@
 pub mod compile;
 pub mod dialect;
 pub mod emit;
+pub mod error;
 pub mod executable;
 pub mod function;
 pub mod helpers;
@@ -53,6 +55,7 @@ pub use emit::{
     emit_c, emit_c_structured, ARRAY_ENTRY_SYMBOL, ENTRY_SYMBOL, EXTERNS_SYMBOL,
     KERNEL_HANDLES_SYMBOL, LAUNCHER_SYMBOL,
 };
+pub use error::DialectError;
 pub use executable::CExecutable;
 pub use function::Side;
 pub use kernel::{emit_kernel_source, KernelCode};
@@ -93,10 +96,10 @@ impl CBackend {
     /// concrete type).
     pub fn compile_module(
         &self,
-        module: &VerifiedModule,
+        verified: &VerifiedModule,
         linkage: &Linkage,
     ) -> Result<CExecutable, BackendError> {
-        let module = module.module();
+        let module = verified.module();
         // Checked first: a module whose launches cannot be bound is not worth compiling.
         let launch = emit::launch_table(module, linkage)?;
         let externs = module
@@ -110,9 +113,9 @@ impl CBackend {
             })
             .collect::<Result<Vec<usize>, _>>()?;
         let source = if self.structured {
-            emit_c_structured(module)?
+            emit_c_structured(verified)?
         } else {
-            emit_c(module)?
+            emit_c(verified)?
         };
         let library = compile::compile_and_load(&self.options, &source)?;
         CExecutable::new(library, module, source, &externs, launch)

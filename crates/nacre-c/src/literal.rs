@@ -7,6 +7,7 @@
 //! canonical NaN `NAN`, and any other NaN its exact bits through a helper.
 
 use crate::dialect::Dialect;
+use crate::error::DialectError;
 use crate::helpers::Helper;
 use nacre_ir::{Const, Scalar, Type};
 use std::collections::BTreeSet;
@@ -72,12 +73,13 @@ fn float(s: Scalar, bits: u64, helpers: &mut BTreeSet<Helper>) -> String {
     text
 }
 
-/// The C expression for a constant. Pointer constants are raw addresses.
+/// The C expression for a constant. Pointer constants are raw addresses; fails when the
+/// dialect refuses the pointer's type.
 pub fn literal(
     d: &(impl Dialect + ?Sized),
     c: Const,
     helpers: &mut BTreeSet<Helper>,
-) -> Result<String, String> {
+) -> Result<String, DialectError> {
     let bits = c.bits;
     Ok(match c.ty {
         Type::Ptr(elem, space) => {

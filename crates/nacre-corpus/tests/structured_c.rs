@@ -77,7 +77,7 @@ fn structured_c_agrees_with_the_interpreter() {
         let CaseKind::Scalar { ret, .. } = &case.kind else {
             panic!("{name} is not a scalar case");
         };
-        let source = emit_c_structured(m.module()).expect("prints");
+        let source = emit_c_structured(&m).expect("prints");
         assert!(!source.contains("goto"), "{name} uses goto:\n{source}");
         regions += source.matches("while (0);").count();
         let want = interp.compile(&m, &linkage).expect("interp compiles");

@@ -10,7 +10,7 @@
 //! stores the trap code into the status word and returns.
 //!
 //! A kernel whose canonical grid-stride loop has a lane-parallel body (saxpy, vecadd: see
-//! [`nacre_ir::passes::lane_access`]) also gets a variant of the loop that runs four
+//! [`nacre_kernel::lane_access`]) also gets a variant of the loop that runs four
 //! consecutive iterations per thread and moves each array as one aligned group
 //! ([`CudaDialect`]'s `lane_group`, a struct of four elements aligned to its size, which NVVM
 //! loads and stores with one vector instruction); it runs when every array is aligned and the
@@ -34,7 +34,7 @@
 //! is [`KernelSource::name`].
 
 use nacre_backend::BackendError;
-use nacre_c::dialect::{KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
+use nacre_c::dialect::{DialectError, KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{CDialect, Dialect};
 use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Scalar, VerifiedModule};
@@ -103,17 +103,18 @@ impl Dialect for CudaDialect {
         CDialect.address_type()
     }
 
-    fn address_space_qualifier(&self, _space: AddressSpace) -> Result<&'static str, String> {
+    fn address_space_qualifier(&self, _space: AddressSpace) -> Result<&'static str, DialectError> {
         // CUDA pointers are generic: one pointer type reaches global and shared memory alike.
         Ok("")
     }
 
-    fn function_qualifier(&self, _kind: FuncKind) -> Result<&'static str, String> {
-        Err(
-            "host code (CUDA sources hold kernels and the device functions they call; \
-             host functions are compiled by a CPU backend)"
-                .to_string(),
-        )
+    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, DialectError> {
+        // Kernels and their callees have their own heads (`kernel_prototype`,
+        // `device_function_qualifier`); nothing else belongs in a CUDA source.
+        Err(match kind {
+            FuncKind::Host => DialectError::HostFunction { target: "CUDA" },
+            FuncKind::Kernel => DialectError::KernelOutsideDeviceCode,
+        })
     }
 
     fn math_function(&self, f: MathFn, s: Scalar) -> String {
@@ -125,7 +126,7 @@ impl Dialect for CudaDialect {
         helpers::c_definition(self, "static __device__ __forceinline__ ", helper)
     }
 
-    fn gpu_index(&self, index: GpuIndex, dim: Dim) -> Result<String, String> {
+    fn gpu_index(&self, index: GpuIndex, dim: Dim) -> Result<String, DialectError> {
         let base = match index {
             GpuIndex::ThreadIdx => "threadIdx",
             GpuIndex::BlockIdx => "blockIdx",
@@ -135,18 +136,18 @@ impl Dialect for CudaDialect {
         Ok(format!("{base}.{}", dim.name()))
     }
 
-    fn barrier(&self) -> Result<String, String> {
+    fn barrier(&self) -> Result<String, DialectError> {
         Ok("__syncthreads();".to_string())
     }
 
-    fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, String> {
+    fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, DialectError> {
         Ok(format!(
             "__shared__ {} {name}[{len}];",
             self.scalar_type(elem)
         ))
     }
 
-    fn kernel_prototype(&self, head: &KernelHead<'_>) -> Result<KernelPrototype, String> {
+    fn kernel_prototype(&self, head: &KernelHead<'_>) -> Result<KernelPrototype, DialectError> {
         let mut params: Vec<String> = head
             .params
             .iter()
@@ -175,7 +176,7 @@ impl Dialect for CudaDialect {
         })
     }
 
-    fn device_function_qualifier(&self) -> Result<&'static str, String> {
+    fn device_function_qualifier(&self) -> Result<&'static str, DialectError> {
         Ok("static __device__ ")
     }
 
@@ -198,9 +199,9 @@ impl Dialect for CudaDialect {
 /// Prints kernel `kernel` of `module` as CUDA C, with the functions it calls as device
 /// functions (see the module docs for the calling convention).
 ///
-/// Fails with [`BackendError::Codegen`] when `kernel` is not a kernel of the module or the IR
-/// is malformed, and with [`BackendError::Unsupported`] when device code calls an external
-/// (Rust) function or launches a kernel.
+/// Fails with [`BackendError::Codegen`] when `kernel` is not a kernel of the module, and with
+/// [`BackendError::Unsupported`] when device code calls an external (Rust) function or
+/// launches a kernel.
 pub fn emit_kernel(module: &VerifiedModule, kernel: FuncId) -> Result<KernelSource, BackendError> {
     print_kernel(&specialised_for_launches(module), kernel)
 }
@@ -224,9 +225,8 @@ pub(crate) fn print_kernel(
     specialised: &Specialised,
     kernel: FuncId,
 ) -> Result<KernelSource, BackendError> {
-    let module = specialised.module.module();
     let shape = specialised.shape(kernel);
-    let code = nacre_c::emit_kernel_source(&CudaDialect, module, kernel, shape)?;
+    let code = nacre_c::emit_kernel_source(&CudaDialect, &specialised.module, kernel, shape)?;
     Ok(KernelSource {
         name: code.symbol,
         source: code.source,

@@ -82,12 +82,18 @@ mod tests {
                 ret: None,
             },
         });
-        let f = FunctionBuilder::build("f", FuncKind::Host, &[Type::I32], Some(Type::I32), |b, p| {
-            let c = b.const_bits(Type::I32, k);
-            let s = b.binary(BinaryOp::Add, p[0], c);
-            b.call_extern(log, vec![s], None);
-            b.ret(Some(s));
-        });
+        let f = FunctionBuilder::build(
+            "f",
+            FuncKind::Host,
+            &[Type::I32],
+            Some(Type::I32),
+            |b, p| {
+                let c = b.const_bits(Type::I32, k);
+                let s = b.binary(BinaryOp::Add, p[0], c);
+                b.call_extern(log, vec![s], None);
+                b.ret(Some(s));
+            },
+        );
         m.entry = Some(m.add_function(f));
         m
     }

@@ -30,7 +30,7 @@
 
 use crate::error::MetalError;
 use crate::layout::KernelLayout;
-use nacre_c::dialect::{LaneGroup, MathFn, LANES};
+use nacre_c::dialect::{DialectError, LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{emit_kernel_source, Dialect, KernelHead, KernelPrototype, LoopGuard};
 use nacre_ir::{
@@ -129,23 +129,22 @@ impl Dialect for MslDialect {
         "ulong"
     }
 
-    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, String> {
+    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, DialectError> {
         match space {
             AddressSpace::Device => Ok("device "),
             AddressSpace::Shared => Ok("threadgroup "),
-            AddressSpace::Generic => Err(
-                "pointers without an inferred address space (run infer_address_spaces first)"
-                    .to_string(),
-            ),
+            AddressSpace::Generic => Err(DialectError::AddressSpace {
+                space,
+                target: "Metal",
+            }),
         }
     }
 
-    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, String> {
+    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, DialectError> {
         Err(match kind {
-            FuncKind::Host => "host functions (Metal compiles only kernels and their callees)",
-            FuncKind::Kernel => "kernels outside device code",
-        }
-        .to_string())
+            FuncKind::Host => DialectError::HostFunction { target: "Metal" },
+            FuncKind::Kernel => DialectError::KernelOutsideDeviceCode,
+        })
     }
 
     fn math_function(&self, f: MathFn, _s: Scalar) -> String {
@@ -177,27 +176,30 @@ impl Dialect for MslDialect {
         }
     }
 
-    fn check_scalar(&self, s: Scalar) -> Result<(), String> {
+    fn check_scalar(&self, s: Scalar) -> Result<(), DialectError> {
         if s == Scalar::F64 {
-            Err("64-bit floats (f64): Metal has no double; use f32 in kernels".to_string())
+            Err(DialectError::Scalar {
+                scalar: s,
+                target: "Metal",
+            })
         } else {
             Ok(())
         }
     }
 
-    fn status_type(&self) -> Result<String, String> {
+    fn status_type(&self) -> Result<String, DialectError> {
         self.pointer_type(Scalar::U32, AddressSpace::Device)
     }
 
-    fn gpu_index(&self, index: GpuIndex, dim: nacre_ir::Dim) -> Result<String, String> {
+    fn gpu_index(&self, index: GpuIndex, dim: nacre_ir::Dim) -> Result<String, DialectError> {
         Ok(format!("{}.{}", builtin(index).0, dim.name()))
     }
 
-    fn barrier(&self) -> Result<String, String> {
+    fn barrier(&self) -> Result<String, DialectError> {
         Ok("threadgroup_barrier(mem_flags::mem_threadgroup);".to_string())
     }
 
-    fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, String> {
+    fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, DialectError> {
         self.check_scalar(elem)?;
         Ok(format!(
             "threadgroup {} {name}[{len}];",
@@ -205,7 +207,7 @@ impl Dialect for MslDialect {
         ))
     }
 
-    fn kernel_prototype(&self, head: &KernelHead<'_>) -> Result<KernelPrototype, String> {
+    fn kernel_prototype(&self, head: &KernelHead<'_>) -> Result<KernelPrototype, DialectError> {
         let mut params = Vec::with_capacity(head.params.len() + 1 + head.indices.len());
         let mut prologue = Vec::new();
         for (i, p) in head.params.iter().enumerate() {
@@ -242,7 +244,7 @@ impl Dialect for MslDialect {
         })
     }
 
-    fn device_function_qualifier(&self) -> Result<&'static str, String> {
+    fn device_function_qualifier(&self) -> Result<&'static str, DialectError> {
         Ok("")
     }
 
@@ -335,7 +337,7 @@ pub fn emit_msl(module: &VerifiedModule) -> Result<Vec<MslKernel>, MetalError> {
                 max: MAX_THREADGROUP_MEMORY,
             });
         }
-        let code = emit_kernel_source(&MslDialect, dm, dk, specialised.shape(id))?;
+        let code = emit_kernel_source(&MslDialect, &checked, dk, specialised.shape(id))?;
         out.push(MslKernel {
             id,
             name: func.name.clone(),
@@ -382,11 +384,22 @@ mod tests {
             d.pointer_type(Scalar::F32, AddressSpace::Shared).unwrap(),
             "threadgroup float *"
         );
-        assert!(d.pointer_type(Scalar::F32, AddressSpace::Generic).is_err());
-        assert!(d
-            .check_scalar(Scalar::F64)
-            .unwrap_err()
-            .contains("no double"));
+        assert_eq!(
+            d.pointer_type(Scalar::F32, AddressSpace::Generic),
+            Err(DialectError::AddressSpace {
+                space: AddressSpace::Generic,
+                target: "Metal"
+            })
+        );
+        let refused = d.check_scalar(Scalar::F64).unwrap_err();
+        assert_eq!(
+            refused,
+            DialectError::Scalar {
+                scalar: Scalar::F64,
+                target: "Metal"
+            }
+        );
+        assert!(refused.to_string().contains("no double"), "{refused}");
         assert_eq!(d.status_type().unwrap(), "device uint *");
         assert!(d.structured_control_flow());
         let g = d.loop_guard("nacre_guard0").unwrap();

@@ -1,7 +1,7 @@
 //! Wide memory accesses for lane-parallel grid-stride loops, in dialects with
 //! [`Dialect::lane_group`](crate::Dialect::lane_group).
 //!
-//! A kernel whose canonical grid-stride loop ([`nacre_ir::passes::grid_stride`]) has a
+//! A kernel whose canonical grid-stride loop ([`nacre_kernel::grid_stride_loop`]) has a
 //! lane-parallel body ([`lane_access`]) gets, before its entry's jump into the loop, a loop over
 //! *groups* of [`LANES`] consecutive iterations: thread `g` runs groups `j = g, g + T, ...`
 //! below `X / 4`, loads each array's four elements `4j .. 4j + 3` as one aligned group, runs
@@ -89,8 +89,10 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
     ) -> Result<(), BackendError> {
         let (lp, access) = (&plan.lp, &plan.access);
         let f = self.func;
-        let max =
-            max_macro(lp.ty).ok_or_else(|| self.err("a lane plan over a non-integer index"))?;
+        // What `grid_stride_loop` and `lane_access` (nacre-kernel) promise, not what the
+        // verifier checks: a mismatch is an internal error.
+        let max = max_macro(lp.ty)
+            .ok_or_else(|| self.internal("a lane plan over a non-integer index"))?;
         let index_type = self.ctx.c_type(lp.ty)?;
         let address = self.ctx.dialect.address_type();
         let offset = self.scalar_type(Scalar::I64);
@@ -113,7 +115,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
                 .ctx
                 .dialect
                 .lane_group(a.elem)
-                .ok_or_else(|| self.err(format_args!("no lane group for {}", a.elem)))?;
+                .ok_or_else(|| self.internal(format_args!("no lane group for {}", a.elem)))?;
             if !groups.iter().any(|g| g.name == group.name) {
                 if let Some(definition) = &group.definition {
                     line(out, 2, definition);
@@ -136,13 +138,13 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
         let mut group_pointers = Vec::with_capacity(access.arrays.len());
         for (a, group) in access.arrays.iter().zip(&groups) {
             let Type::Ptr(_, space) = f.values[a.base].ty else {
-                return Err(self.err(format_args!("{} is not a pointer", a.base)));
+                return Err(self.internal(format_args!("{} is not a pointer", a.base)));
             };
             let qualifier = self
                 .ctx
                 .dialect
                 .address_space_qualifier(space)
-                .map_err(|w| self.ctx.unsupported(w))?;
+                .map_err(|e| self.ctx.refused(e))?;
             group_pointers.push(format!("{qualifier}{} *", group.name));
         }
         let group_at = |k: usize| {
@@ -188,7 +190,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
             }
             for &i in &printed {
                 if let Some(r) = f.insts[i].result {
-                    let decl = self.ctx.declaration(self.ty(r)?, &r.to_string())?;
+                    let decl = self.ctx.declaration(self.ty(r), &r.to_string())?;
                     line(&mut text, 1, format_args!("{decl};"));
                 }
             }
@@ -197,7 +199,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
                 match data.kind {
                     InstKind::Load(p) => {
                         let k = self.lane_array(access, p)?;
-                        let r = self.result(i, data.result)?;
+                        let r = super::result_of(i, data.result);
                         let e = groups[k].elements;
                         line(&mut text, 1, format_args!("{r} = nacre_a{k}{e}[{lane}];"));
                     }
@@ -234,6 +236,6 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
             nacre_ir::ValueDef::Result(i) => access.array_of(i),
             _ => None,
         }
-        .ok_or_else(|| self.err(format_args!("{p} is not an address of the lane plan")))
+        .ok_or_else(|| self.internal(format_args!("{p} is not an address of the lane plan")))
     }
 }

@@ -1,7 +1,7 @@
 //! Function bodies without `goto`, for dialects with
 //! [`Dialect::structured_control_flow`](crate::Dialect::structured_control_flow).
 //!
-//! The body is the structured form of [`nacre_ir::passes::structure_simplified`], printed as:
+//! The body is the structured form of [`nacre_kernel::structure_simplified`], printed as:
 //!
 //! - a loop: `for (;;) { ... }` followed by the code of its exit, with the dialect's loop guard
 //!   ([`Dialect::loop_guard`](crate::Dialect::loop_guard)) declared before it and checked at
@@ -95,7 +95,8 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
     /// The statements of the function body in structured form.
     pub(super) fn structured_body(&mut self) -> Result<String, BackendError> {
         let tree = structure_simplified(self.func).map_err(|e| match e {
-            StructureError::Malformed { .. } => self.err(e),
+            // The verifier rules out what `Malformed` reports: a bug if it comes.
+            StructureError::Malformed { .. } => self.internal(e),
             other => self.ctx.unsupported(other.to_string()),
         })?;
         let mut r = Render::default();
@@ -137,7 +138,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
                     .terminator(*from)
                     .and_then(|t| self.func.insts[t].kind.successors().nth(*slot as usize))
                     .cloned()
-                    .ok_or_else(|| self.err(format_args!("{from} has no successor {slot}")))?;
+                    .ok_or_else(|| self.internal(format_args!("{from} has no successor {slot}")))?;
                 if self.lanes.as_ref().is_some_and(|p| p.entry() == *from) {
                     let mut text = String::new();
                     self.lane_prelude(&mut text)?;
@@ -164,11 +165,8 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
                     .map(|t| &self.func.insts[t].kind)
                 {
                     Some(InstKind::Branch { cond, .. }) => *cond,
-                    _ => return Err(self.err(format_args!("{from} does not end in a branch"))),
+                    _ => return Err(self.internal(format_args!("{from} does not end in a branch"))),
                 };
-                if self.scalar(cond)? != Scalar::Bool {
-                    return Err(self.err(format_args!("branch condition {cond} is not a bool")));
-                }
                 let (test, first, second) = if then.is_empty() {
                     (format!("!{cond}"), els, then)
                 } else {
@@ -220,7 +218,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
                 let term = self
                     .func
                     .terminator(*block)
-                    .ok_or_else(|| self.err(format_args!("{block} has no terminator")))?;
+                    .ok_or_else(|| self.internal(format_args!("{block} has no terminator")))?;
                 let mut text = String::new();
                 self.inst(&mut text, term, None)?;
                 reindent(&mut r.out, &text, indent);
@@ -243,7 +241,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
         let (_, pending) = r
             .stack
             .pop()
-            .ok_or_else(|| self.err("unbalanced structured constructs"))?;
+            .ok_or_else(|| self.internal("unbalanced structured constructs"))?;
         r.stack.push((construct, pending));
         Ok(())
     }
@@ -253,7 +251,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
         let (_, pending) = r
             .stack
             .pop()
-            .ok_or_else(|| self.err("unbalanced structured constructs"))?;
+            .ok_or_else(|| self.internal("unbalanced structured constructs"))?;
         for t in pending {
             let id = r.exit_id(t);
             line(
@@ -277,7 +275,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
         relayed: bool,
     ) -> Result<(), BackendError> {
         if !r.stack.iter().any(|(c, _)| c.performs(t).is_some()) {
-            return Err(self.err(format_args!("a transfer {t:?} outside its construct")));
+            return Err(self.internal(format_args!("a transfer {t:?} outside its construct")));
         }
         let reset = if relayed { "nacre_exit = 0; " } else { "" };
         let text = match r.stack.last().and_then(|(c, _)| c.performs(t)) {

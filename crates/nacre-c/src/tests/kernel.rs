@@ -4,13 +4,14 @@
 //! shared storage carry address-space qualifiers.
 
 use super::{function, konst};
-use crate::dialect::{Dialect, KernelHead, KernelPrototype};
+use crate::dialect::{Dialect, DialectError, KernelHead, KernelPrototype};
 use crate::helpers::{self, Helper};
 use crate::{emit_kernel_source, CDialect};
 use nacre_backend::BackendError;
+use nacre_ir::verifier::VerifierErrorKind;
 use nacre_ir::{
-    AddressSpace, BinaryOp, Dim, ExternFunc, FuncId, FuncKind, Function, FunctionBuilder, GpuIndex,
-    Module, Scalar, Signature, Type, UnaryOp,
+    verify, AddressSpace, BinaryOp, Dim, ExternFunc, FuncId, FuncKind, Function, FunctionBuilder,
+    GpuIndex, Module, Scalar, Signature, Type, UnaryOp, VerifiedModule,
 };
 use nacre_kernel::LaunchShape;
 use std::cell::RefCell;
@@ -47,7 +48,7 @@ impl Dialect for GpuTestDialect {
         "uint64_t"
     }
 
-    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, String> {
+    fn address_space_qualifier(&self, space: AddressSpace) -> Result<&'static str, DialectError> {
         match space {
             AddressSpace::Generic => Ok("device "),
             AddressSpace::Device => Ok("device "),
@@ -55,10 +56,12 @@ impl Dialect for GpuTestDialect {
         }
     }
 
-    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, String> {
+    fn function_qualifier(&self, kind: FuncKind) -> Result<&'static str, DialectError> {
         match kind {
-            FuncKind::Host => Err("host functions".to_string()),
-            FuncKind::Kernel => Err("kernels outside device code".to_string()),
+            FuncKind::Host => Err(DialectError::HostFunction {
+                target: "the test device",
+            }),
+            FuncKind::Kernel => Err(DialectError::KernelOutsideDeviceCode),
         }
     }
 
@@ -70,34 +73,37 @@ impl Dialect for GpuTestDialect {
         helpers::c_definition(self, "static inline ", helper)
     }
 
-    fn check_scalar(&self, s: Scalar) -> Result<(), String> {
+    fn check_scalar(&self, s: Scalar) -> Result<(), DialectError> {
         if s == Scalar::F64 {
-            Err("f64 (the device has no doubles)".to_string())
+            Err(DialectError::Scalar {
+                scalar: s,
+                target: "the test device",
+            })
         } else {
             Ok(())
         }
     }
 
-    fn status_type(&self) -> Result<String, String> {
+    fn status_type(&self) -> Result<String, DialectError> {
         self.pointer_type(Scalar::U32, AddressSpace::Device)
     }
 
-    fn gpu_index(&self, index: GpuIndex, dim: Dim) -> Result<String, String> {
+    fn gpu_index(&self, index: GpuIndex, dim: Dim) -> Result<String, DialectError> {
         Ok(format!("{}.{}", builtin(index).0, dim.name()))
     }
 
-    fn barrier(&self) -> Result<String, String> {
+    fn barrier(&self) -> Result<String, DialectError> {
         Ok("threadgroup_barrier(mem_flags::mem_threadgroup);".to_string())
     }
 
-    fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, String> {
+    fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, DialectError> {
         Ok(format!(
             "threadgroup {} {name}[{len}];",
             self.scalar_type(elem)
         ))
     }
 
-    fn kernel_prototype(&self, head: &KernelHead<'_>) -> Result<KernelPrototype, String> {
+    fn kernel_prototype(&self, head: &KernelHead<'_>) -> Result<KernelPrototype, DialectError> {
         *self.indices.borrow_mut() = head.indices.to_vec();
         let mut params = Vec::new();
         let mut prologue = Vec::new();
@@ -128,7 +134,7 @@ impl Dialect for GpuTestDialect {
         })
     }
 
-    fn device_function_qualifier(&self) -> Result<&'static str, String> {
+    fn device_function_qualifier(&self) -> Result<&'static str, DialectError> {
         Ok("static ")
     }
 }
@@ -141,9 +147,9 @@ fn kernel(
     FunctionBuilder::build(name, FuncKind::Kernel, params, None, body)
 }
 
-/// A module with a host function, an unused device function, `inner` called by `outer`
-/// called by kernel `k`, and the kernel itself. Returns the module and `k`.
-fn module_with_kernel() -> (Module, FuncId) {
+/// A verified module with a host function, an unused device function, `inner` called by
+/// `outer` called by kernel `k`, and the kernel itself. Returns the module and `k`.
+fn module_with_kernel() -> (VerifiedModule, FuncId) {
     let mut m = Module::new();
     let host = m.add_function(function("host", &[], None, |b, _| {
         b.ret(None);
@@ -179,7 +185,13 @@ fn module_with_kernel() -> (Module, FuncId) {
         b.ret(None);
     }));
     m.entry = Some(host);
-    (m, k)
+    (verify(m).expect("test IR is valid"), k)
+}
+
+/// A verified module of `functions` whose entry is the last (a kernel, in these tests).
+fn verified(mut m: Module) -> VerifiedModule {
+    m.entry = m.functions.keys().next_back();
+    verify(m).expect("test IR is valid")
 }
 
 #[test]
@@ -226,7 +238,7 @@ fn kernel_source_is_deterministic() {
 #[test]
 fn only_kernels_are_emitted_on_their_own() {
     let (m, _) = module_with_kernel();
-    let host = m.entry.unwrap();
+    let host = m.module().entry.unwrap();
     match emit_kernel_source(&GpuTestDialect::default(), &m, host, LaunchShape::default()) {
         Err(BackendError::Codegen { message, .. }) => {
             assert!(message.contains("not a kernel"), "{message}")
@@ -274,6 +286,7 @@ fn device_code_cannot_call_externs_or_use_refused_types() {
         b.call(dev, vec![], Some(Type::I32));
         b.ret(None);
     }));
+    let m = verified(m);
     match emit_kernel_source(&GpuTestDialect::default(), &m, k, LaunchShape::default()) {
         Err(BackendError::Unsupported { what, .. }) => {
             assert!(what.contains("external"), "{what}")
@@ -287,6 +300,7 @@ fn device_code_cannot_call_externs_or_use_refused_types() {
         b.store(p[0], x);
         b.ret(None);
     }));
+    let m = verified(m);
     match emit_kernel_source(&GpuTestDialect::default(), &m, k, LaunchShape::default()) {
         Err(BackendError::Unsupported { what, .. }) => assert!(what.contains("f64"), "{what}"),
         other => panic!("expected Unsupported, got {other:?}"),
@@ -294,8 +308,9 @@ fn device_code_cannot_call_externs_or_use_refused_types() {
 }
 
 #[test]
-fn gpu_operations_outside_kernels_are_malformed() {
-    // Only a hand-made module can have them (the verifier rejects it).
+fn gpu_operations_outside_kernels_never_reach_the_printer() {
+    // The printer takes verified modules only, and the verifier rejects GPU operations
+    // outside kernels, so the printer does not check for them.
     let mut m = Module::new();
     let dev = m.add_function(function("dev", &[], Some(Type::U32), |b, _| {
         let t = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
@@ -305,10 +320,9 @@ fn gpu_operations_outside_kernels_are_malformed() {
         b.call(dev, vec![], Some(Type::U32));
         b.ret(None);
     }));
-    match emit_kernel_source(&GpuTestDialect::default(), &m, k, LaunchShape::default()) {
-        Err(BackendError::Codegen { message, .. }) => {
-            assert!(message.contains("outside a kernel"), "{message}")
-        }
-        other => panic!("expected a codegen error, got {other:?}"),
-    }
+    m.entry = Some(k);
+    let e = verify(m).expect_err("GPU operations outside kernels are invalid IR");
+    assert_eq!(e.kind, VerifierErrorKind::Type, "{e}");
+    assert_eq!(e.function, "dev", "{e}");
+    assert!(e.message.contains("only allowed in kernels"), "{e}");
 }

@@ -31,7 +31,7 @@ fn kernels_are_not_printed() {
     // The kernels' bodies use GPU intrinsics, which plain C does not support: the module
     // compiles only because they are skipped.
     let (m, _) = with_entry(|ids| ids.host);
-    let src = emit_c(&m).expect("emits");
+    let src = emit_c(&verify(m).expect("valid IR")).expect("emits");
     assert!(
         !src.contains("f_k("),
         "kernels are neither declared nor defined:\n{src}"
@@ -46,7 +46,7 @@ fn kernels_are_not_printed() {
         b.ret(Some(one));
     }));
     m.entry = Some(ab);
-    let src = emit_c(&m).expect("emits");
+    let src = emit_c(&verify(m.clone()).expect("valid IR")).expect("emits");
     assert!(
         src.contains("static int32_t f_a_b(uint32_t *status)"),
         "{src}"
@@ -95,8 +95,9 @@ fn snapshot_module() -> (Module, Linkage) {
 #[test]
 fn launch_source_is_address_free_and_deterministic() {
     let (m, linkage) = snapshot_module();
-    let src = emit_c(&m).expect("emits");
-    assert_eq!(emit_c(&m).expect("emits"), src);
+    let verified = verify(m.clone()).expect("valid IR");
+    let src = emit_c(&verified).expect("emits");
+    assert_eq!(emit_c(&verified).expect("emits"), src);
     let launcher = format!("{:x}", record_launch as *const () as usize);
     assert!(
         !src.contains(&launcher),

@@ -10,7 +10,7 @@ mod structured;
 
 use crate::{CBackend, CExecutable, COptions};
 use nacre_backend::Linkage;
-use nacre_ir::{Const, FuncKind, Function, FunctionBuilder, Module, Type, Value};
+use nacre_ir::{Const, FuncKind, Function, FunctionBuilder, Module, Type, Value, VerifiedModule};
 
 /// Builds a host function; `body` gets the builder positioned in the entry block and the
 /// entry parameters.
@@ -36,6 +36,11 @@ pub(crate) fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
     b.constant(Const { ty, bits })
 }
 
+/// Verifies a module that the test built valid.
+pub(crate) fn verified(m: Module) -> VerifiedModule {
+    nacre_ir::verify(m).unwrap_or_else(|e| panic!("test IR is invalid: {e}"))
+}
+
 /// Verifies and compiles a module that needs no linkage with the default options.
 pub(crate) fn compile(m: Module) -> CExecutable {
     compile_linked(m, &Linkage::default())
@@ -43,8 +48,7 @@ pub(crate) fn compile(m: Module) -> CExecutable {
 
 /// Verifies and compiles a module with its linkage and the default options.
 pub(crate) fn compile_linked(m: Module, linkage: &Linkage) -> CExecutable {
-    let verified = nacre_ir::verify(m).expect("test IR is valid");
     CBackend::new(COptions::default())
-        .compile_module(&verified, linkage)
+        .compile_module(&verified(m), linkage)
         .unwrap_or_else(|e| panic!("{e}"))
 }

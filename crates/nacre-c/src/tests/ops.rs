@@ -7,11 +7,11 @@
 //! stores the result zero-extended into `*out`. Traps propagate out of the dispatcher.
 //!
 //! Combinations the verifier rejects (`sqrt` on integers, bitwise operators on floats, ...)
-//! still have a definition in `semantics`, and the printer follows it; those cases go into a
-//! second module that is compiled without verification.
+//! have a definition in `semantics` too, but the printer takes verified modules only, so those
+//! cases are left out.
 
 use super::{compile, function, konst};
-use crate::{compile::compile_and_load, emit_c, CExecutable, COptions};
+use crate::CExecutable;
 use nacre_backend::Executable;
 use nacre_ir::semantics::{self, normalize};
 use nacre_ir::verifier::check_function;
@@ -25,9 +25,7 @@ type Expected = Box<dyn Fn(&[u64]) -> Result<u64, Trap>>;
 
 /// One function under test with its inputs.
 struct Case {
-    /// Whether the function passed the verifier (and so went into the verified module).
-    valid: bool,
-    /// Its selector in its module.
+    /// Its selector in the module.
     sel: u32,
     /// Its description.
     what: String,
@@ -40,16 +38,17 @@ struct Case {
     any_zero: bool,
 }
 
-/// Functions collected for the two compilations, and their cases.
+/// Functions collected for the compilation, and their cases.
 #[derive(Default)]
 struct Suite {
-    valid: Vec<Function>,
-    invalid: Vec<Function>,
+    functions: Vec<Function>,
     cases: Vec<Case>,
 }
 
 impl Suite {
-    /// Adds a case: a function with `params` returning `ret` built by `body`, run on `inputs`.
+    /// Adds a case: a function with `params` returning `ret` built by `body`, run on `inputs`,
+    /// unless the verifier rejects the function (the printer never sees such functions).
+    /// Returns whether the case was added.
     fn case(
         &mut self,
         what: impl Into<String>,
@@ -58,29 +57,25 @@ impl Suite {
         body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value]) -> Value,
         inputs: Vec<Vec<u64>>,
         expected: impl Fn(&[u64]) -> Result<u64, Trap> + 'static,
-    ) {
-        let n = self.valid.len() + self.invalid.len();
-        let f = function(&format!("case{n}"), params, Some(ret), |b, p| {
+    ) -> bool {
+        let sel = self.functions.len() as u32;
+        let f = function(&format!("case{sel}"), params, Some(ret), |b, p| {
             let r = body(b, p);
             b.ret(Some(r));
         });
-        let valid = check_function(&Module::new(), &f).is_ok();
-        let list = if valid {
-            &mut self.valid
-        } else {
-            &mut self.invalid
-        };
-        let sel = list.len() as u32;
-        list.push(f);
+        if check_function(&Module::new(), &f).is_err() {
+            return false;
+        }
+        self.functions.push(f);
         let what = what.into();
         self.cases.push(Case {
-            valid,
             sel,
             what,
             inputs,
             expected: Box::new(expected),
             any_zero: false,
         });
+        true
     }
 
     /// Marks the last case as accepting any zero for a zero result.
@@ -90,14 +85,12 @@ impl Suite {
         }
     }
 
-    /// Compiles both modules, runs every case and reports all mismatches.
+    /// Compiles the module, runs every case and reports all mismatches.
     fn run(self) {
-        let valid = Runner::new(self.valid, true);
-        let invalid = Runner::new(self.invalid, false);
+        let runner = Runner::new(self.functions);
         let mut failures = Vec::new();
         let mut count = 0usize;
         for case in &self.cases {
-            let runner = if case.valid { &valid } else { &invalid };
             let ret = runner.sigs[case.sel as usize]
                 .ret
                 .expect("cases return a value");
@@ -111,9 +104,8 @@ impl Suite {
                     _ => false,
                 };
                 if !ok && failures.len() < 40 {
-                    let kind = if case.valid { "" } else { " (unverified)" };
                     failures.push(format!(
-                        "{}{kind} on {args:x?}: got {got:x?}, want {want:x?}",
+                        "{} on {args:x?}: got {got:x?}, want {want:x?}",
                         case.what
                     ));
                 }
@@ -193,8 +185,8 @@ struct Runner {
 }
 
 impl Runner {
-    /// Compiles `functions` behind a dispatcher, verified or not.
-    fn new(functions: Vec<Function>, verified: bool) -> Runner {
+    /// Verifies and compiles `functions` behind a dispatcher.
+    fn new(functions: Vec<Function>) -> Runner {
         let sigs: Vec<Signature> = functions.iter().map(|f| f.signature.clone()).collect();
         if functions.is_empty() {
             return Runner { exe: None, sigs };
@@ -204,16 +196,8 @@ impl Runner {
         for f in functions {
             m.add_function(f);
         }
-        let exe = if verified {
-            compile(m)
-        } else {
-            let source = emit_c(&m).unwrap_or_else(|e| panic!("{e}"));
-            let library =
-                compile_and_load(&COptions::default(), &source).unwrap_or_else(|e| panic!("{e}"));
-            CExecutable::new(library, &m, source, &[], None).unwrap_or_else(|e| panic!("{e}"))
-        };
         Runner {
-            exe: Some(exe),
+            exe: Some(compile(m)),
             sigs,
         }
     }
@@ -394,7 +378,7 @@ fn binary_ops() {
     for s in Scalar::ALL {
         for op in BinaryOp::ALL {
             let ty = Type::Scalar(s);
-            suite.case(
+            let added = suite.case(
                 format!("{}.{s}", op.name()),
                 &[ty, ty],
                 ty,
@@ -402,7 +386,7 @@ fn binary_ops() {
                 pairs(s),
                 move |a| semantics::binary(op, s, a[0], a[1]),
             );
-            if matches!(op, BinaryOp::Min | BinaryOp::Max) {
+            if added && matches!(op, BinaryOp::Min | BinaryOp::Max) {
                 suite.any_zero();
             }
         }
@@ -537,16 +521,13 @@ fn casts() {
 /// zero-extended.
 #[test]
 fn dispatcher_sanity() {
-    let runner = Runner::new(
-        vec![function("c", &[], Some(Type::I8), |b, _| {
-            let c = b.constant(Const {
-                ty: Type::I8,
-                bits: 0xff,
-            });
-            b.ret(Some(c));
-        })],
-        true,
-    );
+    let runner = Runner::new(vec![function("c", &[], Some(Type::I8), |b, _| {
+        let c = b.constant(Const {
+            ty: Type::I8,
+            bits: 0xff,
+        });
+        b.ret(Some(c));
+    })]);
     assert_eq!(runner.run(0, &[]), Ok(0xff));
     let mut out = 7u64;
     let exe = runner.exe.as_ref().expect("compiled");

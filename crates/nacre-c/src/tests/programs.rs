@@ -1,9 +1,10 @@
 //! Whole programs: loops, recursion, memory, traps through calls, external calls, the entry
 //! points, and compiler failures.
 
-use super::{compile, compile_linked, function, konst, module};
+use super::{compile, compile_linked, function, konst, module, verified};
 use crate::{emit_c, CBackend, CExecutable, COptions};
 use nacre_backend::{Backend, BackendError, Executable, ExternAddr, Linkage};
+use nacre_ir::verifier::VerifierErrorKind;
 use nacre_ir::{
     BinaryOp, CmpOp, ExternFunc, ExternId, FuncId, FuncKind, Function, FunctionBuilder, Module,
     Scalar, Signature, Trap, Type, Value,
@@ -159,7 +160,7 @@ fn rotation_loop_needs_a_temporary() {
             b.ret(Some(s));
         },
     )]);
-    let src = emit_c(&m).unwrap();
+    let src = emit_c(&verified(m.clone())).unwrap();
     assert!(src.contains("int64_t t0 = "), "{src}");
     let exe = compile(m);
     for (n, want) in [(0, 123), (1, 231), (2, 312), (3, 123), (301, 231)] {
@@ -517,9 +518,8 @@ fn backend_interface() {
         let c = konst(b, Type::U8, 200);
         b.ret(Some(c));
     })]);
-    let exe: Arc<dyn Executable> = backend
-        .compile(&nacre_ir::verify(m.clone()).unwrap(), &Linkage::default())
-        .unwrap();
+    let m = verified(m);
+    let exe: Arc<dyn Executable> = backend.compile(&m, &Linkage::default()).unwrap();
     assert_eq!(exe.call(&[]), Ok(200));
     assert_eq!(exe.listing(), Some(emit_c(&m).unwrap().as_str()));
     // Usable from several threads at once.
@@ -563,7 +563,7 @@ fn function_names_are_sanitised_and_unique() {
         callee("a_b", 20),
         callee("sqrt", 300),
     ]);
-    let src = emit_c(&m).unwrap();
+    let src = emit_c(&verified(m.clone())).unwrap();
     assert!(
         src.contains("static uint64_t f_a_b(uint32_t *status)"),
         "{src}"
@@ -583,7 +583,7 @@ fn kernels_are_unsupported() {
     b.ret(None);
     let mut m = Module::new();
     m.entry = Some(m.add_function(k));
-    match emit_c(&m) {
+    match emit_c(&verified(m)) {
         Err(BackendError::Unsupported { backend: "c", what }) => {
             assert!(what.contains("kernel"), "{what}")
         }
@@ -592,27 +592,23 @@ fn kernels_are_unsupported() {
 }
 
 #[test]
-fn malformed_modules_are_errors_not_panics() {
-    let codegen_error = |f: Function| {
+fn malformed_modules_never_reach_the_printer() {
+    // The printer takes verified modules only, so it does not check what the verifier
+    // checks; these modules (which the printer used to reject itself) fail verification.
+    let verifier_error = |f: Function| {
         let mut m = Module::new();
         m.entry = Some(m.add_function(f));
-        match emit_c(&m) {
-            Err(BackendError::Codegen {
-                backend: "c",
-                message,
-            }) => message,
-            other => panic!("expected a codegen error, got {other:?}"),
-        }
+        nacre_ir::verify(m).expect_err("malformed IR does not verify")
     };
-    assert!(matches!(
-        emit_c(&Module::new()),
-        Err(BackendError::Codegen { .. })
-    ));
+    let e = nacre_ir::verify(Module::new()).expect_err("a module without an entry");
+    assert_eq!(e.kind, VerifierErrorKind::Module, "{e}");
     // A block without a terminator.
     let f = function("f", &[Type::I32], Some(Type::I32), |b, p| {
         b.binary(BinaryOp::Add, p[0], p[0]);
     });
-    assert!(codegen_error(f).contains("terminator"));
+    let e = verifier_error(f);
+    assert_eq!(e.kind, VerifierErrorKind::Block, "{e}");
+    assert!(e.message.contains("terminator"), "{e}");
     // A jump to a block that is not laid out.
     let mut f = function("f", &[Type::I32], Some(Type::I32), |b, p| {
         let next = b.create_block();
@@ -621,14 +617,18 @@ fn malformed_modules_are_errors_not_panics() {
         b.ret(Some(p[0]));
     });
     f.layout.pop();
-    assert!(codegen_error(f).contains("not in the layout"));
+    let e = verifier_error(f);
+    assert_eq!(e.kind, VerifierErrorKind::Layout, "{e}");
+    assert!(e.message.contains("not a laid-out block"), "{e}");
     // A value that does not exist.
     let mut f = function("f", &[Type::I32], Some(Type::I32), |b, p| {
         b.ret(Some(p[0]));
     });
     let ret = f.blocks[f.layout[0]].insts[0];
     f.insts[ret].kind = nacre_ir::InstKind::Return(Some(Value::from_u32(999)));
-    assert!(codegen_error(f).contains("v999"));
+    let e = verifier_error(f);
+    assert_eq!(e.kind, VerifierErrorKind::Definition, "{e}");
+    assert!(e.message.contains("v999"), "{e}");
 }
 
 fn scratch_dir(tag: &str) -> PathBuf {
@@ -707,7 +707,7 @@ fn compiler_failure_keeps_the_source() {
             assert_eq!(compiler, "cc");
             assert!(message.contains("nonexistent"), "{message}");
             let kept = std::fs::read_to_string(&source_path).expect("the source is kept");
-            assert_eq!(kept, emit_c(simple().module()).unwrap());
+            assert_eq!(kept, emit_c(&simple()).unwrap());
             std::fs::remove_dir_all(source_path.parent().unwrap()).unwrap();
         }
         other => panic!("expected a compiler error, got {other:?}"),

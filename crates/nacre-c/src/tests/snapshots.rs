@@ -1,13 +1,14 @@
 //! Snapshots of the emitted C for small functions. Each is also compiled and run, so a
 //! snapshot is never of source that does not work.
 
-use super::{compile, compile_linked, function, konst, module};
+use super::{compile, compile_linked, function, konst, module, verified};
 use crate::emit_c;
 use nacre_backend::{Executable, ExternAddr, Linkage};
 use nacre_ir::{BinaryOp, CmpOp, ExternFunc, Module, Signature, Type, UnaryOp};
 
+/// The C of a copy of `m`, verified.
 fn emit(m: &Module) -> String {
-    emit_c(m).unwrap_or_else(|e| panic!("{e}"))
+    emit_c(&verified(m.clone())).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

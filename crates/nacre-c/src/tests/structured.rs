@@ -64,11 +64,11 @@ fn nested_break() -> Module {
 #[test]
 fn structured_c_has_no_goto_and_computes_the_same() {
     let m = nested_break();
-    let src = emit_c_structured(&m).unwrap();
+    let verified = nacre_ir::verify(m).unwrap();
+    let src = emit_c_structured(&verified).unwrap();
     assert!(!src.contains("goto"), "{src}");
     assert!(src.contains("nacre_exit = 1; break;"), "{src}");
     insta::assert_snapshot!("structured_nested_break", src);
-    let verified = nacre_ir::verify(m).unwrap();
     let plain = CBackend::new(COptions::default())
         .compile_module(&verified, &Linkage::default())
         .unwrap();

@@ -2,8 +2,8 @@
 //! "Uniformity" in the docs of `regions`), by `nacre_ir`'s uniformity analysis.
 
 use super::Input;
-pub(super) use nacre_ir::analysis::uniformity::{arithmetic, Divergence};
 use nacre_ir::analysis::uniformity::divergence;
+pub(super) use nacre_ir::analysis::uniformity::{arithmetic, Divergence};
 use nacre_ir::InstKind;
 
 /// The uniformity analysis of the kernel, with `threadIdx` and the thread index as the
@@ -24,4 +24,3 @@ pub(super) fn uniform_barriers(input: &Input<'_>) -> Option<Divergence> {
     }
     Some(div)
 }
-
