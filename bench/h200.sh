@@ -2,8 +2,10 @@
 # Everything the H200 figures in bench/results come from, in one run on the GPU machine, from
 # the project root, with the executables of bench/carry-h200.sh in .carry/:
 #
-#   bash bench/h200.sh OUT
+#   bash bench/h200.sh OUT [STEP ...]
 #
+# with STEP among tests, demo, probes, bench (all of them by default, in this order; a device
+# call has a time limit, so the steps can run in separate calls),
 # writes into OUT:
 #   h200_tests.txt   the CUDA test executables (the corpus on the GPU, the disk cache, a kernel
 #                    fault, the facade's devices, every operator against nacre_ir::semantics)
@@ -17,12 +19,15 @@
 #                    nacre bench gpu --backend cuda --peers
 # A step that fails is reported in its file and the next one runs.
 set -uo pipefail
-out=${1:?usage: bash bench/h200.sh OUT}
+out=${1:?usage: bash bench/h200.sh OUT [tests] [demo] [probes] [bench]}
+shift
+steps=${*:-tests demo probes bench}
+wants() { case " $steps " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 sanitizer=/usr/local/cuda/bin/compute-sanitizer
 
-{
+wants tests && {
     for t in corpus cuda_disk_cache cuda_fault devices device_semantics; do
         echo "== $t"
         case $t in
@@ -42,13 +47,13 @@ sanitizer=/usr/local/cuda/bin/compute-sanitizer
     done
 } > "$out/h200_tests.txt" 2>&1
 
-{
+wants demo && {
     echo "== .carry/nacre"
     .carry/nacre
     echo "exit status: $?"
 } > "$out/demo.txt" 2>&1
 
-{
+wants probes && {
     echo "== nvcc -O2 bench/probes/launch_floor.cu -lcuda"
     if nvcc -O2 -o "$out/launch_floor" bench/probes/launch_floor.cu \
         -L/usr/local/cuda/lib64/stubs -lcuda; then
@@ -58,16 +63,20 @@ sanitizer=/usr/local/cuda/bin/compute-sanitizer
     rm -f "$out/launch_floor"
 } > "$out/launch_floor.txt" 2>&1
 
-{
+wants probes && {
     echo "== python3 bench/probes/block_size_specialisation.py"
     python3 bench/probes/block_size_specialisation.py
 } > "$out/block_size.txt" 2>&1
 
-echo "== .carry/nacre bench gpu --backend cuda --peers --json bench/results/h200.json" \
-    > "$out/h200.err"
-.carry/nacre bench gpu --backend cuda --peers --json "$out/h200.json" \
-    > "$out/h200.txt" 2>> "$out/h200.err"
-echo "bench exit status: $?" >> "$out/h200.err"
-grep -E "^== |test result|SUMMARY|FAILED|panicked" "$out/h200_tests.txt"
-cat "$out/demo.txt" "$out/launch_floor.txt" "$out/block_size.txt"
-grep -E "PASS|MISS" "$out/h200.txt"
+if wants bench; then
+    echo "== .carry/nacre bench gpu --backend cuda --peers --json bench/results/h200.json" \
+        > "$out/h200.err"
+    .carry/nacre bench gpu --backend cuda --peers --json "$out/h200.json" \
+        > "$out/h200.txt" 2>> "$out/h200.err"
+    echo "bench exit status: $?" >> "$out/h200.err"
+fi
+wants tests && grep -E "^== |test result|SUMMARY|FAILED|panicked" "$out/h200_tests.txt"
+wants demo && cat "$out/demo.txt"
+wants probes && cat "$out/launch_floor.txt" "$out/block_size.txt"
+wants bench && grep -E "PASS|MISS" "$out/h200.txt"
+exit 0
