@@ -6,9 +6,9 @@
 //! third of the speed of the same loop vectorised by LLVM; the C compiler (GCC or Clang with
 //! the C backend's tuning flags, `-O2 -march=native` and, for GCC, the vectoriser's dynamic
 //! cost model) vectorises it, with a run-time check that the arrays do not overlap. Compiling C takes tens of milliseconds, a hundred times the
-//! Cranelift compile, so it happens off the caller's thread: [`request`] queues the compiled
+//! Cranelift compile, so it happens off the caller's thread: `request` queues the compiled
 //! step module for one background worker and returns at once; launches keep running the
-//! backend's code until the C code is ready in the kernel's [`Upgrade`] slot, then switch to
+//! backend's code until the C code is ready in the kernel's `Upgrade` slot, then switch to
 //! it (see `exec`).
 //!
 //! The compiler and flags are the engine's C options (those of the C backend). Results are
@@ -16,7 +16,7 @@
 //! same kernel again (another engine, the same function traced again) reuses the C code or
 //! joins the compilation in flight, so a kernel is compiled by the C compiler at most once per
 //! process and setting. A failure (no C compiler on the machine, a compiler error) is remembered as well
-//! and leaves the kernel on the backend's code; [`Upgrade::state`] says which happened.
+//! and leaves the kernel on the backend's code; `Upgrade::state` says which happened.
 
 use crate::kernel::{native_step, StepFn};
 use nacre_backend::{Backend, Executable, Linkage};

@@ -1,7 +1,7 @@
 //! The registry of kernel runtimes: the one place of the engine that names them.
 //!
 //! [`RuntimeOptions`] says which runtime kernels run on, with that runtime's own options;
-//! [`open`] turns it into the `nacre_runtime::KernelRuntime` the engine holds. Adding a runtime
+//! `open` turns it into the `nacre_runtime::KernelRuntime` the engine holds. Adding a runtime
 //! is implementing that trait in its crate, then one variant here and one arm in each match
 //! below.
 
