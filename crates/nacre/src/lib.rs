@@ -42,7 +42,7 @@ pub use runtimes::{DeviceKind, RuntimeOptions};
 pub use nacre_macros::{jit, kernel};
 pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, TraceError, Traced, Val};
 
-pub use nacre_backend::{BackendError, Linkage};
+pub use nacre_backend::{Backend, BackendError, Linkage};
 /// The GPU programming model: kernels, launches, indices, barriers, shared arrays and
 /// unified-memory arrays.
 pub mod gpu {

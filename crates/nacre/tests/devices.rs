@@ -105,3 +105,48 @@ fn metal_needs_macos() {
     );
     assert!(err.to_string().contains("macOS"), "{err}");
 }
+
+/// A runtime of the user's own: the CPU runtime behind a wrapper that counts its prepares.
+/// The engine reaches it only through `KernelRuntime`.
+struct CountingRuntime {
+    inner: nacre::gpu::CpuRuntime,
+    prepares: std::sync::atomic::AtomicUsize,
+}
+
+impl nacre::gpu::KernelRuntime for CountingRuntime {
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+
+    fn device(&self) -> std::sync::Arc<dyn nacre::gpu::Device> {
+        self.inner.device()
+    }
+
+    fn prepare(
+        &self,
+        module: &nacre::ir::VerifiedModule,
+        linkage: &nacre::Linkage,
+        host: &dyn nacre::Backend,
+    ) -> Result<std::sync::Arc<dyn nacre::gpu::PreparedKernels>, nacre::gpu::RuntimeError> {
+        self.prepares
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.prepare(module, linkage, host)
+    }
+}
+
+#[test]
+fn an_engine_runs_kernels_on_any_kernel_runtime() {
+    let runtime = std::sync::Arc::new(CountingRuntime {
+        inner: nacre::gpu::CpuRuntime::new(Default::default(), Default::default()),
+        prepares: Default::default(),
+    });
+    let engine = Engine::with_runtime(Options::default(), runtime.clone()).unwrap();
+    assert_eq!(engine.runtime().name(), "counting");
+    assert_runs_kernels(&engine);
+    assert_runs_kernels(&engine);
+    // The second compile is the engine's cached one: the kernels were prepared once.
+    assert_eq!(
+        runtime.prepares.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+}
