@@ -30,13 +30,13 @@ use crate::kernel::CpuKernel;
 use nacre_ir::Trap;
 use nacre_kernel::step::{collapse, ctx};
 use nacre_kernel::CpuMode;
-use nacre_runtime::find_buffer;
+use nacre_runtime::{find_buffer, LaunchLimits};
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-/// The most threads a block may have (as on CUDA and Metal).
-pub const MAX_BLOCK_THREADS: u64 = 1024;
+/// The most threads a block may have (CUDA's limit, [`LaunchLimits::TYPICAL`]).
+pub const MAX_BLOCK_THREADS: u64 = LaunchLimits::TYPICAL.max_threads_per_block as u64;
 
 /// Chunks of blocks per rayon worker in grid mode (some slack for load balancing).
 const CHUNKS_PER_WORKER: u64 = 4;
@@ -88,21 +88,12 @@ struct Shape {
 impl Shape {
     /// Validates the six launch dimensions.
     fn new(dims: [u32; 6]) -> Result<Shape, u32> {
-        let invalid = Trap::InvalidLaunch.code();
-        if dims.contains(&0) {
-            return Err(invalid);
-        }
+        LaunchLimits::TYPICAL.check(dims).map_err(Trap::code)?;
         let grid = [dims[0] as u64, dims[1] as u64, dims[2] as u64];
         let block = [dims[3] as u64, dims[4] as u64, dims[5] as u64];
-        let threads = block
-            .iter()
-            .try_fold(1u64, |n, &d| n.checked_mul(d))
-            .filter(|&n| n <= MAX_BLOCK_THREADS)
-            .ok_or(invalid)?;
-        let blocks = grid[0]
-            .checked_mul(grid[1])
-            .and_then(|b| b.checked_mul(grid[2]))
-            .ok_or(invalid)?;
+        // Within the limits neither product overflows a u64.
+        let threads = block.iter().product();
+        let blocks = grid.iter().product();
         Ok(Shape {
             grid,
             block,
@@ -374,13 +365,15 @@ mod tests {
             Shape::new([1, 1, 1, max, max, max]).map(|s| s.blocks),
             invalid
         );
-        let s = Shape::new([u32::MAX, u32::MAX, 1, 32, 32, 1]).unwrap();
-        assert_eq!(s.blocks, u32::MAX as u64 * u32::MAX as u64);
+        // CUDA's largest grid is the largest the CPU accepts.
+        let top = i32::MAX as u32;
+        let s = Shape::new([top, 65535, 65535, 32, 32, 1]).unwrap();
+        assert_eq!(s.blocks, u64::from(top) * 65535 * 65535);
         assert_eq!(s.threads, 1024);
-        assert_eq!(
-            Shape::new([u32::MAX, u32::MAX, u32::MAX, 1, 1, 1]).map(|s| s.blocks),
-            invalid
-        );
+        for grid in [[top + 1, 1, 1], [1, 65536, 1], [1, 1, 65536], [max, max, 1]] {
+            let dims = [grid[0], grid[1], grid[2], 1, 1, 1];
+            assert_eq!(Shape::new(dims).map(|s| s.blocks), invalid, "{grid:?}");
+        }
     }
 
     #[test]

@@ -233,8 +233,9 @@ impl CpuKernel {
     /// Launches the kernel over `grid` blocks of `block` threads with `args` (one `u64` per
     /// parameter, bits-encoded; pointers as addresses) and waits for it to finish.
     ///
-    /// Fails with [`Trap::InvalidLaunch`] for an empty grid or block, a block of more than
-    /// [`crate::MAX_BLOCK_THREADS`] threads or the wrong number of arguments, with
+    /// Fails with [`Trap::InvalidLaunch`] for a grid or block outside CUDA's limits
+    /// ([`nacre_runtime::LaunchLimits::TYPICAL`]: empty, over 1024 threads per block, or a
+    /// dimension over its maximum) or the wrong number of arguments, with
     /// [`Trap::UnknownBuffer`] if a pointer argument is not in a live [`nacre_runtime::Array`], and
     /// with the kernel's own trap if one of its threads traps (the launch stops then).
     ///

@@ -68,6 +68,11 @@ fn invalid_launch_shapes() {
             ([1, 1, 1], [0, 1, 1]),
             ([1, 1, 1], [1025, 1, 1]),
             ([1, 1, 1], [32, 32, 2]),
+            ([1, 1, 1], [1, 1, 65]),
+            // A grid beyond CUDA's limits would run for ever on the CPU.
+            ([u32::MAX, u32::MAX, 1], [4, 1, 1]),
+            ([1, 65536, 1], [4, 1, 1]),
+            ([1, 1, 65536], [4, 1, 1]),
         ] {
             assert_eq!(
                 launch(&kernel, grid, block, &args),

@@ -49,8 +49,8 @@ pub mod gpu {
     pub use crate::runtimes::{DeviceKind, RuntimeOptions};
     pub use nacre_cpu::{wait_for_c_tier, CpuMode, CpuOptions, CpuRuntime};
     pub use nacre_runtime::{
-        buffer_bytes, Array, CpuDevice, Device, KernelRuntime, MemoryError, PreparedKernels,
-        RuntimeError,
+        buffer_bytes, Array, CpuDevice, Device, KernelRuntime, LaunchLimits, MemoryError,
+        PreparedKernels, RuntimeError,
     };
     pub use nacre_trace::gpu::*;
 

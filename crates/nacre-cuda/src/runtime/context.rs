@@ -19,25 +19,7 @@ use cudarc::driver::sys;
 use std::ffi::{c_int, CStr};
 use std::sync::{Mutex, OnceLock};
 
-/// The largest launch a device accepts.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub struct LaunchLimits {
-    /// Threads per block (1024 on every current GPU).
-    pub max_threads_per_block: u32,
-    /// Block size per dimension (x, y, z).
-    pub max_block: [u32; 3],
-    /// Grid size per dimension (x, y, z).
-    pub max_grid: [u32; 3],
-}
-
-impl LaunchLimits {
-    /// The limits of every CUDA device of compute capability 3.0 and newer.
-    pub const TYPICAL: LaunchLimits = LaunchLimits {
-        max_threads_per_block: 1024,
-        max_block: [1024, 1024, 64],
-        max_grid: [i32::MAX as u32, 65535, 65535],
-    };
-}
+pub use nacre_runtime::LaunchLimits;
 
 /// What the runtime knows about a CUDA device.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -18,18 +18,11 @@ pub(crate) struct Shape {
 
 /// Validates the six launch dimensions (grid x, y, z, block x, y, z).
 pub(crate) fn validate(dims: [u32; 6], limits: &LaunchLimits) -> Result<Shape, Trap> {
-    let grid = [dims[0], dims[1], dims[2]];
-    let block = [dims[3], dims[4], dims[5]];
-    let threads = block.iter().map(|&d| u128::from(d)).product::<u128>();
-    let fits = |v: [u32; 3], max: [u32; 3]| v.iter().zip(max).all(|(&d, m)| d <= m);
-    if dims.contains(&0)
-        || threads > u128::from(limits.max_threads_per_block)
-        || !fits(block, limits.max_block)
-        || !fits(grid, limits.max_grid)
-    {
-        return Err(Trap::InvalidLaunch);
-    }
-    Ok(Shape { grid, block })
+    limits.check(dims)?;
+    Ok(Shape {
+        grid: [dims[0], dims[1], dims[2]],
+        block: [dims[3], dims[4], dims[5]],
+    })
 }
 
 #[cfg(test)]
