@@ -105,7 +105,7 @@ pub fn launch_table(
     let binding = linkage
         .launch
         .as_ref()
-        .ok_or_else(|| unbound("the module has none".to_string()))?;
+        .ok_or_else(|| unbound("the linkage has none".to_string()))?;
     let handles = kernels
         .iter()
         .map(|k| {

@@ -810,7 +810,7 @@ impl Lowerer<'_, '_> {
             .linkage
             .launch
             .as_ref()
-            .ok_or_else(|| unbound_launch("the module has none".to_string()))?;
+            .ok_or_else(|| unbound_launch("the linkage has none".to_string()))?;
         let kernel = module
             .functions
             .get(l.kernel)

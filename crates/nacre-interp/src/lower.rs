@@ -94,6 +94,7 @@ pub(crate) fn lower_module(module: &Module, linkage: &Linkage) -> Result<Program
         funcs: &func_index,
         externs: &extern_index,
         launches: &launch_index,
+        bound: linkage.launch.is_some(),
     };
     let funcs = module
         .functions
@@ -125,6 +126,8 @@ struct Indices<'a> {
     externs: &'a HashMap<ExternId, u32>,
     /// Kernels that have a launch handle.
     launches: &'a HashMap<FuncId, u32>,
+    /// Whether the linkage has a launch binding at all.
+    bound: bool,
 }
 
 /// The error for a launch the linkage's binding cannot serve.
@@ -1140,8 +1143,8 @@ impl<'a> FnLowerer<'a> {
     /// A kernel launch: the six sizes and the arguments go to the argument pool, the kernel
     /// must have a handle in the module's launch binding.
     fn launch(&mut self, l: &Launch) -> Result<Op, BackendError> {
-        if self.index.launches.is_empty() {
-            return Err(unbound_launch("the module has none".to_string()));
+        if !self.index.bound {
+            return Err(unbound_launch("the linkage has none".to_string()));
         }
         let kernel = self
             .module

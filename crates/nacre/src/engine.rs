@@ -94,7 +94,7 @@ impl Engine {
     pub fn new(options: Options) -> Result<Engine, Error> {
         options.validate()?;
         let runtime = runtimes::open(&options)?;
-        Engine::with_runtime(options, runtime)
+        Engine::assemble(options, runtime)
     }
 
     /// An engine whose kernels run on `runtime` (any implementation of
@@ -104,6 +104,11 @@ impl Engine {
         runtime: Arc<dyn KernelRuntime>,
     ) -> Result<Engine, Error> {
         options.validate()?;
+        Engine::assemble(options, runtime)
+    }
+
+    /// The engine of validated `options` over `runtime`: the backends and the background tier.
+    fn assemble(options: Options, runtime: Arc<dyn KernelRuntime>) -> Result<Engine, Error> {
         let backend = make_backend(&options)?;
         let second = match options.tiering {
             None => None,
