@@ -241,3 +241,47 @@ fn trace_errors_are_reported() {
         other => panic!("expected a trace error, got {other:?}"),
     }
 }
+
+mod doubling {
+    pub extern "C" fn scale(x: i32) -> i32 {
+        x.wrapping_mul(2)
+    }
+}
+
+mod tripling {
+    pub extern "C" fn scale(x: i32) -> i32 {
+        x.wrapping_mul(3)
+    }
+}
+
+/// Two Rust functions of the same name: each keeps its own address in the linkage.
+#[jit]
+fn scale_both(x: Val<i32>) -> Val<i32> {
+    let a = {
+        use doubling::scale;
+        nacre::invoke!(scale(x))
+    };
+    let b = {
+        use tripling::scale;
+        nacre::invoke!(scale(x))
+    };
+    a * 10 + b
+}
+
+#[test]
+fn externs_with_the_same_name_stay_apart() {
+    let traced = nacre::trace_module(&scale_both).unwrap();
+    let names: Vec<&str> = traced
+        .module
+        .externs
+        .values()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(names, ["scale", "scale_2"]);
+    assert_eq!(traced.linkage.externs.len(), 2);
+    for kind in BackendKind::ALL {
+        let engine = Engine::new(Options::with_backend(kind)).unwrap();
+        let f = engine.compile(scale_both).unwrap();
+        assert_eq!(f.call(5).unwrap(), 10 * 10 + 15, "{}", kind.name());
+    }
+}
