@@ -11,6 +11,7 @@ use crate::function::{BlockData, FuncKind, Function, InstData, Signature, ValueD
 use crate::instructions::{
     BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, UnaryOp,
 };
+use crate::trap::Trap;
 use crate::types::{Scalar, Type};
 
 /// Builds a function. Instructions are appended to the current block, or collected when the
@@ -256,6 +257,20 @@ impl<'f> FunctionBuilder<'f> {
     /// A store through a pointer.
     pub fn store(&mut self, ptr: Value, value: Value) -> Inst {
         self.append(InstKind::Store(ptr, value), None).0
+    }
+
+    /// Traps with `trap` unless an element at `addr` lies in the `bytes` bytes from `base`.
+    pub fn bounds_check(&mut self, addr: Value, base: Value, bytes: Value, trap: Trap) -> Inst {
+        self.append(
+            InstKind::BoundsCheck {
+                addr,
+                base,
+                bytes,
+                trap,
+            },
+            None,
+        )
+        .0
     }
 
     /// A call to an IR function returning `ret`.

@@ -5,6 +5,7 @@
 //! are defined once, in [`crate::semantics`].
 
 use crate::entities::{Block, ExternId, FuncId, Value};
+use crate::trap::Trap;
 use crate::types::{Scalar, Type};
 use std::fmt;
 
@@ -197,6 +198,20 @@ pub enum InstKind {
     Load(Value),
     /// Store a value (second operand) through a pointer (first operand).
     Store(Value, Value),
+    /// Traps with `trap` (a [`Trap::OutOfBounds`]) unless one element of the pointer type of
+    /// `addr` lies wholly in the `bytes` bytes (a `u64`) that start at `base` (a pointer of the
+    /// same type): see [`crate::semantics::in_bounds`]. Inserted before loads and stores by
+    /// the bounds-checking transform.
+    BoundsCheck {
+        /// The address about to be accessed.
+        addr: Value,
+        /// The start of the memory the address was derived from.
+        base: Value,
+        /// The size of that memory in bytes (`u64`).
+        bytes: Value,
+        /// The trap to raise, naming the access where known.
+        trap: Trap,
+    },
     /// Call an IR function of the same module. Traps raised by the callee propagate.
     Call(FuncId, Vec<Value>),
     /// Call an external Rust function.
@@ -259,6 +274,7 @@ impl InstKind {
                 !(matches!(op, BinaryOp::Div | BinaryOp::Rem) && operand_ty(*a).is_int())
             }
             InstKind::Store(..)
+            | InstKind::BoundsCheck { .. }
             | InstKind::Call(..)
             | InstKind::CallExtern(..)
             | InstKind::Barrier
@@ -291,7 +307,14 @@ impl InstKind {
                 f(*a);
                 f(*b)
             }
-            InstKind::Fma(a, b, c) | InstKind::Select(a, b, c) => {
+            InstKind::Fma(a, b, c)
+            | InstKind::Select(a, b, c)
+            | InstKind::BoundsCheck {
+                addr: a,
+                base: b,
+                bytes: c,
+                ..
+            } => {
                 f(*a);
                 f(*b);
                 f(*c)
@@ -341,7 +364,14 @@ impl InstKind {
                 *a = f(*a);
                 *b = f(*b)
             }
-            InstKind::Fma(a, b, c) | InstKind::Select(a, b, c) => {
+            InstKind::Fma(a, b, c)
+            | InstKind::Select(a, b, c)
+            | InstKind::BoundsCheck {
+                addr: a,
+                base: b,
+                bytes: c,
+                ..
+            } => {
                 *a = f(*a);
                 *b = f(*b);
                 *c = f(*c)

@@ -26,6 +26,9 @@ pub struct Module {
     pub externs: PrimaryMap<ExternId, ExternFunc>,
     /// The function a compiled callable enters.
     pub entry: Option<FuncId>,
+    /// Whether every pointer carries its memory and every access is checked
+    /// ([`crate::transform::insert_bounds_checks`]).
+    pub bounds_checked: bool,
 }
 
 impl Module {

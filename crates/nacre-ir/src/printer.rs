@@ -119,6 +119,21 @@ fn write_function(
                 InstKind::ElemPtr(p, i) => write!(f, "elem_ptr.{} {p}, {i}", ty(*p))?,
                 InstKind::Load(p) => write!(f, "load.{} {p}", ty(*p))?,
                 InstKind::Store(p, v) => write!(f, "store.{} {p}, {v}", ty(*v))?,
+                InstKind::BoundsCheck {
+                    addr,
+                    base,
+                    bytes,
+                    trap,
+                } => {
+                    write!(f, "bounds_check.{} {addr}, {base}, {bytes}", ty(*addr))?;
+                    if let crate::Trap::OutOfBounds { func, param } = trap {
+                        match (func, param) {
+                            (Some(func), Some(p)) => write!(f, "  ; f{func} param {p}")?,
+                            (Some(func), None) => write!(f, "  ; f{func}")?,
+                            _ => {}
+                        }
+                    }
+                }
                 InstKind::Call(callee, args) => {
                     match module.and_then(|m| m.functions.get(*callee)) {
                         Some(c) => write!(f, "call @{}(", c.name)?,

@@ -94,6 +94,13 @@ fn dec<T: ScalarValue>(bits: u64) -> T {
     T::from_bits(bits)
 }
 
+/// Whether an access of `size` bytes at address `addr` lies wholly in the `bytes` bytes that
+/// start at `base`: `addr - base` (wrapping) is at most `bytes - size`. The meaning of
+/// [`crate::InstKind::BoundsCheck`].
+pub const fn in_bounds(addr: u64, base: u64, bytes: u64, size: u64) -> bool {
+    bytes >= size && addr.wrapping_sub(base) <= bytes - size
+}
+
 /// Truncates bits to the width of `ty` (zero-extending), the canonical encoding.
 pub fn normalize(ty: Type, bits: u64) -> u64 {
     match ty {

@@ -313,6 +313,7 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         | InstKind::ElemPtr(..)
         | InstKind::Load(_)
         | InstKind::Store(..)
+        | InstKind::BoundsCheck { .. }
         | InstKind::Call(..)
         | InstKind::CallExtern(..)
         | InstKind::GpuIndex(..)

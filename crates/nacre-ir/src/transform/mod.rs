@@ -1,12 +1,16 @@
 //! General transforms that passes and lowerings compose: they change a function in a way that
 //! keeps it valid when their documented preconditions hold.
 //!
+//! - [`bounds`]: companions (base and size) for every pointer, and a bounds check before
+//!   every load and store ([`insert_bounds_checks`]);
 //! - [`mod@copy_blocks`]: copies of a set of blocks with fresh values, targets remapped;
 //! - [`ssa_repair`]: restores SSA form for variables defined more than once, by adding block
 //!   parameters ([`repair`]).
 
+pub mod bounds;
 pub mod copy_blocks;
 pub mod ssa_repair;
 
+pub use bounds::{companion_positions, insert_bounds_checks, BoundsOptions};
 pub use copy_blocks::{copy_blocks, Copied};
 pub use ssa_repair::{repair, Variable};

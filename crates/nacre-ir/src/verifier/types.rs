@@ -30,6 +30,9 @@ impl FuncVerifier<'_> {
             InstKind::ElemPtr(p, i) => c.elem_ptr(*p, *i),
             InstKind::Load(p) => c.load(*p),
             InstKind::Store(p, v) => c.store(*p, *v),
+            InstKind::BoundsCheck {
+                addr, base, bytes, ..
+            } => c.bounds_check(*addr, *base, *bytes),
             InstKind::Call(callee, args) => c.call(*callee, args),
             InstKind::CallExtern(ext, args) => c.call_extern(*ext, args),
             InstKind::Launch(l) => c.launch(l),
@@ -349,6 +352,16 @@ impl TypeCheck<'_> {
         let elem = self.pointee(p)?;
         self.expect(format!("stored value {v}"), self.ty(v), Type::Scalar(elem))
     }
+
+    fn bounds_check(&self, addr: Value, base: Value, bytes: Value) -> Res {
+        self.no_result()?;
+        let elem = self.pointee(addr)?;
+        if self.pointee(base)? != elem {
+            // Address spaces may differ (inference runs per value); element types may not.
+            self.expect(format!("base {base}"), self.ty(base), self.ty(addr))?;
+        }
+        self.expect(format!("byte count {bytes}"), self.ty(bytes), Type::U64)
+    }
 }
 
 /// Calls and launches, against the callee's signature.
@@ -496,6 +509,7 @@ fn op_name(kind: &InstKind) -> &'static str {
         InstKind::ElemPtr(..) => "elem_ptr",
         InstKind::Load(_) => "load",
         InstKind::Store(..) => "store",
+        InstKind::BoundsCheck { .. } => "bounds_check",
         InstKind::Call(..) => "call",
         InstKind::CallExtern(..) => "call_extern",
         InstKind::GpuIndex(..) => "gpu_index",
