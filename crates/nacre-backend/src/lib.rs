@@ -15,12 +15,20 @@
 //! returns `void`. On a trap the function stores the nonzero [`Trap::code`] into `*status` and
 //! returns an unspecified value; callers (IR calls included) check the status after each call
 //! and propagate it. A caller must initialise `*status` to 0.
+//!
+//! Native code checks the remaining machine stack on entry to every recursive function
+//! ([`stack::nacre_stack_ok`]) and traps with [`Trap::StackOverflow`] when too little is left,
+//! so deep IR recursion is a trap on every backend, as in the interpreter.
 
 #[cfg(feature = "conformance")]
 pub mod launch_conformance;
 pub mod linkage;
+pub mod stack;
+#[cfg(feature = "conformance")]
+pub mod stack_conformance;
 
 pub use linkage::{DynCall, ExternAddr, LaunchBinding, LaunchFn, Linkage};
+pub use stack::{nacre_stack_ok, StackCheckFn, STACK_MARGIN};
 
 use nacre_ir::{Trap, VerifiedModule};
 use std::path::PathBuf;

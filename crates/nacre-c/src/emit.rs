@@ -13,10 +13,14 @@
 //! 4. when host code launches kernels, the launcher pointer [`LAUNCHER_SYMBOL`] and the table
 //!    [`KERNEL_HANDLES_SYMBOL`] of the launched kernels' handles, filled in by the loader from
 //!    the linkage's [`nacre_backend::LaunchBinding`] (the source does not depend on the binding);
-//! 5. forward declarations of all host IR functions (so that calls and recursion need no
+//! 5. when a host function is recursive, the stack-check pointer
+//!    [`crate::stack_check::STACK_CHECK_SYMBOL`], filled in by the loader (see
+//!    [`crate::stack_check`]);
+//! 6. forward declarations of all host IR functions (so that calls and recursion need no
 //!    ordering);
-//! 6. the host IR functions, all `static`, in module order;
-//! 7. the exported [`ENTRY_SYMBOL`], which calls the entry function with the native calling
+//! 7. the host IR functions, all `static`, in module order (recursive ones opening with the
+//!    stack check);
+//! 8. the exported [`ENTRY_SYMBOL`], which calls the entry function with the native calling
 //!    convention, and [`ARRAY_ENTRY_SYMBOL`], which decodes arguments from their bit encoding
 //!    (see [`nacre_ir::semantics`]), calls it and encodes the result.
 
@@ -24,6 +28,7 @@ use crate::dialect::{CDialect, Dialect, StructuredCDialect};
 use crate::function::{FunctionPrinter, LaunchTables, ModuleContext, Side};
 use crate::helpers::Helper;
 use crate::names::unique_names;
+use crate::stack_check::StackCheck;
 use nacre_backend::{BackendError, LaunchFn, Linkage};
 use nacre_ir::{FuncId, FuncKind, InstKind, Module, Scalar, Type, VerifiedModule};
 use nacre_kernel::LaunchShape;
@@ -145,6 +150,7 @@ pub(crate) fn function_names(module: &Module) -> Vec<String> {
 fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, BackendError> {
     let names = function_names(module);
     let kernels = launched_kernels(module);
+    let stack_check = StackCheck::new(module);
     let mut ctx = ModuleContext {
         dialect: d,
         side: Side::Host,
@@ -158,6 +164,7 @@ fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, Back
         }),
         helpers: BTreeSet::new(),
         kernel_shape: LaunchShape::default(),
+        stack_check: Some(&stack_check),
     };
     // The verifier guarantees an entry function that exists.
     let Some(entry) = module.entry else {
@@ -234,6 +241,7 @@ fn emit_with<D: Dialect + ?Sized>(d: &D, module: &Module) -> Result<String, Back
             kernels.len()
         ));
     }
+    out.extend(stack_check.declaration(d));
     out.push_str(&declarations);
     for def in definitions {
         out.push('\n');

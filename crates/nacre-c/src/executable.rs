@@ -86,6 +86,7 @@ impl CExecutable {
                 }
             }
         }
+        crate::stack_check::fill(&library, module)?;
         Ok(CExecutable {
             library: Arc::new(library),
             array_entry,

@@ -41,6 +41,7 @@ use crate::error::DialectError;
 use crate::helpers::Helper;
 use crate::literal::literal;
 use crate::moves::{sequentialize, Source, Step};
+use crate::stack_check::StackCheck;
 use nacre_backend::BackendError;
 use nacre_ir::{
     BinaryOp, Block, BlockCall, CmpOp, FuncId, FuncKind, Function, GpuIndex, Inst, InstKind,
@@ -90,6 +91,8 @@ pub struct ModuleContext<'a, D: Dialect + ?Sized> {
     pub helpers: BTreeSet<Helper>,
     /// What the kernel being printed was specialised for (unknown for host code).
     pub kernel_shape: LaunchShape,
+    /// Which host functions check the stack on entry, or `None` for no checks (device code).
+    pub stack_check: Option<&'a StackCheck>,
 }
 
 /// The loader-filled globals through which host code launches kernels (see
@@ -301,6 +304,8 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     indices: [bool; 4],
     /// The kernel's lane-parallel grid-stride loop, printed with wide accesses (see `lanes`).
     lanes: Option<lanes::LanePlan>,
+    /// Whether the function opens with the stack check (a recursive host function).
+    stack_check: bool,
 }
 
 impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
@@ -322,6 +327,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             FuncKind::Kernel => lanes::plan(ctx.dialect, func, &ctx.kernel_shape),
             _ => None,
         };
+        let stack_check = ctx.stack_check.is_some_and(|s| s.checks(id));
         FunctionPrinter {
             ctx,
             func,
@@ -333,6 +339,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             shared_decls: Vec::new(),
             indices: [false; 4],
             lanes,
+            stack_check,
         }
     }
 
@@ -461,7 +468,11 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 let proto =
                     self.ctx
                         .prototype(self.func, self.name, qualifier, Some(param_names))?;
-                Ok((proto, Vec::new()))
+                let prologue = match self.stack_check {
+                    true => vec![StackCheck::statement(self.trap_return)],
+                    false => Vec::new(),
+                };
+                Ok((proto, prologue))
             }
         }
     }
@@ -569,6 +580,15 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 line(out, 1, format_args!("*{p} = {v};"));
                 return Ok(());
             }
+            InstKind::BoundsCheck {
+                addr,
+                base,
+                bytes,
+                trap,
+            } => {
+                self.bounds_check(out, *addr, *base, *bytes, *trap);
+                return Ok(());
+            }
             InstKind::Call(callee, args) => return self.call(out, result, *callee, args),
             InstKind::CallExtern(ext, args) => {
                 let (call, comment) = self.call_extern(*ext, args)?;
@@ -653,15 +673,38 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
 
     /// Prints the check that leaves with `trap` when `divisor` is zero.
     fn trap_if_zero(&self, out: &mut String, divisor: &str, trap: Trap) {
+        self.trap_if(out, &format!("{divisor} == 0"), trap);
+    }
+
+    /// Prints `if (cond) { *status = code; return; }`.
+    fn trap_if(&self, out: &mut String, cond: &str, trap: Trap) {
         line(
             out,
             1,
             format_args!(
-                "if ({divisor} == 0) {{ *status = {}; {} }}",
+                "if ({cond}) {{ *status = {}; {} }}",
                 trap.code(),
                 self.trap_return
             ),
         );
+    }
+
+    /// A bounds check ([`nacre_ir::semantics::in_bounds`]): the offset from the base must be
+    /// below `bytes - size + 1`, or 0 when `bytes < size`.
+    fn bounds_check(&self, out: &mut String, addr: Value, base: Value, bytes: Value, trap: Trap) {
+        let size = self.ty(addr).pointee().map_or(1, |s| s.bytes());
+        let addr_t = self.ctx.dialect.address_type();
+        let u64_t = self.scalar_type(Scalar::U64);
+        let off = format!("({u64_t})(({addr_t}){addr} - ({addr_t}){base})");
+        let limit = if size == 1 {
+            bytes.to_string()
+        } else {
+            format!(
+                "({bytes} >= ({u64_t}){size} ? {bytes} - ({u64_t}){} : ({u64_t})0)",
+                size - 1
+            )
+        };
+        self.trap_if(out, &format!("{off} >= {limit}"), trap);
     }
 
     fn binary(&mut self, out: &mut String, op: BinaryOp, a: Value, b: Value) -> String {

@@ -78,6 +78,7 @@ pub fn emit_kernel_source<D: Dialect + ?Sized>(
         launch_tables: None,
         helpers: BTreeSet::new(),
         kernel_shape: shape,
+        stack_check: None,
     };
     let func = module
         .functions

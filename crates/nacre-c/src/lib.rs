@@ -27,6 +27,7 @@
 //!   prints it without `goto`, as the Metal backend prints kernels).
 //! - [`kernel`]: the source of one GPU kernel and the device functions it calls, in any
 //!   dialect that implements the GPU hooks ([`emit_kernel_source`]).
+//! - [`stack_check`]: the stack check that recursive host functions open with.
 //! - [`compile`]: running the C compiler and loading the library.
 //! - [`executable`]: the loaded library as an [`nacre_backend::Executable`].
 
@@ -43,6 +44,7 @@ pub mod kernel;
 pub mod literal;
 pub mod moves;
 pub mod names;
+pub mod stack_check;
 
 #[cfg(test)]
 mod tests;

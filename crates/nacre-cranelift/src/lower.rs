@@ -36,6 +36,8 @@ use nacre_ir::{
     Launch, Module, Scalar, Trap, Type, UnaryOp, Value,
 };
 
+mod stack_check;
+
 /// Bytes of the six `u32` grid and block sizes at the start of the launch slot; the
 /// arguments (one `u64` each) follow.
 const LAUNCH_DIMS_BYTES: u32 = 24;
@@ -89,10 +91,13 @@ impl LowerScratch {
 }
 
 /// Translates `func` into `out`, whose signature must already be set to the function's native
-/// signature. On error `fctx` is reset, so it can be reused.
+/// signature; with `check_stack` (for recursive functions) the function checks the remaining
+/// stack on entry (see the `stack_check` submodule). On error `fctx` is reset, so it can be
+/// reused.
 pub(crate) fn lower_function(
     env: &ModuleEnv<'_>,
     func: &Function,
+    check_stack: bool,
     out: &mut clif::Function,
     fctx: &mut FunctionBuilderContext,
     scratch: &mut LowerScratch,
@@ -114,7 +119,7 @@ pub(crate) fn lower_function(
         launch_slot: None,
         launch_sig: None,
     };
-    match lowerer.run(entry, entry_is_target) {
+    match lowerer.run(entry, entry_is_target, check_stack) {
         Ok(()) => {
             lowerer.b.seal_all_blocks();
             lowerer.b.finalize(env.frontend);
@@ -193,7 +198,12 @@ struct Lowerer<'e, 'f> {
 }
 
 impl Lowerer<'_, '_> {
-    fn run(&mut self, entry: Block, entry_is_target: bool) -> Result<(), BackendError> {
+    fn run(
+        &mut self,
+        entry: Block,
+        entry_is_target: bool,
+        check_stack: bool,
+    ) -> Result<(), BackendError> {
         let func = self.func;
         let n = func.signature.params.len();
         if func.blocks.get(entry).map(|b| b.params.len()) != Some(n) {
@@ -208,14 +218,17 @@ impl Lowerer<'_, '_> {
         self.status = *params
             .last()
             .ok_or_else(|| malformed(func, "missing status parameter"))?;
-        if entry_is_target {
+        if entry_is_target || check_stack {
             // Cranelift's entry block cannot be a branch target: enter through a block of
-            // its own that jumps to the IR entry block.
+            // its own that jumps to the IR entry block (after the stack check, if any).
             self.s.then_args.clear();
             self.s
                 .then_args
                 .extend(params[..n].iter().map(|&v| BlockArg::Value(v)));
             self.b.switch_to_block(start);
+            if check_stack {
+                self.check_stack();
+            }
             let target = self.block(entry)?;
             self.b.ins().jump(target, &self.s.then_args);
         } else {
@@ -347,6 +360,22 @@ impl Lowerer<'_, '_> {
             InstKind::Store(p, v) => {
                 let (ptr, x) = (self.value(*p)?, self.value(*v)?);
                 self.b.ins().store(MemFlagsData::new(), x, ptr, 0);
+                None
+            }
+            InstKind::BoundsCheck {
+                addr,
+                base,
+                bytes,
+                trap,
+            } => {
+                let size = func.values[*addr]
+                    .ty
+                    .pointee()
+                    .ok_or_else(|| malformed(func, "bounds check of a non-pointer"))?
+                    .bytes();
+                let (addr, base, bytes) =
+                    (self.value(*addr)?, self.value(*base)?, self.value(*bytes)?);
+                self.bounds_check(addr, base, bytes, size, *trap);
                 None
             }
             InstKind::Call(callee, args) => self.call(*callee, args)?,
@@ -989,6 +1018,36 @@ impl Lowerer<'_, '_> {
     }
 
     /// The cold block that raises `trap`, created on first use.
+    /// Traps unless `size` bytes at `addr` lie in `bytes` bytes from `base`: the offset must be
+    /// below `bytes - size + 1` (0 when `bytes < size`), a limit that does not depend on the
+    /// address, so Cranelift hoists it out of loops.
+    fn bounds_check(
+        &mut self,
+        addr: clif::Value,
+        base: clif::Value,
+        bytes: clif::Value,
+        size: u32,
+        trap: Trap,
+    ) {
+        let off = self.b.ins().isub(addr, base);
+        let limit = if size == 1 {
+            bytes
+        } else {
+            let fits =
+                self.b
+                    .ins()
+                    .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, bytes, i64::from(size));
+            let rest = self.b.ins().iadd_imm_s(bytes, 1 - i64::from(size));
+            let zero = self.iconst(types::I64, 0);
+            self.b.ins().select(fits, rest, zero)
+        };
+        let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, off, limit);
+        let trap_block = self.trap_block(trap);
+        let cont = self.b.create_block();
+        self.b.ins().brif(ok, cont, &[], trap_block, &[]);
+        self.b.switch_to_block(cont);
+    }
+
     fn trap_block(&mut self, trap: Trap) -> clif::Block {
         if let Some(&(_, block)) = self.s.traps.iter().find(|(t, _)| *t == trap) {
             return block;

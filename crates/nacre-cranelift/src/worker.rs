@@ -22,6 +22,7 @@ use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::JITModule;
 use cranelift_module::{Module as _, ModuleError};
 use nacre_backend::{BackendError, Linkage};
+use nacre_ir::analysis::CallGraph;
 use nacre_ir::{FuncId, FuncKind, Module, Signature};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -260,6 +261,8 @@ impl Parts<'_> {
             call_conv,
             frontend: isa.frontend_config(),
         };
+        // Recursive functions check the stack on entry (see `lower::stack_check`).
+        let calls = CallGraph::compute(module);
         let mut listing = keep_listing.then(String::new);
         let mut code_bytes = 0;
         for (fid, f) in module.functions.iter() {
@@ -269,7 +272,15 @@ impl Parts<'_> {
             self.ctx.clear();
             self.ctx.set_disasm(keep_listing);
             self.ctx.func.signature = self.signatures[fid.index()].clone();
-            lower_function(&lower_env, f, &mut self.ctx.func, self.fctx, self.scratch)?;
+            let check_stack = calls.is_recursive(fid);
+            lower_function(
+                &lower_env,
+                f,
+                check_stack,
+                &mut self.ctx.func,
+                self.fctx,
+                self.scratch,
+            )?;
             if let Some(listing) = &mut listing {
                 self.ctx.func.name = UserFuncName::testcase(&f.name);
                 let _ = write!(

@@ -560,6 +560,14 @@ fn execute(
                 // SAFETY: caller-guaranteed pointer, valid for writing 8 bytes (see above).
                 unsafe { store::<u64>(p, v) }
             }
+            Op::BoundsCheck(c) => {
+                let (addr, base) = (regs[c.addr as usize], regs[c.base as usize]);
+                let bytes = regs[c.bytes as usize];
+                if !semantics::in_bounds(addr, base, bytes, c.size()) {
+                    let code = c.trap_code();
+                    return Err(Trap::from_code(code).unwrap_or(Trap::out_of_bounds(None, None)));
+                }
+            }
         }
     }
 }

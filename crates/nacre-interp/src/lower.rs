@@ -11,8 +11,8 @@
 
 use crate::moves::sequentialize;
 use crate::ops::{
-    AddrOp, CallOp, CmpJmp, CondJmp, GenBin, GenCast, GenFma, GenUn, Jmp, LaunchOp, Nothing, Op,
-    Reg, RetVal, StoreOp, Target, R2, R3, R4,
+    AddrOp, CallOp, CheckOp, CmpJmp, CondJmp, GenBin, GenCast, GenFma, GenUn, Jmp, LaunchOp,
+    Nothing, Op, Reg, RetVal, StoreOp, Target, R2, R3, R4,
 };
 use crate::program::{ExternEntry, LaunchEntry, LoweredFunc, Program};
 use nacre_backend::{BackendError, Linkage};
@@ -1062,6 +1062,17 @@ impl<'a> FnLowerer<'a> {
                     s,
                 )
             }
+            InstKind::BoundsCheck {
+                addr,
+                base,
+                bytes,
+                trap,
+            } => Op::BoundsCheck(CheckOp {
+                addr: self.slot(*addr)?,
+                base: self.slot(*base)?,
+                bytes: self.slot(*bytes)?,
+                trap_and_size: (trap.code() & !0xff) | self.pointee(*addr)?.bytes(),
+            }),
             InstKind::Call(f, args) => {
                 let callee = match (self.index.funcs.get(f), self.module.functions.get(*f)) {
                     (Some(&callee), _) => callee,

@@ -140,6 +140,33 @@ pub(crate) struct StoreOp {
     pub v: Reg,
 }
 
+/// A bounds check: traps with `trap` unless `size` bytes at `addr` lie in `bytes` bytes from
+/// `base` ([`nacre_ir::semantics::in_bounds`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct CheckOp {
+    /// Address slot.
+    pub addr: Reg,
+    /// Base slot.
+    pub base: Reg,
+    /// Size-in-bytes slot.
+    pub bytes: Reg,
+    /// The out-of-bounds trap's status code with its low byte (the trap kind, always
+    /// out-of-bounds) replaced by the access size in bytes, to keep [`Op`] compact.
+    pub trap_and_size: u32,
+}
+
+impl CheckOp {
+    /// The access size in bytes.
+    pub fn size(self) -> u64 {
+        u64::from(self.trap_and_size & 0xff)
+    }
+
+    /// The status code of the trap.
+    pub fn trap_code(self) -> u32 {
+        (self.trap_and_size & !0xff) | (nacre_ir::Trap::out_of_bounds(None, None).code() & 0xff)
+    }
+}
+
 /// A binary operator evaluated through [`nacre_ir::semantics::binary`].
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(crate) struct GenBin {
@@ -275,6 +302,20 @@ impl Operands for AddrOp {
 impl Operands for StoreOp {
     fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{m} [r{}], r{}", self.p, self.v)
+    }
+}
+
+impl Operands for CheckOp {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{m} r{} in [r{}, +r{}) size {} trap {:#x}",
+            self.addr,
+            self.base,
+            self.bytes,
+            self.size(),
+            self.trap_code()
+        )
     }
 }
 
@@ -599,6 +640,8 @@ define_ops! {
     Store32(StoreOp) = "store32";
     /// Store 64 bits.
     Store64(StoreOp) = "store64";
+    /// Trap unless an access is in bounds.
+    BoundsCheck(CheckOp) = "bounds_check";
 }
 
 impl Op {

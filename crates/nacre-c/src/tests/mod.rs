@@ -1,11 +1,12 @@
 //! Tests of the C backend: emitted-source snapshots, execution against
-//! [`nacre_ir::semantics`], and kernel launches.
+//! [`nacre_ir::semantics`], kernel launches, and the stack check of recursive functions.
 
 mod kernel;
 mod launch;
 mod ops;
 mod programs;
 mod snapshots;
+mod stack;
 mod structured;
 
 use crate::{CBackend, CExecutable, COptions};

@@ -1,11 +1,13 @@
 //! Tests of the Cranelift backend: every operator against [`nacre_ir::semantics`]
-//! ([`ops`]), control flow, calls and traps ([`control`]), kernel launches ([`launch`]), and
-//! code memory and threads ([`memory`]).
+//! ([`ops`]), control flow, calls and traps ([`control`]), kernel launches ([`launch`]),
+//! code memory and threads ([`memory`]), and the stack check of recursive functions
+//! ([`stack`]).
 
 mod control;
 mod launch;
 mod memory;
 mod ops;
+mod stack;
 
 use crate::{CraneliftBackend, CraneliftOptions, OptLevel};
 use nacre_backend::{Backend, Executable, Linkage};

@@ -4,10 +4,12 @@
 //! - [`programs`]: loops, block parameters, memory, calls, recursion, externs and traps,
 //!   against plain Rust.
 //! - [`launch`]: kernel launches through a recording launcher, and skipped kernels.
+//! - [`stack`]: deep recursion is a stack-overflow trap.
 
 mod conformance;
 mod launch;
 mod programs;
+mod stack;
 
 use crate::{InterpExecutable, Interpreter};
 use nacre_backend::Linkage;
