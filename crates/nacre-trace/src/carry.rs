@@ -6,7 +6,14 @@
 //! agrees on their value (they are trace-time constants); a disagreement is a
 //! [`crate::TraceError::HostValueDiverges`]. Anything else (a `String`, a `Vec`) cannot be
 //! carried, which is a compile error.
+//!
+//! A carried `Val` or `Ptr` must belong to the function being traced (see
+//! [`crate::identity`]): one of another trace, or one made outside any trace, fails the trace
+//! with [`crate::TraceError::ForeignValue`] naming how it was carried ("carried into a loop",
+//! "return value", ...).
 
+use crate::context::{current_trace, with_tracer};
+use crate::identity::Handle;
 use crate::ptr::Ptr;
 use crate::val::Val;
 use nacre_ir::semantics::ScalarValue;
@@ -30,6 +37,13 @@ pub enum Slot {
 pub trait Carry: Copy + 'static {
     /// Appends this value's slots.
     fn flatten(&self, out: &mut Vec<Slot>);
+    /// [`Carry::flatten`] on behalf of `operation` ("carried into a loop", "return value",
+    /// ...), the name under which a `Val` or `Ptr` of another trace is reported. The default
+    /// (for types holding no traced value) ignores the name.
+    fn flatten_as(&self, out: &mut Vec<Slot>, operation: &'static str) {
+        let _ = operation;
+        self.flatten(out);
+    }
     /// Rebuilds a value from slots produced by [`Carry::flatten`] of the same type.
     fn rebuild(slots: &mut std::slice::Iter<'_, Slot>) -> Self;
     /// A value of this type for code that can never run (after a `return` in every path);
@@ -37,11 +51,41 @@ pub trait Carry: Copy + 'static {
     fn unreachable_value() -> Self;
 }
 
+/// The operation a foreign value met by a plain [`flatten`] is reported under.
+const CARRIED: &str = "carried through traced control flow";
+
 /// Flattens a carried value into a new vector.
 pub fn flatten<C: Carry>(c: &C) -> Vec<Slot> {
     let mut out = Vec::new();
     c.flatten(&mut out);
     out
+}
+
+/// [`flatten`] on behalf of `operation` ("carried into a loop", "return value", ...), the
+/// name under which a value of another trace is reported.
+pub(crate) fn flatten_for<C: Carry>(c: &C, operation: &'static str) -> Vec<Slot> {
+    let mut out = Vec::new();
+    c.flatten_as(&mut out, operation);
+    out
+}
+
+/// The slot of a traced value (of IR type `ty()`) carried by `operation`: its IR value while
+/// tracing (checked to belong to the function being traced), its bits otherwise.
+#[inline]
+fn carried_slot(h: Handle, ty: fn() -> nacre_ir::Type, operation: &'static str) -> Slot {
+    match with_tracer(|t| t.value(h, operation, ty)) {
+        Some(v) => Slot::Value(v),
+        None => Slot::Bits(h.bits(operation)),
+    }
+}
+
+/// The handle of a rebuilt traced value: an IR value of the function being traced, or bits.
+#[inline]
+fn rebuilt_handle(slot: Slot) -> Handle {
+    match slot {
+        Slot::Value(v) => Handle::traced(v, current_trace()),
+        Slot::Bits(b) => Handle::direct(b),
+    }
 }
 
 /// Rebuilds a carried value from a slice of slots.
@@ -63,14 +107,13 @@ fn slot_raw(slot: Slot) -> u64 {
 
 impl<T: ScalarValue> Carry for Val<T> {
     fn flatten(&self, out: &mut Vec<Slot>) {
-        out.push(if crate::is_tracing() {
-            Slot::Value(Value::from_u32(self.raw() as u32))
-        } else {
-            Slot::Bits(self.raw())
-        });
+        self.flatten_as(out, CARRIED);
+    }
+    fn flatten_as(&self, out: &mut Vec<Slot>, operation: &'static str) {
+        out.push(carried_slot(self.handle(), Val::<T>::ir_type, operation));
     }
     fn rebuild(slots: &mut std::slice::Iter<'_, Slot>) -> Self {
-        Val::from_raw(slot_raw(next_slot(slots)))
+        Val::from_handle(rebuilt_handle(next_slot(slots)))
     }
     fn unreachable_value() -> Self {
         Val::new(T::from_bits(0))
@@ -79,17 +122,16 @@ impl<T: ScalarValue> Carry for Val<T> {
 
 impl<T: ScalarValue> Carry for Ptr<T> {
     fn flatten(&self, out: &mut Vec<Slot>) {
-        out.push(if crate::is_tracing() {
-            Slot::Value(Value::from_u32(self.raw() as u32))
-        } else {
-            Slot::Bits(self.raw())
-        });
+        self.flatten_as(out, CARRIED);
+    }
+    fn flatten_as(&self, out: &mut Vec<Slot>, operation: &'static str) {
+        out.push(carried_slot(self.handle(), Ptr::<T>::ir_type, operation));
     }
     fn rebuild(slots: &mut std::slice::Iter<'_, Slot>) -> Self {
-        Ptr::from_raw(slot_raw(next_slot(slots)))
+        Ptr::from_handle(rebuilt_handle(next_slot(slots)))
     }
     fn unreachable_value() -> Self {
-        Ptr::from_raw(crate::val::constant_raw(Ptr::<T>::ir_type(), 0))
+        Ptr::from_handle(crate::val::constant_raw(Ptr::<T>::ir_type(), 0))
     }
 }
 
@@ -144,6 +186,9 @@ impl<C: Carry, const N: usize> Carry for [C; N] {
     fn flatten(&self, out: &mut Vec<Slot>) {
         self.iter().for_each(|c| c.flatten(out));
     }
+    fn flatten_as(&self, out: &mut Vec<Slot>, operation: &'static str) {
+        self.iter().for_each(|c| c.flatten_as(out, operation));
+    }
     fn rebuild(slots: &mut std::slice::Iter<'_, Slot>) -> Self {
         std::array::from_fn(|_| C::rebuild(slots))
     }
@@ -159,6 +204,11 @@ macro_rules! tuple_carry {
             fn flatten(&self, out: &mut Vec<Slot>) {
                 let ($($n,)+) = self;
                 $($n.flatten(out);)+
+            }
+            #[allow(non_snake_case)]
+            fn flatten_as(&self, out: &mut Vec<Slot>, operation: &'static str) {
+                let ($($n,)+) = self;
+                $($n.flatten_as(out, operation);)+
             }
             fn rebuild(slots: &mut std::slice::Iter<'_, Slot>) -> Self {
                 ($($n::rebuild(slots),)+)

@@ -5,13 +5,15 @@
 //! appends to the IR, and releases it.
 
 use crate::carry::Slot;
-use crate::error::TraceError;
+use crate::error::{TraceError, ValueOrigin};
+use crate::identity::Handle;
 use nacre_backend::{ExternAddr, Linkage};
 use nacre_ir::{
-    Block, ExternFunc, ExternId, FuncId, Function, FunctionBuilder, Module, Signature, Type,
+    Block, Const, ExternFunc, ExternId, FuncId, Function, FunctionBuilder, Module, Signature, Type,
+    Value,
 };
 use std::any::TypeId;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 /// A merge point of traced control flow, created on first use: the block and the shape of the
@@ -81,6 +83,8 @@ pub(crate) enum Pending {
 /// One IR function under construction.
 pub(crate) struct FuncState {
     pub id: FuncId,
+    /// The trace id of this function's values (see [`crate::identity`]).
+    pub trace: u64,
     pub func: Function,
     pub current: Option<Block>,
     pub frames: Vec<Frame>,
@@ -210,6 +214,7 @@ pub(crate) struct Tracer {
 }
 
 impl Tracer {
+    #[inline]
     pub fn func(&mut self) -> &mut FuncState {
         self.funcs
             .last_mut()
@@ -241,11 +246,103 @@ impl Tracer {
             self.error = Some(e);
         }
     }
+
+    /// Starts recording `fs` (a callee or kernel traced inside the current function, or the
+    /// entry); its values are the current trace's until [`Tracer::pop_func`].
+    pub fn push_func(&mut self, fs: FuncState) {
+        set_current_trace(fs.trace);
+        self.funcs.push(fs);
+    }
+
+    /// Ends recording the innermost function; the enclosing one's values are current again.
+    pub fn pop_func(&mut self) -> FuncState {
+        let fs = self.funcs.pop().expect("a function is being traced");
+        set_current_trace(self.top_trace());
+        fs
+    }
+
+    /// The trace id of the innermost function being recorded (0 if none).
+    fn top_trace(&self) -> u64 {
+        self.funcs.last().map_or(0, |f| f.trace)
+    }
+
+    /// The IR value that `h` names, as an operand of `operation` in the function being
+    /// recorded. A handle of another trace or function, or a direct one, records a
+    /// [`TraceError::ForeignValue`] and gives a zero constant of type `ty()` instead, so that
+    /// the trace goes on and fails at its end.
+    #[inline]
+    pub fn value(
+        &mut self,
+        h: Handle,
+        operation: &'static str,
+        ty: impl FnOnce() -> Type,
+    ) -> Value {
+        if h.belongs_to(self.func().trace) {
+            h.ir_value()
+        } else {
+            self.foreign(h, operation, ty())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn foreign(&mut self, h: Handle, operation: &'static str, ty: Type) -> Value {
+        let origin = if h.trace() == 0 {
+            ValueOrigin::OutsideTrace
+        } else if let Some(f) = self.funcs.iter().find(|f| f.trace == h.trace()) {
+            ValueOrigin::EnclosingFunction(f.func.name.clone())
+        } else {
+            ValueOrigin::OtherTrace
+        };
+        let value = match ty {
+            Type::Scalar(s) => format!("Val<{s}>"),
+            Type::Ptr(s, _) => format!("Ptr<{s}>"),
+        };
+        let function = self.func().func.name.clone();
+        self.fail(TraceError::ForeignValue {
+            operation,
+            value,
+            origin,
+            function,
+        });
+        // A stand-in of the right type, placed without changing where recording goes on (in a
+        // fresh unreachable block when the position is dead).
+        let fs = self.func();
+        let at = fs.current;
+        let v = fs.builder().constant(Const { ty, bits: 0 });
+        fs.current = at;
+        v
+    }
+
+    /// Runs `f` with a builder at the current position of the function being recorded and
+    /// returns the value it builds as a handle of that function.
+    #[inline]
+    pub fn build(&mut self, f: impl FnOnce(&mut FunctionBuilder<'_>) -> Value) -> Handle {
+        let fs = self.func();
+        let mut b = fs.builder();
+        let v = f(&mut b);
+        fs.current = b.current_block();
+        Handle::traced(v, fs.trace)
+    }
+}
+
+/// The trace id of the function being recorded on this thread (0 outside any trace): a
+/// mirror of the tracer's innermost function, kept by [`Tracer::push_func`],
+/// [`Tracer::pop_func`] and [`run_tracer`], so that rebuilding carried values costs no borrow
+/// of the tracer.
+#[inline]
+pub(crate) fn current_trace() -> u64 {
+    CURRENT_TRACE.with(Cell::get)
+}
+
+fn set_current_trace(id: u64) {
+    CURRENT_TRACE.with(|c| c.set(id));
 }
 
 thread_local! {
     static TRACER: RefCell<Option<Tracer>> = const { RefCell::new(None) };
     static PENDING: RefCell<Pending> = const { RefCell::new(Pending::None) };
+    static CURRENT_TRACE: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Whether a trace is being recorded on this thread.
@@ -280,11 +377,13 @@ pub(crate) fn run_tracer<R>(tracer: Tracer, f: impl FnOnce() -> R) -> (R, Tracer
     impl Drop for Restore {
         fn drop(&mut self) {
             let prev = self.0.take();
+            set_current_trace(prev.as_ref().map_or(0, Tracer::top_trace));
             TRACER.with(|t| *t.borrow_mut() = prev);
             let pending = std::mem::take(&mut self.1);
             PENDING.with(|p| *p.borrow_mut() = pending);
         }
     }
+    set_current_trace(tracer.top_trace());
     let prev = TRACER.with(|t| t.borrow_mut().replace(tracer));
     let prev_pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     let _restore = Restore(prev, prev_pending);

@@ -1,5 +1,6 @@
 //! Errors raised while tracing.
 
+use std::fmt;
 use thiserror::Error;
 
 /// Why a function could not be traced.
@@ -25,9 +26,32 @@ pub enum TraceError {
         what: &'static str,
     },
     /// A traced operation was used where no function is being traced (internal misuse of the
-    /// tracing API, e.g. a `Val` created by one trace used in another).
+    /// tracing API, e.g. a trace started while another one is recorded on the same thread).
     #[error("traced value used outside of its trace: {0}")]
     OutsideTrace(String),
+    /// A `Val` or `Ptr` that does not belong to the function being traced was used in it: one
+    /// made in another trace (kept in a `thread_local`, returned out of a closure), one made
+    /// outside any trace (`Val::new` at top level, captured by the traced closure), or one of
+    /// an enclosing traced function captured by a function traced through `call` or `launch`.
+    /// Its raw handle means nothing here, so it is never used: the trace continues on a dummy
+    /// value and fails with this error.
+    #[error(
+        "a `{value}` {origin} was used in this trace (by `{operation}`, in traced function \
+         `{function}`); a traced value belongs to the trace that made it: pass it to the traced \
+         function as a parameter (or as an argument of `call`/`launch`), or create it inside \
+         the traced function with `Val::new`"
+    )]
+    ForeignValue {
+        /// The operation that used the value: `add`, `load`, `store`, `compare (<)`,
+        /// `branch condition`, `launch argument`, `return value`, `carried into a loop`, ...
+        operation: &'static str,
+        /// The value's type, as Rust names it (`Val<i32>`, `Ptr<f32>`).
+        value: String,
+        /// Where the value was made.
+        origin: ValueOrigin,
+        /// The IR name of the traced function that used it.
+        function: String,
+    },
     /// The same Rust function is used both as a kernel (launched) and as a host function
     /// (called).
     #[error("function `{name}` is used both as a kernel and as a host function")]
@@ -49,4 +73,35 @@ pub enum TraceError {
         /// The function's name.
         name: String,
     },
+}
+
+/// Where a value used in a trace it does not belong to was made (see
+/// [`TraceError::ForeignValue`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueOrigin {
+    /// Outside any trace (direct mode), e.g. `Val::new` at top level.
+    OutsideTrace,
+    /// In an enclosing function of the same trace (a caller of the function traced by `call`
+    /// or `launch`), named here.
+    EnclosingFunction(String),
+    /// In another trace, one that has ended (or a function of this trace whose recording is
+    /// over).
+    OtherTrace,
+}
+
+impl fmt::Display for ValueOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueOrigin::OutsideTrace => f.write_str("made outside any trace"),
+            ValueOrigin::EnclosingFunction(name) => write!(
+                f,
+                "made in the enclosing traced function `{name}` (a callee traced by \
+                 `call` or `launch` records a function of its own)"
+            ),
+            ValueOrigin::OtherTrace => f.write_str(
+                "made in another trace (kept after its trace ended, e.g. in a `thread_local` \
+                 or returned out of a closure)",
+            ),
+        }
+    }
 }

@@ -2,26 +2,31 @@
 //! function and calls it (recursion included); [`invoke`] calls a Rust `extern "C"` function at
 //! run time.
 
-use crate::context::{emit, with_tracer};
+use crate::context::{with_tracer, Tracer};
+use crate::identity::Handle;
 use crate::signature::{begin_function, end_function, fn_name, HostValue, Param, Ret, TraceFn};
-use crate::val::{raw_of, value_of};
 use nacre_backend::{DynCall, ExternAddr};
-use nacre_ir::{FuncKind, Signature, Type};
+use nacre_ir::{FuncKind, Signature, Type, Value};
 use std::any::TypeId;
 
 /// Arguments of [`call`] and [`invoke`]: a tuple of `Val`s and `Ptr`s.
 pub trait CallArgs: Copy {
-    /// The raw handles of the arguments.
-    fn raws(&self) -> Vec<u64>;
+    /// The handles of the arguments.
+    fn raws(&self) -> Vec<Handle>;
+    /// The IR types of the arguments.
+    fn types() -> Vec<Type>;
 }
 
 macro_rules! call_args {
     ($($a:ident),*) => {
         impl<$($a: Param),*> CallArgs for ($($a,)*) {
             #[allow(non_snake_case)]
-            fn raws(&self) -> Vec<u64> {
+            fn raws(&self) -> Vec<Handle> {
                 let ($($a,)*) = *self;
                 vec![$($a.raw_param()),*]
+            }
+            fn types() -> Vec<Type> {
+                vec![$($a::ir_type()),*]
             }
         }
     };
@@ -49,8 +54,37 @@ pub fn call<Args: CallArgs, F: TraceFn<Args>>(f: F, args: Args) -> F::Ret {
     }
     let id = traced_function(&f, FuncKind::Host);
     let ret_ty = F::Ret::ir_type();
-    let result = emit(|b| b.call(id, raws.into_iter().map(value_of).collect(), ret_ty));
-    F::Ret::from_raw_ret(result.map(raw_of).unwrap_or(0))
+    let result = with_tracer(|t| {
+        let args = operands::<Args>(t, &raws, "call argument");
+        call_result(t, |b| b.call(id, args, ret_ty))
+    })
+    .expect("tracing");
+    F::Ret::from_raw_ret(result)
+}
+
+/// The IR values of the argument handles `raws` (of types `Args::types()`), as operands of
+/// `operation` in the function being traced (checked to belong to it).
+pub(crate) fn operands<Args: CallArgs>(
+    t: &mut Tracer,
+    raws: &[Handle],
+    operation: &'static str,
+) -> Vec<Value> {
+    raws.iter()
+        .enumerate()
+        .map(|(i, h)| t.value(*h, operation, || Args::types()[i]))
+        .collect()
+}
+
+/// Emits a call whose result, if any, is a handle of the function being traced.
+fn call_result(
+    t: &mut Tracer,
+    f: impl FnOnce(&mut nacre_ir::FunctionBuilder<'_>) -> Option<Value>,
+) -> Handle {
+    let fs = t.func();
+    let mut b = fs.builder();
+    let v = f(&mut b);
+    fs.current = b.current_block();
+    v.map_or(Handle::direct(0), |v| Handle::traced(v, fs.trace))
 }
 
 /// The IR function of `f` in the module being traced: traced now (as a function of `kind`) on
@@ -184,7 +218,11 @@ extern_fn_impl!(A, B, C, D, E, F);
 pub fn invoke<Args: CallArgs, F: ExternFn<Args>>(name: &str, f: F, args: Args) -> F::Ret {
     let raws = args.raws();
     if !crate::is_tracing() {
-        return <F::Ret as Ret>::from_raw_ret(f.call_direct(&raws));
+        let bits: Vec<u64> = raws
+            .iter()
+            .map(|h| h.bits("extern call argument"))
+            .collect();
+        return <F::Ret as Ret>::from_raw_ret(Handle::direct(f.call_direct(&bits)));
     }
     let sig = F::signature();
     let ret = sig.ret;
@@ -192,9 +230,13 @@ pub fn invoke<Args: CallArgs, F: ExternFn<Args>>(name: &str, f: F, args: Args) -
         addr: f.addr(),
         dyn_call: F::dyn_call(),
     };
-    let id = with_tracer(|t| t.declare_extern(name, sig, at)).expect("tracing");
-    let result = emit(|b| b.call_extern(id, raws.into_iter().map(value_of).collect(), ret));
-    <F::Ret as Ret>::from_raw_ret(result.map(raw_of).unwrap_or(0))
+    let result = with_tracer(|t| {
+        let id = t.declare_extern(name, sig, at);
+        let args = operands::<Args>(t, &raws, "extern call argument");
+        call_result(t, |b| b.call_extern(id, args, ret))
+    })
+    .expect("tracing");
+    <F::Ret as Ret>::from_raw_ret(result)
 }
 
 macro_rules! extern_fn_coercions {

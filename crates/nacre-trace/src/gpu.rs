@@ -8,14 +8,15 @@
 //! mode) a launch runs the kernel once with grid = block = 1, which is correct for grid-stride
 //! kernels only (barriers are no-ops then).
 
-use crate::context::{emit, with_tracer};
+use crate::context::with_tracer;
 use crate::error::TraceError;
-use crate::extern_fn::{traced_function, CallArgs};
+use crate::extern_fn::{operands, traced_function, CallArgs};
+use crate::identity::Handle;
 use crate::ptr::Ptr;
 use crate::signature::{fn_name, Ret, TraceFn};
-use crate::val::{raw_of, value_of, IntoVal, Val};
+use crate::val::{IntoVal, Val};
 use nacre_ir::semantics::ScalarValue;
-use nacre_ir::{Dim, FuncKind, GpuIndex};
+use nacre_ir::{Dim, FuncKind, GpuIndex, Type};
 use std::cell::RefCell;
 
 /// Three `u32` dimensions (an index or a size).
@@ -77,28 +78,21 @@ impl Block {
 
 /// The indices a kernel sees in direct mode (grid = block = 1).
 struct DirectKernel {
-    shared: Vec<Vec<u64>>,
     next_shared: usize,
 }
 
 thread_local! {
-    static DIRECT: RefCell<DirectKernel> = const { RefCell::new(DirectKernel { shared: Vec::new(), next_shared: 0 }) };
+    static DIRECT: RefCell<DirectKernel> = const { RefCell::new(DirectKernel { next_shared: 0 }) };
 }
 
 fn index(kind: GpuIndex, dim: Dim) -> Val<u32> {
-    let traced = with_tracer(|t| {
-        let fs = t.func();
-        let mut b = fs.builder();
-        let v = b.gpu_index(kind, dim);
-        fs.current = b.current_block();
-        raw_of(v)
-    });
+    let traced = with_tracer(|t| t.build(|b| b.gpu_index(kind, dim)));
     // Direct mode: one block of one thread.
     let direct = match kind {
         GpuIndex::ThreadIdx | GpuIndex::BlockIdx => 0,
         GpuIndex::BlockDim | GpuIndex::GridDim => 1,
     };
-    Val::from_raw(traced.unwrap_or(direct))
+    Val::from_handle(traced.unwrap_or(Handle::direct(direct)))
 }
 
 fn dim3(kind: GpuIndex) -> Dim3 {
@@ -175,28 +169,17 @@ pub fn sync_threads() {
 /// Several per kernel are allowed; each call site is its own array.
 pub fn shared_array<T: ScalarValue, const N: usize>() -> Ptr<T> {
     let len = u32::try_from(N).unwrap_or(u32::MAX);
-    let traced = with_tracer(|t| {
-        let fs = t.func();
-        let mut b = fs.builder();
-        let v = b.shared_alloc(T::SCALAR, len);
-        fs.current = b.current_block();
-        raw_of(v)
-    });
-    if let Some(raw) = traced {
-        return Ptr::from_raw(raw);
+    let traced = with_tracer(|t| t.build(|b| b.shared_alloc(T::SCALAR, len)));
+    if let Some(h) = traced {
+        return Ptr::from_handle(h);
     }
     DIRECT.with(|d| {
         let mut d = d.borrow_mut();
         let i = d.next_shared;
         d.next_shared += 1;
-        if d.shared.len() <= i {
-            d.shared.push(Vec::new());
-        }
-        let words = (N * T::SCALAR.bytes() as usize).div_ceil(8).max(1);
-        let buf = &mut d.shared[i];
-        buf.clear();
-        buf.resize(words, 0);
-        Ptr::from_raw(buf.as_mut_ptr() as usize as u64)
+        // Outside a direct call no access can succeed, so a null pointer serves.
+        let addr = crate::region::shared_array(i, N * T::SCALAR.bytes() as usize).unwrap_or(0);
+        Ptr::from_handle(Handle::direct(addr as u64))
     })
 }
 
@@ -225,7 +208,15 @@ pub fn launch<Args: CallArgs, K: TraceFn<Args, Ret = ()>>(
         return;
     }
     let id = traced_function(&k, FuncKind::Kernel);
-    let g = [grid.0.x, grid.0.y, grid.0.z].map(|v| value_of(v.raw()));
-    let b = [block.0.x, block.0.y, block.0.z].map(|v| value_of(v.raw()));
-    emit(|bld| bld.launch(id, g, b, raws.into_iter().map(value_of).collect()));
+    with_tracer(|t| {
+        let mut dims =
+            |d: Dim3, what| [d.x, d.y, d.z].map(|v| t.value(v.handle(), what, || Type::U32));
+        let g = dims(grid.0, "launch grid size");
+        let b = dims(block.0, "launch block size");
+        let args = operands::<Args>(t, &raws, "launch argument");
+        let fs = t.func();
+        let mut bld = fs.builder();
+        bld.launch(id, g, b, args);
+        fs.current = bld.current_block();
+    });
 }

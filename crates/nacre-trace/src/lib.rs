@@ -8,6 +8,9 @@
 //!   `for`, `break`, `continue`, `return`, comparisons, `&&`/`||` and indexing into. A plain
 //!   `bool` condition or a Rust iterator runs natively while tracing (unrolling and
 //!   specialisation); a `Val<bool>` condition or a range of `Val`s records a branch or a loop.
+//! - Every `Val` and `Ptr` knows the trace it belongs to ([`identity`]): one used in a trace
+//!   it does not belong to (made in another trace, or outside any trace) fails the trace with
+//!   [`TraceError::ForeignValue`].
 //! - [`Carry`] describes values that flow through traced control flow (they become block
 //!   parameters).
 //! - [`trace`] captures a whole function into an IR [`nacre_ir::Module`]; [`cf::call`] makes a
@@ -20,14 +23,18 @@ mod context;
 pub mod error;
 pub mod extern_fn;
 pub mod gpu;
+pub mod identity;
 pub mod ptr;
+pub mod region;
 pub mod signature;
 pub mod val;
 
 pub use carry::{Carry, Slot};
-pub use error::TraceError;
+pub use error::{TraceError, ValueOrigin};
 pub use extern_fn::ExternFn;
+pub use identity::Handle;
 pub use ptr::{Ptr, RawPtr};
+pub use region::Region;
 pub use signature::{direct_call, trace, HostValue, Param, Ret, TraceFn, Traced};
 pub use val::{select, Index, IntoVal, Val};
 

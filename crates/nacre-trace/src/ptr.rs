@@ -3,17 +3,30 @@
 //! Pointers reach traced code only as parameters of the traced function (the caller passes
 //! them through the `unsafe` [`RawPtr::new`], vouching for every access), or derived from one
 //! by pointer arithmetic. Loads and stores in direct mode access that memory directly.
+//!
+//! # Trace identity
+//!
+//! Like a [`Val`], a `Ptr` knows the trace it belongs to (a [`Handle`], see
+//! [`crate::identity`]): a pointer of another trace, of an enclosing traced function (captured
+//! by a function traced through [`cf::call`](crate::cf::call) or
+//! [`gpu::launch`](crate::gpu::launch)) or one made outside any trace, used in a trace, fails
+//! it with [`TraceError::ForeignValue`](crate::TraceError::ForeignValue) naming the operation
+//! (`load`, `store`, `offset`, ...) instead of reaching the verifier as a stray value index;
+//! pass the pointer in as a parameter or an argument. A pointer made while tracing and used in
+//! direct mode panics with a message that says so (its handle is an IR index, not an address).
 
 use crate::context::with_tracer;
-use crate::val::{raw_of, value_of, Index, IntoVal, Val};
+use crate::identity::Handle;
+use crate::val::{compare_name, Index, IntoVal, Val};
 use nacre_ir::semantics::{self, ScalarValue};
 use nacre_ir::{CmpOp, Type};
 use std::fmt;
 use std::marker::PhantomData;
 
-/// A traced pointer to elements of type `T`.
+/// A traced pointer to elements of type `T`, tied to the trace that made it (see the
+/// [module docs](self)).
 pub struct Ptr<T: ScalarValue> {
-    raw: u64,
+    h: Handle,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -26,10 +39,10 @@ impl<T: ScalarValue> Copy for Ptr<T> {}
 
 impl<T: ScalarValue> fmt::Debug for Ptr<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if crate::is_tracing() {
-            write!(f, "Ptr<{}>({})", T::SCALAR, value_of(self.raw))
+        if self.h.trace() == 0 {
+            write!(f, "Ptr({:#x})", self.h.bits("debug"))
         } else {
-            write!(f, "Ptr({:#x})", self.raw)
+            write!(f, "Ptr<{}>({:?})", T::SCALAR, self.h)
         }
     }
 }
@@ -71,15 +84,23 @@ impl<T> RawPtr<T> {
 }
 
 impl<T: ScalarValue> Ptr<T> {
-    pub(crate) fn from_raw(raw: u64) -> Ptr<T> {
-        Ptr {
-            raw,
-            _t: PhantomData,
-        }
+    /// Wraps a handle (an IR value of one trace, or a direct address).
+    #[inline]
+    pub(crate) fn from_handle(h: Handle) -> Ptr<T> {
+        Ptr { h, _t: PhantomData }
     }
 
-    pub(crate) fn raw(self) -> u64 {
-        self.raw
+    /// The handle (see [`Ptr::from_handle`]).
+    #[inline]
+    pub(crate) fn handle(self) -> Handle {
+        self.h
+    }
+
+    /// The address in direct mode, read by `operation` (a panic if the pointer was made while
+    /// tracing, see the [module docs](self)).
+    #[inline]
+    fn bits(self, operation: &'static str) -> u64 {
+        self.h.bits(operation)
     }
 
     /// The IR type of this pointer.
@@ -89,51 +110,63 @@ impl<T: ScalarValue> Ptr<T> {
 
     /// The pointer `index` elements further.
     pub fn offset(self, index: impl Index) -> Ptr<T> {
-        let index_raw = index.index_raw();
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut b = fs.builder();
-            let v = b.elem_ptr(value_of(self.raw), value_of(index_raw));
-            fs.current = b.current_block();
-            raw_of(v)
+        self.offset_for(index, "offset")
+    }
+
+    /// [`Ptr::offset`] on behalf of `operation` (the name a foreign pointer is reported under).
+    fn offset_for(self, index: impl Index, operation: &'static str) -> Ptr<T> {
+        let index_h = index.index_raw();
+        let h = with_tracer(|t| {
+            let p = t.value(self.h, operation, Self::ir_type);
+            let i = t.value(index_h, "pointer index", || index.index_type());
+            t.build(|b| b.elem_ptr(p, i))
         });
-        Ptr::from_raw(raw.unwrap_or_else(|| {
-            self.raw
-                .wrapping_add((index.index_direct() as u64).wrapping_mul(T::SCALAR.bytes() as u64))
+        Ptr::from_handle(h.unwrap_or_else(|| {
+            let bytes = (index.index_direct() as u64).wrapping_mul(T::SCALAR.bytes() as u64);
+            Handle::direct(self.bits(operation).wrapping_add(bytes))
         }))
     }
 
     /// Loads the element at `index`.
     pub fn load(self, index: impl Index) -> Val<T> {
-        let p = self.offset(index);
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut b = fs.builder();
-            let v = b.load(value_of(p.raw));
-            fs.current = b.current_block();
-            raw_of(v)
+        let p = self.offset_for(index, "load");
+        let h = with_tracer(|t| {
+            let a = t.value(p.h, "load", Self::ir_type);
+            t.build(|b| b.load(a))
         });
-        Val::from_raw(raw.unwrap_or_else(|| {
-            // SAFETY: direct mode runs the traced function on the pointers its caller passed
-            // through `RawPtr::new`, whose contract covers every access the function makes.
-            let x = unsafe { std::ptr::read_unaligned(p.raw as usize as *const T) };
-            x.to_bits()
+        Val::from_handle(h.unwrap_or_else(|| {
+            let addr = p.bits("load");
+            let size = T::SCALAR.bytes() as usize;
+            if let Err(trap) = crate::region::check(addr as usize, size, false) {
+                crate::val::direct_trap(trap)
+            }
+            // SAFETY: the access lies in memory the caller lent to this direct call (checked
+            // just above), live and not written elsewhere for the call's duration.
+            let x = unsafe { std::ptr::read_unaligned(addr as usize as *const T) };
+            Handle::direct(x.to_bits())
         }))
     }
 
     /// Stores `value` at `index`.
     pub fn store(self, index: impl Index, value: impl IntoVal<T>) {
-        let p = self.offset(index);
+        let p = self.offset_for(index, "store");
         let v = value.into_val();
         let traced = with_tracer(|t| {
+            let a = t.value(p.h, "store", Self::ir_type);
+            let x = t.value(v.handle(), "store", Val::<T>::ir_type);
             let fs = t.func();
             let mut b = fs.builder();
-            b.store(value_of(p.raw), value_of(v.raw()));
+            b.store(a, x);
             fs.current = b.current_block();
         });
         if traced.is_none() {
-            // SAFETY: as in `load`: covered by the caller's `RawPtr::new` contract.
-            unsafe { std::ptr::write_unaligned(p.raw as usize as *mut T, T::from_bits(v.raw())) }
+            let (addr, bits) = (p.bits("store"), v.bits("store"));
+            let size = T::SCALAR.bytes() as usize;
+            if let Err(trap) = crate::region::check(addr as usize, size, true) {
+                crate::val::direct_trap(trap)
+            }
+            // SAFETY: as in `load`; the region was lent writable (checked just above).
+            unsafe { std::ptr::write_unaligned(addr as usize as *mut T, T::from_bits(bits)) }
         }
     }
 
@@ -148,25 +181,23 @@ impl<T: ScalarValue> Ptr<T> {
     }
 
     fn compare(self, op: CmpOp, rhs: Ptr<T>) -> Val<bool> {
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut b = fs.builder();
-            let v = b.cmp(op, value_of(self.raw), value_of(rhs.raw));
-            fs.current = b.current_block();
-            raw_of(v)
+        let name = compare_name(op);
+        let h = with_tracer(|t| {
+            let a = t.value(self.h, name, Self::ir_type);
+            let b = t.value(rhs.h, name, Self::ir_type);
+            t.build(|bld| bld.cmp(op, a, b))
         });
-        Val::from_raw(
-            raw.unwrap_or_else(|| {
-                semantics::compare(op, Self::ir_type(), self.raw, rhs.raw) as u64
-            }),
-        )
+        Val::from_handle(h.unwrap_or_else(|| {
+            let (a, b) = (self.bits(name), rhs.bits(name));
+            Handle::direct(semantics::compare(op, Self::ir_type(), a, b) as u64)
+        }))
     }
 
     /// True if the pointer is null.
     pub fn is_null(self) -> Val<bool> {
         self.compare(
             CmpOp::Eq,
-            Ptr::from_raw(crate::val::constant_raw(Self::ir_type(), 0)),
+            Ptr::from_handle(crate::val::constant_raw(Self::ir_type(), 0)),
         )
     }
 

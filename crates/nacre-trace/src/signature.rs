@@ -5,8 +5,9 @@
 use crate::carry::Carry;
 use crate::context::{self, FuncState, Tracer};
 use crate::error::TraceError;
+use crate::identity::{fresh_trace_id, Handle};
 use crate::ptr::{Ptr, RawPtr};
-use crate::val::{raw_of, Val};
+use crate::val::Val;
 use nacre_backend::Linkage;
 use nacre_ir::semantics::ScalarValue;
 use nacre_ir::{FuncKind, Function, Module, Signature, Trap, Type};
@@ -95,10 +96,10 @@ pub trait Param: Copy + 'static {
     type Host: HostValue;
     /// The IR type.
     fn ir_type() -> Type;
-    /// Builds the parameter from a raw handle (IR value index or bits).
-    fn from_raw_param(raw: u64) -> Self;
-    /// The raw handle.
-    fn raw_param(self) -> u64;
+    /// Builds the parameter from its handle (an IR value of one trace, or bits).
+    fn from_raw_param(raw: Handle) -> Self;
+    /// The handle.
+    fn raw_param(self) -> Handle;
 }
 
 impl<T: ScalarValue + HostValue> Param for Val<T> {
@@ -106,11 +107,11 @@ impl<T: ScalarValue + HostValue> Param for Val<T> {
     fn ir_type() -> Type {
         Type::Scalar(T::SCALAR)
     }
-    fn from_raw_param(raw: u64) -> Self {
-        Val::from_raw(raw)
+    fn from_raw_param(raw: Handle) -> Self {
+        Val::from_handle(raw)
     }
-    fn raw_param(self) -> u64 {
-        self.raw()
+    fn raw_param(self) -> Handle {
+        self.handle()
     }
 }
 
@@ -119,11 +120,11 @@ impl<T: ScalarValue> Param for Ptr<T> {
     fn ir_type() -> Type {
         Ptr::<T>::ir_type()
     }
-    fn from_raw_param(raw: u64) -> Self {
-        Ptr::from_raw(raw)
+    fn from_raw_param(raw: Handle) -> Self {
+        Ptr::from_handle(raw)
     }
-    fn raw_param(self) -> u64 {
-        self.raw()
+    fn raw_param(self) -> Handle {
+        self.handle()
     }
 }
 
@@ -137,10 +138,10 @@ pub trait Ret: Carry {
     type Host: HostValue;
     /// The IR return type (`None` for `()`).
     fn ir_type() -> Option<Type>;
-    /// The raw handle of the returned value.
-    fn raw_ret(self) -> Option<u64>;
-    /// Builds the value from a raw handle.
-    fn from_raw_ret(raw: u64) -> Self;
+    /// The handle of the returned value.
+    fn raw_ret(self) -> Option<Handle>;
+    /// Builds the value from its handle.
+    fn from_raw_ret(raw: Handle) -> Self;
 }
 
 impl<T: ScalarValue + HostValue> Ret for Val<T> {
@@ -148,11 +149,11 @@ impl<T: ScalarValue + HostValue> Ret for Val<T> {
     fn ir_type() -> Option<Type> {
         Some(Type::Scalar(T::SCALAR))
     }
-    fn raw_ret(self) -> Option<u64> {
-        Some(self.raw())
+    fn raw_ret(self) -> Option<Handle> {
+        Some(self.handle())
     }
-    fn from_raw_ret(raw: u64) -> Self {
-        Val::from_raw(raw)
+    fn from_raw_ret(raw: Handle) -> Self {
+        Val::from_handle(raw)
     }
 }
 
@@ -161,11 +162,11 @@ impl<T: ScalarValue> Ret for Ptr<T> {
     fn ir_type() -> Option<Type> {
         Some(Ptr::<T>::ir_type())
     }
-    fn raw_ret(self) -> Option<u64> {
-        Some(self.raw())
+    fn raw_ret(self) -> Option<Handle> {
+        Some(self.handle())
     }
-    fn from_raw_ret(raw: u64) -> Self {
-        Ptr::from_raw(raw)
+    fn from_raw_ret(raw: Handle) -> Self {
+        Ptr::from_handle(raw)
     }
 }
 
@@ -174,10 +175,10 @@ impl Ret for () {
     fn ir_type() -> Option<Type> {
         None
     }
-    fn raw_ret(self) -> Option<u64> {
+    fn raw_ret(self) -> Option<Handle> {
         None
     }
-    fn from_raw_ret(_: u64) -> Self {}
+    fn from_raw_ret(_: Handle) -> Self {}
 }
 
 /// A Rust function (or closure) over traced parameters that can be traced. `Args` is the tuple
@@ -187,8 +188,8 @@ pub trait TraceFn<Args>: Send + Sync + 'static {
     type Ret: Ret;
     /// IR types of the parameters.
     fn param_types() -> Vec<Type>;
-    /// Calls the function on parameters built from raw handles.
-    fn call_raw(&self, raws: &[u64]) -> Self::Ret;
+    /// Calls the function on parameters built from their handles.
+    fn call_raw(&self, raws: &[Handle]) -> Self::Ret;
 }
 
 macro_rules! trace_fn_impl {
@@ -202,9 +203,9 @@ macro_rules! trace_fn_impl {
                 vec![$($a::ir_type()),*]
             }
             #[allow(unused_variables, unused_mut, non_snake_case)]
-            fn call_raw(&self, raws: &[u64]) -> R {
+            fn call_raw(&self, raws: &[Handle]) -> R {
                 let mut it = raws.iter();
-                $(let $a = $a::from_raw_param(*it.next().unwrap_or(&0));)*
+                $(let $a = $a::from_raw_param(*it.next().unwrap_or(&Handle::direct(0)));)*
                 self($($a),*)
             }
         }
@@ -246,13 +247,14 @@ pub fn fn_name<F>() -> String {
     }
 }
 
-/// Starts a new IR function in the tracer and returns its entry parameters as raw handles.
+/// Starts a new IR function in the tracer, with a fresh trace id (see [`crate::identity`]),
+/// and returns its entry parameters as handles of it.
 pub(crate) fn begin_function(
     t: &mut Tracer,
     name: String,
     sig: Signature,
     kind: FuncKind,
-) -> (nacre_ir::FuncId, Vec<u64>) {
+) -> (nacre_ir::FuncId, Vec<Handle>) {
     // Names are unique within a module (two closures of one function share a base name).
     let taken = |n: &str| t.module.functions.values().any(|f| f.name == n);
     let mut unique = name.clone();
@@ -267,24 +269,30 @@ pub(crate) fn begin_function(
     let mut func = Function::new(unique, kind, sig);
     let params = nacre_ir::FunctionBuilder::new(&mut func).create_entry_block();
     let current = func.entry();
-    t.funcs.push(FuncState {
+    let trace = fresh_trace_id();
+    t.push_func(FuncState {
         id,
+        trace,
         func,
         current,
         frames: Vec::new(),
         traced_depth: 0,
     });
-    (id, params.into_iter().map(raw_of).collect())
+    let params = params.into_iter().map(|v| Handle::traced(v, trace));
+    (id, params.collect())
 }
 
 /// Emits the return of the function being traced and moves it into the module.
 pub(crate) fn end_function<R: Ret>(t: &mut Tracer, ret: R) {
-    let fs = t.func();
-    if fs.is_live() {
-        let v = ret.raw_ret().map(crate::val::value_of);
-        fs.builder().ret(v);
+    if t.func().is_live() {
+        let v = ret.raw_ret().map(|h| {
+            t.value(h, "return value", || {
+                R::ir_type().expect("a returned handle has a type")
+            })
+        });
+        t.func().builder().ret(v);
     }
-    let fs = t.funcs.pop().expect("a function is being traced");
+    let fs = t.pop_func();
     t.module.functions[fs.id] = fs.func;
 }
 
@@ -353,8 +361,14 @@ pub(crate) fn in_direct_runner() -> bool {
 }
 
 /// Runs `f` directly on concrete arguments (bits encoding), without tracing: the user's code
-/// executes as plain Rust. A runtime error (division by zero) is returned as `Err`.
-pub fn direct_call<Args, F: TraceFn<Args>>(f: &F, args: &[u64]) -> Result<u64, Trap> {
+/// executes as plain Rust. Loads and stores may touch only the `regions` the caller lent
+/// ([`crate::region`]). A runtime error (division by zero, an access outside the regions) is
+/// returned as `Err`.
+pub fn direct_call<Args, F: TraceFn<Args>>(
+    f: &F,
+    args: &[u64],
+    regions: &[crate::region::Region],
+) -> Result<u64, Trap> {
     struct Depth;
     impl Drop for Depth {
         fn drop(&mut self) {
@@ -363,13 +377,14 @@ pub fn direct_call<Args, F: TraceFn<Args>>(f: &F, args: &[u64]) -> Result<u64, T
     }
     DIRECT_RUNNER.with(|d| d.set(d.get() + 1));
     let _depth = Depth;
-    let raws: Vec<u64> = F::param_types()
+    let raws: Vec<Handle> = F::param_types()
         .iter()
         .zip(args)
-        .map(|(ty, bits)| nacre_ir::semantics::normalize(*ty, *bits))
+        .map(|(ty, bits)| Handle::direct(nacre_ir::semantics::normalize(*ty, *bits)))
         .collect();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.call_raw(&raws))) {
-        Ok(r) => Ok(r.raw_ret().unwrap_or(0)),
+    let run = || crate::region::with_regions(regions, || f.call_raw(&raws));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(r) => Ok(r.raw_ret().map_or(0, |h| h.bits("return value"))),
         Err(payload) => match payload.downcast::<DirectTrap>() {
             Ok(trap) => Err(trap.0),
             Err(other) => std::panic::resume_unwind(other),

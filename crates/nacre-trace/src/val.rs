@@ -5,17 +5,33 @@
 //! ([`nacre_ir::semantics`]), so both modes agree by construction. Integer arithmetic wraps
 //! (as Rust's `wrapping_*`), shifts mask the amount, integer division or remainder by zero is a
 //! runtime error, casts follow Rust's `as`.
+//!
+//! # Trace identity
+//!
+//! A `Val` knows the trace it belongs to (a [`Handle`]: the raw handle and the id of the traced
+//! function that made it, 0 for a value made outside any trace; see [`crate::identity`]). It
+//! stays `Copy` and 16 bytes. Using a `Val` in a trace it does not belong to (one made in
+//! another trace and kept in a `thread_local` or returned out of a closure, one made outside
+//! any trace and captured by the traced closure, one of an enclosing function captured by a
+//! function traced through [`cf::call`](crate::cf::call)) fails the trace with
+//! [`TraceError::ForeignValue`](crate::TraceError::ForeignValue), naming the operation: pass
+//! the value in as a parameter, or create it inside the traced function with [`Val::new`].
+//! Using a `Val` made while tracing outside any trace (direct mode, after its trace ended)
+//! panics with a message that says so: direct mode reports only traps, and the handle is an
+//! IR index, not a value.
 
-use crate::context::{emit, with_tracer};
+use crate::context::with_tracer;
+use crate::identity::Handle;
 use nacre_ir::semantics::{self, ScalarValue};
-use nacre_ir::{BinaryOp, CmpOp, Const, Trap, Type, UnaryOp, Value};
+use nacre_ir::{BinaryOp, CmpOp, Const, Trap, Type, UnaryOp};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops;
 
-/// A traced scalar of Rust type `T` (`bool`, `i8`..`i64`, `u8`..`u64`, `f32`, `f64`).
+/// A traced scalar of Rust type `T` (`bool`, `i8`..`i64`, `u8`..`u64`, `f32`, `f64`), tied to
+/// the trace that made it (see the [module docs](self)).
 pub struct Val<T: ScalarValue> {
-    raw: u64,
+    h: Handle,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -31,15 +47,10 @@ where
     T: fmt::Debug,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if crate::is_tracing() {
-            write!(
-                f,
-                "Val<{}>({})",
-                T::SCALAR,
-                Value::from_u32(self.raw as u32)
-            )
+        if self.h.trace() == 0 {
+            write!(f, "Val({:?})", T::from_bits(self.h.bits("debug")))
         } else {
-            write!(f, "Val({:?})", T::from_bits(self.raw))
+            write!(f, "Val<{}>({:?})", T::SCALAR, self.h)
         }
     }
 }
@@ -52,44 +63,50 @@ pub(crate) fn direct_trap(trap: Trap) -> ! {
     panic!("{trap}")
 }
 
-#[inline]
-pub(crate) fn value_of(raw: u64) -> Value {
-    Value::from_u32(raw as u32)
-}
-
-#[inline]
-pub(crate) fn raw_of(v: Value) -> u64 {
-    v.as_u32() as u64
+/// The name of a comparison, for error messages.
+pub(crate) const fn compare_name(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "compare (==)",
+        CmpOp::Ne => "compare (!=)",
+        CmpOp::Lt => "compare (<)",
+        CmpOp::Le => "compare (<=)",
+        CmpOp::Gt => "compare (>)",
+        CmpOp::Ge => "compare (>=)",
+    }
 }
 
 impl<T: ScalarValue> Val<T> {
     /// A constant.
     pub fn new(x: T) -> Val<T> {
         let bits = x.to_bits();
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut b = fs.builder();
-            let v = b.constant(Const {
-                ty: Type::Scalar(T::SCALAR),
-                bits,
-            });
-            fs.current = b.current_block();
-            raw_of(v)
+        let h = with_tracer(|t| {
+            t.build(|b| {
+                b.constant(Const {
+                    ty: Type::Scalar(T::SCALAR),
+                    bits,
+                })
+            })
         });
-        Val::from_raw(raw.unwrap_or(bits))
+        Val::from_handle(h.unwrap_or(Handle::direct(bits)))
     }
 
-    /// Wraps a raw handle (an IR value index while tracing, the value's bits otherwise).
-    pub(crate) fn from_raw(raw: u64) -> Val<T> {
-        Val {
-            raw,
-            _t: PhantomData,
-        }
+    /// Wraps a handle (an IR value of one trace, or a direct value's bits).
+    #[inline]
+    pub(crate) fn from_handle(h: Handle) -> Val<T> {
+        Val { h, _t: PhantomData }
     }
 
-    /// The raw handle (see [`Val::from_raw`]).
-    pub(crate) fn raw(self) -> u64 {
-        self.raw
+    /// The handle (see [`Val::from_handle`]).
+    #[inline]
+    pub(crate) fn handle(self) -> Handle {
+        self.h
+    }
+
+    /// The bits of this value in direct mode, read by `operation` (a panic if the value was
+    /// made while tracing, see the [module docs](self)).
+    #[inline]
+    pub(crate) fn bits(self, operation: &'static str) -> u64 {
+        self.h.bits(operation)
     }
 
     /// The IR type of this value.
@@ -98,39 +115,39 @@ impl<T: ScalarValue> Val<T> {
     }
 
     fn unary(self, op: UnaryOp) -> Val<T> {
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut b = fs.builder();
-            let v = b.unary(op, value_of(self.raw));
-            fs.current = b.current_block();
-            raw_of(v)
+        let h = with_tracer(|t| {
+            let a = t.value(self.h, op.name(), Self::ir_type);
+            t.build(|b| b.unary(op, a))
         });
-        Val::from_raw(raw.unwrap_or_else(|| semantics::unary(op, T::SCALAR, self.raw)))
+        Val::from_handle(h.unwrap_or_else(|| {
+            Handle::direct(semantics::unary(op, T::SCALAR, self.bits(op.name())))
+        }))
     }
 
     pub(crate) fn binary(self, op: BinaryOp, rhs: Val<T>) -> Val<T> {
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut b = fs.builder();
-            let v = b.binary(op, value_of(self.raw), value_of(rhs.raw));
-            fs.current = b.current_block();
-            raw_of(v)
+        let h = with_tracer(|t| {
+            let a = t.value(self.h, op.name(), Self::ir_type);
+            let b = t.value(rhs.h, op.name(), Self::ir_type);
+            t.build(|bld| bld.binary(op, a, b))
         });
-        Val::from_raw(raw.unwrap_or_else(|| {
-            semantics::binary(op, T::SCALAR, self.raw, rhs.raw).unwrap_or_else(|t| direct_trap(t))
+        Val::from_handle(h.unwrap_or_else(|| {
+            let (a, b) = (self.bits(op.name()), rhs.bits(op.name()));
+            Handle::direct(
+                semantics::binary(op, T::SCALAR, a, b).unwrap_or_else(|t| direct_trap(t)),
+            )
         }))
     }
 
     fn compare(self, op: CmpOp, rhs: Val<T>) -> Val<bool> {
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut b = fs.builder();
-            let v = b.cmp(op, value_of(self.raw), value_of(rhs.raw));
-            fs.current = b.current_block();
-            raw_of(v)
+        let name = compare_name(op);
+        let h = with_tracer(|t| {
+            let a = t.value(self.h, name, Self::ir_type);
+            let b = t.value(rhs.h, name, Self::ir_type);
+            t.build(|bld| bld.cmp(op, a, b))
         });
-        Val::from_raw(raw.unwrap_or_else(|| {
-            semantics::compare(op, Type::Scalar(T::SCALAR), self.raw, rhs.raw) as u64
+        Val::from_handle(h.unwrap_or_else(|| {
+            let (a, b) = (self.bits(name), rhs.bits(name));
+            Handle::direct(semantics::compare(op, Type::Scalar(T::SCALAR), a, b) as u64)
         }))
     }
 
@@ -164,16 +181,15 @@ impl<T: ScalarValue> Val<T> {
     pub fn cast<U: ScalarValue>(self) -> Val<U> {
         let (from, to) = (Type::Scalar(T::SCALAR), Type::Scalar(U::SCALAR));
         if from == to {
-            return Val::from_raw(self.raw);
+            return Val::from_handle(self.h);
         }
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut b = fs.builder();
-            let v = b.cast(value_of(self.raw), to);
-            fs.current = b.current_block();
-            raw_of(v)
+        let h = with_tracer(|t| {
+            let a = t.value(self.h, "cast", Self::ir_type);
+            t.build(|b| b.cast(a, to))
         });
-        Val::from_raw(raw.unwrap_or_else(|| semantics::cast(from, to, self.raw)))
+        Val::from_handle(
+            h.unwrap_or_else(|| Handle::direct(semantics::cast(from, to, self.bits("cast")))),
+        )
     }
 
     /// The smaller of two values (for floats, a NaN operand is ignored, as `f64::min`).
@@ -230,14 +246,16 @@ impl<T: ScalarValue> Val<T> {
         T: Float,
     {
         let (b, c) = (b.into_val(), c.into_val());
-        let raw = with_tracer(|t| {
-            let fs = t.func();
-            let mut bld = fs.builder();
-            let v = bld.fma(value_of(self.raw), value_of(b.raw), value_of(c.raw));
-            fs.current = bld.current_block();
-            raw_of(v)
+        let h = with_tracer(|t| {
+            let x = t.value(self.h, "fma", Self::ir_type);
+            let y = t.value(b.h, "fma", Self::ir_type);
+            let z = t.value(c.h, "fma", Self::ir_type);
+            t.build(|bld| bld.fma(x, y, z))
         });
-        Val::from_raw(raw.unwrap_or_else(|| semantics::fma(T::SCALAR, self.raw, b.raw, c.raw)))
+        Val::from_handle(h.unwrap_or_else(|| {
+            let (x, y, z) = (self.bits("fma"), b.bits("fma"), c.bits("fma"));
+            Handle::direct(semantics::fma(T::SCALAR, x, y, z))
+        }))
     }
 }
 
@@ -248,14 +266,16 @@ pub fn select<T: ScalarValue>(
     b: impl IntoVal<T>,
 ) -> Val<T> {
     let (c, a, b) = (cond.into_val(), a.into_val(), b.into_val());
-    let raw = with_tracer(|t| {
-        let fs = t.func();
-        let mut bld = fs.builder();
-        let v = bld.select(value_of(c.raw), value_of(a.raw), value_of(b.raw));
-        fs.current = bld.current_block();
-        raw_of(v)
+    let h = with_tracer(|t| {
+        let c = t.value(c.h, "select", Val::<bool>::ir_type);
+        let x = t.value(a.h, "select", Val::<T>::ir_type);
+        let y = t.value(b.h, "select", Val::<T>::ir_type);
+        t.build(|bld| bld.select(c, x, y))
     });
-    Val::from_raw(raw.unwrap_or(if c.raw & 1 != 0 { a.raw } else { b.raw }))
+    Val::from_handle(h.unwrap_or_else(|| {
+        let (x, y) = (a.bits("select"), b.bits("select"));
+        Handle::direct(if c.bits("select") & 1 != 0 { x } else { y })
+    }))
 }
 
 /// Values that convert to a `Val<T>`: the `Val` itself or a plain `T` (which becomes a constant).
@@ -386,47 +406,56 @@ impl<T: Bits> ops::Not for Val<T> {
 
 /// Index operands of pointer arithmetic: any integer `Val` or plain integer.
 pub trait Index: Copy {
-    /// The index as a traced value (an IR value while tracing, the value as `i64` bits otherwise).
-    fn index_raw(self) -> u64;
+    /// The index as a traced value's handle (an IR value while tracing, the value as `i64`
+    /// bits otherwise; a plain integer becomes an `i64` constant).
+    fn index_raw(self) -> Handle;
     /// The index as an `i64` in direct mode.
     fn index_direct(self) -> i64;
+    /// The IR type of [`Index::index_raw`]'s value.
+    fn index_type(self) -> Type;
 }
 
 macro_rules! index_impls {
     ($($t:ty),*) => {$(
         impl Index for Val<$t> {
-            fn index_raw(self) -> u64 { self.raw }
-            fn index_direct(self) -> i64 { <$t as ScalarValue>::from_bits(self.raw) as i64 }
+            fn index_raw(self) -> Handle { self.h }
+            fn index_direct(self) -> i64 {
+                <$t as ScalarValue>::from_bits(self.bits("pointer index")) as i64
+            }
+            fn index_type(self) -> Type { Val::<$t>::ir_type() }
         }
         impl Index for $t {
-            fn index_raw(self) -> u64 {
-                if crate::is_tracing() { Val::<i64>::new(self as i64).raw } else { (self as i64) as u64 }
-            }
+            fn index_raw(self) -> Handle { Val::<i64>::new(self as i64).h }
             fn index_direct(self) -> i64 { self as i64 }
+            fn index_type(self) -> Type { Type::I64 }
         }
     )*};
 }
 index_impls!(i8, i16, i32, i64, u8, u16, u32, u64);
 impl Index for usize {
-    fn index_raw(self) -> u64 {
+    fn index_raw(self) -> Handle {
         (self as u64).index_raw()
     }
     fn index_direct(self) -> i64 {
         self as i64
     }
+    fn index_type(self) -> Type {
+        Type::I64
+    }
 }
 impl Index for isize {
-    fn index_raw(self) -> u64 {
+    fn index_raw(self) -> Handle {
         (self as i64).index_raw()
     }
     fn index_direct(self) -> i64 {
         self as i64
     }
+    fn index_type(self) -> Type {
+        Type::I64
+    }
 }
 
 /// Emits a constant of IR type `ty` with `bits` (while tracing) or returns the bits.
-pub(crate) fn constant_raw(ty: Type, bits: u64) -> u64 {
-    with_tracer(|_| ())
-        .map(|_| raw_of(emit(|b| b.constant(Const { ty, bits }))))
-        .unwrap_or(bits)
+pub(crate) fn constant_raw(ty: Type, bits: u64) -> Handle {
+    with_tracer(|t| t.build(|b| b.constant(Const { ty, bits }))).unwrap_or(Handle::direct(bits))
 }

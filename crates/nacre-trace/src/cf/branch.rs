@@ -4,8 +4,8 @@
 use super::frames::{adjust_depth, enter_join, jump_join, set_current};
 use super::Flow;
 use crate::carry::{self, Carry};
-use crate::context::{emit, Join};
-use crate::val::{value_of, Val};
+use crate::context::{emit, with_tracer, Join};
+use crate::val::Val;
 use nacre_ir::Value;
 
 /// A branch or loop condition: `bool` (decided at trace time) or `Val<bool>` (traced).
@@ -15,25 +15,29 @@ use nacre_ir::Value;
     note = "conditions of `if` and `while` in traced code are `bool` (decided while tracing) or `Val<bool>` (traced)"
 )]
 pub trait Cond: Copy {
-    /// The condition: `Ok(b)` when known now, `Err(v)` for a traced value.
-    fn resolve(self) -> Result<bool, Value>;
+    /// The condition of `operation` ("branch condition", "loop condition"): `Ok(b)` when
+    /// known now, `Err(v)` for a traced value (checked to belong to the function being traced,
+    /// see [`crate::identity`]).
+    fn resolve(self, operation: &'static str) -> Result<bool, Value>;
 }
 
 impl Cond for bool {
-    fn resolve(self) -> Result<bool, Value> {
+    fn resolve(self, _: &'static str) -> Result<bool, Value> {
         Ok(self)
     }
 }
 
 impl Cond for Val<bool> {
-    fn resolve(self) -> Result<bool, Value> {
-        if crate::is_tracing() {
-            Err(value_of(self.raw()))
-        } else {
-            Ok(self.raw() & 1 != 0)
+    fn resolve(self, operation: &'static str) -> Result<bool, Value> {
+        match with_tracer(|t| t.value(self.handle(), operation, Val::<bool>::ir_type)) {
+            Some(v) => Err(v),
+            None => Ok(self.bits(operation) & 1 != 0),
         }
     }
 }
+
+/// How a value that leaves a traced `if` is reported if it belongs to another trace.
+const CARRIED_OUT_OF_IF: &str = "carried out of a traced `if`";
 
 /// `if cond { then_(state) } else { else_(state) }`. The output carries the variables assigned
 /// in either branch and the value of the `if` expression.
@@ -43,7 +47,19 @@ pub fn if_else<C: Cond, I: Copy, O: Carry>(
     then_: impl FnOnce(I) -> Flow<O>,
     else_: impl FnOnce(I) -> Flow<O>,
 ) -> Flow<O> {
-    let c = match cond.resolve() {
+    if_else_for(cond, "branch condition", state, then_, else_)
+}
+
+/// [`if_else`] whose condition is the operand of `operation` (the name under which a
+/// condition of another trace is reported).
+pub(super) fn if_else_for<C: Cond, I: Copy, O: Carry>(
+    cond: C,
+    operation: &'static str,
+    state: I,
+    then_: impl FnOnce(I) -> Flow<O>,
+    else_: impl FnOnce(I) -> Flow<O>,
+) -> Flow<O> {
+    let c = match cond.resolve(operation) {
         Ok(true) => return then_(state),
         Ok(false) => return else_(state),
         Err(c) => c,
@@ -58,11 +74,11 @@ pub fn if_else<C: Cond, I: Copy, O: Carry>(
     let mut join = Join::default();
     set_current(then_b);
     if let Flow::Next(o) = then_(state) {
-        jump_join(&mut join, &carry::flatten(&o));
+        jump_join(&mut join, &carry::flatten_for(&o, CARRIED_OUT_OF_IF));
     }
     set_current(else_b);
     if let Flow::Next(o) = else_(state) {
-        jump_join(&mut join, &carry::flatten(&o));
+        jump_join(&mut join, &carry::flatten_for(&o, CARRIED_OUT_OF_IF));
     }
     adjust_depth(-1);
     match enter_join(&join) {

@@ -108,18 +108,23 @@ fn exit_to<X>(depth: usize, slots: Vec<Slot>, is_break: bool) -> Flow<X> {
 
 /// `break` out of the loop `depth` loops out (0 = innermost), whose state is `state`.
 pub fn brk<S: Carry, X>(depth: usize, state: S) -> Flow<X> {
-    exit_to(depth, carry::flatten(&state), true)
+    exit_to(
+        depth,
+        carry::flatten_for(&state, "carried out of a loop by `break`"),
+        true,
+    )
 }
 
 /// `continue` the loop `depth` loops out (0 = innermost), whose state is `state`.
 pub fn cont<S: Carry, X>(depth: usize, state: S) -> Flow<X> {
-    exit_to(depth, carry::flatten(&state), false)
+    let slots = carry::flatten_for(&state, "carried to the next iteration by `continue`");
+    exit_to(depth, slots, false)
 }
 
 /// `return value` from the enclosing traced function body (see
 /// [`function_body`](super::function_body)).
 pub fn ret<R: Carry, X>(value: R) -> Flow<X> {
-    let slots = carry::flatten(&value);
+    let slots = carry::flatten_for(&value, "return value");
     let native = with_tracer(|t| {
         let fs = t.func();
         let Some(i) = fs

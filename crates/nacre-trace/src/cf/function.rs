@@ -32,7 +32,7 @@ pub fn function_body<R: Carry>(body: impl FnOnce() -> Flow<R>) -> R {
         if let Some(mut frame) = pop_frame() {
             if frame.exit.block.is_some() {
                 if let Some(v) = value {
-                    jump_join(&mut frame.exit, &carry::flatten(&v));
+                    jump_join(&mut frame.exit, &carry::flatten_for(&v, "return value"));
                 }
                 if let Some(slots) = enter_join(&frame.exit) {
                     return carry::rebuild(&slots);

@@ -1,9 +1,11 @@
 //! Indexing: `a[i]` reads and `a[i] = v` writes, through a [`Ptr`] (recorded as loads and
 //! stores) or on Rust containers (plain `Index`/`IndexMut`).
 
+use crate::identity::Handle;
 use crate::ptr::Ptr;
 use crate::val::{Index, IntoVal, Val};
 use nacre_ir::semantics::ScalarValue;
+use nacre_ir::Type;
 
 /// Reading `ptr[index]` through a [`Ptr`]. `#[jit]` rewrites `a[i]` in value position to
 /// `a.nacre_index(i)`, which resolves to this trait or to [`HostIndexRead`].
@@ -19,25 +21,40 @@ pub trait PtrIndexRead<I> {
 /// holds the tracer, so the index traits resolve it first.
 #[derive(Copy, Clone)]
 struct ResolvedIndex {
-    raw: u64,
+    raw: Handle,
     direct: i64,
+    ty: Type,
 }
 
 impl ResolvedIndex {
     fn new(index: impl Index) -> ResolvedIndex {
+        let raw = index.index_raw();
         ResolvedIndex {
-            raw: index.index_raw(),
-            direct: index.index_direct(),
+            raw,
+            // Only read in direct mode (reading a traced index's bits there is an error).
+            direct: if raw.trace() == 0 {
+                index.index_direct()
+            } else {
+                0
+            },
+            ty: index.index_type(),
         }
     }
 }
 
 impl Index for ResolvedIndex {
-    fn index_raw(self) -> u64 {
+    fn index_raw(self) -> Handle {
         self.raw
     }
     fn index_direct(self) -> i64 {
+        if self.raw.trace() != 0 {
+            // A traced index used in direct mode: report it as such.
+            self.raw.bits("pointer index");
+        }
         self.direct
+    }
+    fn index_type(self) -> Type {
+        self.ty
     }
 }
 

@@ -1,7 +1,8 @@
 //! Short-circuit logic: `&&` and `||` ([`and`], [`or`]) over `bool` and `Val<bool>`; a traced
 //! left-hand side records a branch, so the right-hand side is evaluated only when it decides.
 
-use super::{if_else, Flow};
+use super::branch::if_else_for;
+use super::Flow;
 use crate::carry::Carry;
 use crate::val::{IntoVal, Val};
 
@@ -48,8 +49,9 @@ fn short_circuit(
     on_true: impl FnOnce() -> Val<bool>,
     on_false: impl FnOnce() -> Val<bool>,
 ) -> Val<bool> {
-    match if_else(
+    match if_else_for(
         a,
+        "`&&`/`||` operand",
         (),
         |()| Flow::Next(on_true()),
         |()| Flow::Next(on_false()),

@@ -7,8 +7,16 @@ use super::exit::materialize;
 use super::frames::{adjust_depth, enter_join, jump_join, pop_frame, push_frame, take_loop_cont};
 use super::Flow;
 use crate::carry::{self, Carry, Slot};
-use crate::context::{self, take_pending, with_tracer, FrameKind, Join, Pending};
-use crate::val::{value_of, Val};
+use crate::context::{self, current_trace, take_pending, with_tracer, FrameKind, Join, Pending};
+use crate::identity::Handle;
+use crate::val::Val;
+
+/// How a loop's state entering it is reported if it belongs to another trace.
+const INTO_LOOP: &str = "carried into a loop";
+/// How a loop's state going to its next iteration is reported.
+const AROUND_LOOP: &str = "carried to the next iteration of a loop";
+/// How a loop's state leaving it is reported.
+const OUT_OF_LOOP: &str = "carried out of a loop";
 
 /// How one iteration of a native loop ended.
 enum Outcome<S> {
@@ -101,8 +109,8 @@ fn iteration_outcome<S: Carry>(r: Flow<S>) -> Outcome<S> {
 /// jumped to, and continues there: the next iteration's state, or `None` if no path reaches it.
 fn merge_at_cont<S: Carry>(mut cont: Join, outcome: Outcome<S>) -> Option<S> {
     match outcome {
-        Outcome::Fall(n) => jump_join(&mut cont, &carry::flatten(&n)),
-        Outcome::Break(n) => jump_loop_exit(&carry::flatten(&n)),
+        Outcome::Fall(n) => jump_join(&mut cont, &carry::flatten_for(&n, AROUND_LOOP)),
+        Outcome::Break(n) => jump_loop_exit(&carry::flatten_for(&n, OUT_OF_LOOP)),
         Outcome::Outer(p) => materialize(p, 1),
         Outcome::Dead => {}
     }
@@ -145,7 +153,9 @@ fn end_traced_frame<S: Carry>(end: Outcome<S>) -> Flow<S> {
     }
     // Traced `break`s reach the exit block: merge the other paths there too.
     match end {
-        Outcome::Fall(s) | Outcome::Break(s) => jump_join(&mut exit, &carry::flatten(&s)),
+        Outcome::Fall(s) | Outcome::Break(s) => {
+            jump_join(&mut exit, &carry::flatten_for(&s, OUT_OF_LOOP))
+        }
         Outcome::Outer(p) => materialize(p, 0),
         Outcome::Dead => {}
     }
@@ -178,12 +188,12 @@ pub(super) fn traced_loop<S: Carry, H: Carry>(
     split: impl Fn(H) -> S,
     latch: impl FnOnce(H, S) -> H,
 ) -> Flow<S> {
-    let slots = carry::flatten(&state);
+    let slots = carry::flatten_for(&state, INTO_LOOP);
     let header_join = jump_to_header(&slots);
     let hs: H = carry::rebuild(&enter_join(&header_join).unwrap_or(slots));
     let c = cond(hs);
     let exit = match c {
-        Some(c) => branch_to_body(c, &carry::flatten(&split(hs))),
+        Some(c) => branch_to_body(c, &carry::flatten_for(&split(hs), OUT_OF_LOOP)),
         None => Join::default(),
     };
     push_frame(FrameKind::Loop, exit, Join::default());
@@ -192,12 +202,15 @@ pub(super) fn traced_loop<S: Carry, H: Carry>(
     // Fall-through and `continue`s meet at the latch.
     let mut cont = take_loop_cont();
     if let Flow::Next(s) = r {
-        jump_join(&mut cont, &carry::flatten(&s));
+        jump_join(&mut cont, &carry::flatten_for(&s, AROUND_LOOP));
     }
     if let Some(slots) = enter_join(&cont) {
         let s: S = carry::rebuild(&slots);
         let next = latch(hs, s);
-        jump_join_owned(cont_ref(&header_join), &carry::flatten(&next));
+        jump_join_owned(
+            cont_ref(&header_join),
+            &carry::flatten_for(&next, AROUND_LOOP),
+        );
     }
     adjust_depth(-1);
     let frame = pop_frame().expect("loop frame");
@@ -225,6 +238,7 @@ fn jump_to_header(slots: &[Slot]) -> Join {
 /// continues) or to the exit block, which receives `exit_slots`; returns the exit's join.
 fn branch_to_body(c: Val<bool>, exit_slots: &[Slot]) -> Join {
     with_tracer(|t| {
+        let c = t.value(c.handle(), "loop condition", Val::<bool>::ir_type);
         let fs = t.func();
         let (exit_b, layout) = fs.block_for(exit_slots);
         let args = exit_slots
@@ -239,7 +253,7 @@ fn branch_to_body(c: Val<bool>, exit_slots: &[Slot]) -> Join {
             .collect();
         let mut b = fs.builder();
         let body_b = b.create_block();
-        b.branch(value_of(c.raw()), body_b, vec![], exit_b, args);
+        b.branch(c, body_b, vec![], exit_b, args);
         fs.current = Some(body_b);
         Join::existing(exit_b, layout)
     })
@@ -257,17 +271,17 @@ pub fn while_loop<S: Carry, C: Cond + CondType>(
             state,
             |s| {
                 let c = cond(s);
-                Some(Val::from_raw(match c.resolve() {
-                    Err(v) => v.as_u32() as u64,
-                    Ok(b) => Val::new(b).raw(),
-                }))
+                Some(match c.resolve("loop condition") {
+                    Err(v) => Val::from_handle(Handle::traced(v, current_trace())),
+                    Ok(b) => Val::new(b),
+                })
             },
             body,
             |s| s,
             |_, s| s,
         )
     } else {
-        native_loop(state, |s| match cond(s).resolve() {
+        native_loop(state, |s| match cond(s).resolve("loop condition") {
             Ok(true) => Some(body(s)),
             _ => None,
         })

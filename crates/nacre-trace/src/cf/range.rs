@@ -51,13 +51,13 @@ impl<T: ScalarValue + crate::val::Int> IntoLoop for TracedRange<T> {
             let mut i = start;
             let mut done = false;
             native_loop(state, |s| {
-                if done || below(i).raw() == 0 {
+                if done || below(i).bits("loop condition") == 0 {
                     return None;
                 }
                 let cur = i;
                 // Stop instead of wrapping around at the type's end (`0..=MAX`).
                 let next = i.binary(BinaryOp::Add, step);
-                done = next.lt(cur).raw() != 0;
+                done = next.lt(cur).bits("loop condition") != 0;
                 i = next;
                 Some(body(cur, s))
             })
