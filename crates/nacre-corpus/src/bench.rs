@@ -521,11 +521,8 @@ pub fn exec_name(backend: &str, function: &str) -> String {
 /// were checked beforehand): the full `Result<_, nacre::Error>` is 72 bytes, returned through
 /// memory, and a driver that does not inline the routine (criterion) would time its copy.
 pub fn exec_suite(b: &mut impl Bencher) -> Result<(), BenchError> {
-    let mut data = sum_data();
+    let data = sum_data();
     let len = data.len() as i64;
-    // SAFETY: array_sum reads exactly `len` elements from the start of `data`, which outlives
-    // every call below and is only read while the pointer is in use.
-    let ptr = unsafe { RawPtr::new(data.as_mut_ptr()) };
     let want_sum = rust::sum(&data);
     let data = &data;
 
@@ -594,8 +591,22 @@ pub fn exec_suite(b: &mut impl Bencher) -> Result<(), BenchError> {
         let name = exec_name(backend, "sum");
         if b.wants(&name) {
             let f = engine.compile(arrays::array_sum)?;
-            expect(&name, f.call(ptr, len)?, want_sum)?;
-            b.iter(&name, || f.call(black_box(ptr), black_box(len)).ok());
+            expect(&name, f.call(&data[..], len)?, want_sum)?;
+            b.iter(&name, || f.call(black_box(&data[..]), black_box(len)).ok());
+        }
+        // The same loop without bounds checks, for their cost.
+        let name = exec_name(backend, "sum_unchecked");
+        if b.wants(&name) {
+            let f = engine.compile_unchecked(arrays::array_sum)?;
+            // SAFETY: array_sum reads `data[0..len]` (`len` is `data.len()`); `data` outlives
+            // every call and nothing writes it.
+            let ptr = unsafe { RawPtr::new(data.as_ptr().cast_mut()) };
+            // SAFETY: as above.
+            expect(&name, unsafe { f.call(ptr, len) }?, want_sum)?;
+            // SAFETY: as above.
+            b.iter(&name, || {
+                unsafe { f.call(black_box(ptr), black_box(len)) }.ok()
+            });
         }
         let name = exec_name(backend, "gcd");
         if b.wants(&name) {
@@ -690,7 +701,7 @@ pub fn tiered_suite(b: &mut impl Bencher) -> Result<(), BenchError> {
         );
     }
 
-    let mut data = sum_data();
+    let data = sum_data();
     for (name, len) in [
         ("tiered_first_call_sum", data.len()),
         ("tiered_first_call_sum_1k", TIERED_SUM_SMALL_LEN),
@@ -698,14 +709,12 @@ pub fn tiered_suite(b: &mut impl Bencher) -> Result<(), BenchError> {
         if !b.wants(name) {
             continue;
         }
-        // SAFETY: array_sum reads exactly `len` (at most `data.len()`) elements from the start
-        // of `data`, which outlives every call below and is only read while in use.
-        let ptr = unsafe { RawPtr::new(data.as_mut_ptr()) };
+        let slice = &data[..len];
         let want = rust::sum(&data[..len]);
         let n = len as i64;
         let engine = Engine::new(tiered_options())?;
         let f = engine.compile(arrays::array_sum)?;
-        expect(name, f.call(ptr, n)?, want)?;
+        expect(name, f.call(slice, n)?, want)?;
         drop(TieredRun {
             compiled: Some(f),
             _engine: Some(engine),
@@ -720,7 +729,7 @@ pub fn tiered_suite(b: &mut impl Bencher) -> Result<(), BenchError> {
                     .and_then(|e| e.compile(arrays::array_sum).ok());
                 let result = compiled
                     .as_ref()
-                    .map(|f| f.call(black_box(ptr), black_box(n)));
+                    .map(|f| f.call(black_box(slice), black_box(n)));
                 (
                     result,
                     TieredRun {

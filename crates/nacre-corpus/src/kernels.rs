@@ -99,8 +99,8 @@ pub fn run_index_queries(out: Ptr<u32>, blocks: Val<u32>) {
 fn check_index_queries(engine: &Engine, n: usize) -> Result<(), String> {
     let blocks = (n / 64).clamp(1, 64) as u32;
     let f = engine.compile(run_index_queries).map_err(err)?;
-    let out = Array::<u32>::alloc_on(engine.device(), blocks as usize * 64 * 4).map_err(err)?;
-    f.call(out.ptr(), blocks).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), blocks as usize * 64 * 4).map_err(err)?;
+    f.call(&mut out, blocks).map_err(err)?;
     let want: Vec<u32> = (0..blocks * 64)
         .flat_map(|g| [g % 64, g / 64, 64, blocks])
         .collect();
@@ -136,8 +136,8 @@ pub fn run_index_3d(out: Ptr<u32>) {
 fn check_index_3d(engine: &Engine, _: usize) -> Result<(), String> {
     let (w, h, d) = (8u32, 6u32, 4u32);
     let f = engine.compile(run_index_3d).map_err(err)?;
-    let out = Array::<u32>::alloc_on(engine.device(), (w * h * d) as usize).map_err(err)?;
-    f.call(out.ptr()).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), (w * h * d) as usize).map_err(err)?;
+    f.call(&mut out).map_err(err)?;
     let want: Vec<u32> = (0..d)
         .flat_map(|z| (0..h).flat_map(move |y| (0..w).map(move |x| x + y * 1000 + z * 1_000_000)))
         .collect();
@@ -165,8 +165,8 @@ pub fn run_sync_only(out: Ptr<u32>, blocks: Val<u32>) {
 fn check_sync_only(engine: &Engine, n: usize) -> Result<(), String> {
     let blocks = (n / 128).clamp(1, 256) as u32;
     let f = engine.compile(run_sync_only).map_err(err)?;
-    let out = Array::<u32>::alloc_on(engine.device(), blocks as usize * 128).map_err(err)?;
-    f.call(out.ptr(), blocks).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), blocks as usize * 128).map_err(err)?;
+    f.call(&mut out, blocks).map_err(err)?;
     let want: Vec<u32> = (0..blocks * 128)
         .map(|g| ((g % 128 + 1) % 128) * 3)
         .collect();
@@ -197,8 +197,8 @@ pub fn run_bounded_index(out: Ptr<u32>, n: Val<u32>) {
 fn check_bounded_index(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1) as u32 | 1;
     let f = engine.compile(run_bounded_index).map_err(err)?;
-    let out = Array::<u32>::alloc_on(engine.device(), n as usize).map_err(err)?;
-    f.call(out.ptr(), n).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), n as usize).map_err(err)?;
+    f.call(&mut out, n).map_err(err)?;
     let want: Vec<u32> = (0..n).map(|i| i * 2 + 1).collect();
     compare("bounded index", out.as_slice(), &want)
 }
@@ -226,10 +226,9 @@ fn check_vec_add(engine: &Engine, n: usize) -> Result<(), String> {
         Array::copy_on(engine.device(), &x).map_err(err)?,
         Array::copy_on(engine.device(), &y).map_err(err)?,
     );
-    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
+    let mut c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add).map_err(err)?;
-    f.call(a.ptr(), b.ptr(), c.ptr(), blocks as u32)
-        .map_err(err)?;
+    f.call(&a, &b, &mut c, blocks as u32).map_err(err)?;
     let want: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
     compare("vec_add", c.as_slice(), &want)
 }
@@ -247,9 +246,9 @@ fn check_vec_add_dynamic(engine: &Engine, n: usize) -> Result<(), String> {
         Array::copy_on(engine.device(), &x).map_err(err)?,
         Array::copy_on(engine.device(), &y).map_err(err)?,
     );
-    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
+    let mut c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add_dynamic).map_err(err)?;
-    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32).map_err(err)?;
+    f.call(&a, &b, &mut c, n as u32).map_err(err)?;
     let want: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
     compare("vec_add_dynamic", c.as_slice(), &want)
 }
@@ -281,9 +280,9 @@ fn check_vec_add_bounded(engine: &Engine, n: usize) -> Result<(), String> {
         Array::copy_on(engine.device(), &x).map_err(err)?,
         Array::copy_on(engine.device(), &y).map_err(err)?,
     );
-    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
+    let mut c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add_bounded).map_err(err)?;
-    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32).map_err(err)?;
+    f.call(&a, &b, &mut c, n as u32).map_err(err)?;
     let want: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
     compare("vec_add_bounded", c.as_slice(), &want)
 }
@@ -310,9 +309,9 @@ pub fn run_vec_scale(a: Ptr<f32>, s: Val<f32>, n: Val<u32>) {
 
 fn check_vec_scale(engine: &Engine, n: usize) -> Result<(), String> {
     let x = random_f32(n.max(1), 7);
-    let a = Array::copy_on(engine.device(), &x).map_err(err)?;
+    let mut a = Array::copy_on(engine.device(), &x).map_err(err)?;
     let f = engine.compile(run_vec_scale).map_err(err)?;
-    f.call(a.ptr(), 2.5, x.len() as u32).map_err(err)?;
+    f.call(&mut a, 2.5, x.len() as u32).map_err(err)?;
     let want: Vec<f32> = x.iter().map(|v| v * 2.5).collect();
     compare("vec_scale", a.as_slice(), &want)
 }
@@ -340,12 +339,12 @@ pub fn run_saxpy(alpha: Val<f32>, x: Ptr<f32>, y: Ptr<f32>, n: Val<u32>) {
 fn check_saxpy(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let (xv, yv) = (random_f32(n, 8), random_f32(n, 9));
-    let (x, y) = (
+    let (x, mut y) = (
         Array::copy_on(engine.device(), &xv).map_err(err)?,
         Array::copy_on(engine.device(), &yv).map_err(err)?,
     );
     let f = engine.compile(run_saxpy).map_err(err)?;
-    f.call(1.5, x.ptr(), y.ptr(), n as u32).map_err(err)?;
+    f.call(1.5, &x, &mut y, n as u32).map_err(err)?;
     let want: Vec<f32> = xv.iter().zip(&yv).map(|(a, b)| 1.5 * a + b).collect();
     compare("saxpy", y.as_slice(), &want)
 }
@@ -385,9 +384,9 @@ fn check_classify(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let xv = random_f32(n, 10);
     let v = Array::copy_on(engine.device(), &xv).map_err(err)?;
-    let out = Array::<u32>::alloc_on(engine.device(), n).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_classify).map_err(err)?;
-    f.call(v.ptr(), out.ptr(), n as u32).map_err(err)?;
+    f.call(&v, &mut out, n as u32).map_err(err)?;
     let want: Vec<u32> = xv
         .iter()
         .map(|&x| match x {
@@ -435,9 +434,9 @@ fn check_prefix_sum(engine: &Engine, n: usize) -> Result<(), String> {
     let input: Vec<i32> = (0..blocks * 256)
         .map(|i| ((i * 7919) % 201) as i32 - 100)
         .collect();
-    let data = Array::copy_on(engine.device(), &input).map_err(err)?;
+    let mut data = Array::copy_on(engine.device(), &input).map_err(err)?;
     let f = engine.compile(run_prefix_sum).map_err(err)?;
-    f.call(data.ptr(), blocks as u32).map_err(err)?;
+    f.call(&mut data, blocks as u32).map_err(err)?;
     let want: Vec<i32> = input
         .chunks(256)
         .flat_map(|c| {
@@ -492,9 +491,9 @@ fn check_block_sum(engine: &Engine, n: usize) -> Result<(), String> {
     let blocks = n.div_ceil(256);
     let xv = random_f32(n, 11);
     let input = Array::copy_on(engine.device(), &xv).map_err(err)?;
-    let out = Array::<f32>::alloc_on(engine.device(), blocks).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), blocks).map_err(err)?;
     let f = engine.compile(run_block_sum).map_err(err)?;
-    f.call(input.ptr(), out.ptr(), n as u32).map_err(err)?;
+    f.call(&input, &mut out, n as u32).map_err(err)?;
     let want: Vec<f32> = xv.chunks(256).map(|c| c.iter().sum()).collect();
     compare_f32("block sums", out.as_slice(), &want, 1e-4)
 }
@@ -535,9 +534,9 @@ fn check_transpose(engine: &Engine, n: usize) -> Result<(), String> {
     let height = width / 2 + 5;
     let m: Vec<f32> = (0..width * height).map(|i| i as f32).collect();
     let input = Array::copy_on(engine.device(), &m).map_err(err)?;
-    let out = Array::<f32>::alloc_on(engine.device(), m.len()).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), m.len()).map_err(err)?;
     let f = engine.compile(run_transpose).map_err(err)?;
-    f.call(input.ptr(), out.ptr(), width, height).map_err(err)?;
+    f.call(&input, &mut out, width, height).map_err(err)?;
     let mut want = vec![0f32; m.len()];
     for y in 0..height {
         for x in 0..width {
@@ -580,12 +579,12 @@ pub fn run_saxpy_grid_stride(
 fn check_saxpy_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let (xv, yv) = (random_f32(n, 12), random_f32(n, 13));
-    let (x, y) = (
+    let (x, mut y) = (
         Array::copy_on(engine.device(), &xv).map_err(err)?,
         Array::copy_on(engine.device(), &yv).map_err(err)?,
     );
     let f = engine.compile(run_saxpy_grid_stride).map_err(err)?;
-    f.call(2.0, x.ptr(), y.ptr(), n as u32, 7).map_err(err)?;
+    f.call(2.0, &x, &mut y, n as u32, 7).map_err(err)?;
     let want: Vec<f32> = xv.iter().zip(&yv).map(|(a, b)| 2.0 * a + b).collect();
     compare("saxpy grid-stride", y.as_slice(), &want)
 }
@@ -614,11 +613,11 @@ fn check_saxpy_offsets(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     for (dx, dy, len) in [(0, 0, n + 3), (1, 0, n + 1), (0, 3, n + 2), (2, 2, n + 1)] {
         let (xv, yv) = (random_f32(len + dx, 14), random_f32(len + dy, 15));
-        let (x, y) = (
+        let (x, mut y) = (
             Array::copy_on(engine.device(), &xv).map_err(err)?,
             Array::copy_on(engine.device(), &yv).map_err(err)?,
         );
-        f.call(2.0, x.ptr(), y.ptr(), len as u32, dx as u32, dy as u32)
+        f.call(2.0, &x, &mut y, len as u32, dx as u32, dy as u32)
             .map_err(err)?;
         let mut want = yv.clone();
         for i in 0..len {
@@ -668,10 +667,9 @@ fn check_vec_add_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
         Array::copy_on(engine.device(), &xv).map_err(err)?,
         Array::copy_on(engine.device(), &yv).map_err(err)?,
     );
-    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
+    let mut c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add_grid_stride).map_err(err)?;
-    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32, 5)
-        .map_err(err)?;
+    f.call(&a, &b, &mut c, n as u32, 5).map_err(err)?;
     let want: Vec<f32> = xv.iter().zip(&yv).map(|(p, q)| p + q).collect();
     compare("vec_add grid-stride", c.as_slice(), &want)
 }
@@ -705,9 +703,9 @@ pub fn run_logistic(v: Ptr<f32>, n: Val<u32>, iters: Val<u32>, blocks: Val<u32>)
 fn check_logistic(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.clamp(1, 1 << 16);
     let xv: Vec<f32> = (0..n).map(|i| 0.1 + 0.8 * (i as f32 / n as f32)).collect();
-    let v = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut v = Array::copy_on(engine.device(), &xv).map_err(err)?;
     let f = engine.compile(run_logistic).map_err(err)?;
-    f.call(v.ptr(), n as u32, 64, 3).map_err(err)?;
+    f.call(&mut v, n as u32, 64, 3).map_err(err)?;
     let want: Vec<f32> = xv
         .iter()
         .map(|&x0| (0..64).fold(x0, |x, _| 3.9 * x * (1.0 - x)))
@@ -722,10 +720,9 @@ fn check_large_batch(engine: &Engine, _: usize) -> Result<(), String> {
     let a = Array::copy_on(engine.device(), &vec![1.5f32; n]).map_err(err)?;
     let bv: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
     let b = Array::copy_on(engine.device(), &bv).map_err(err)?;
-    let c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
+    let mut c = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
     let f = engine.compile(run_vec_add_grid_stride).map_err(err)?;
-    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32, 1024)
-        .map_err(err)?;
+    f.call(&a, &b, &mut c, n as u32, 1024).map_err(err)?;
     let want: Vec<f32> = bv.iter().map(|x| x + 1.5).collect();
     compare("large batch", c.as_slice(), &want)
 }

@@ -1,12 +1,14 @@
 //! The CUDA compile check: the CUDA C of every corpus kernel compiles with NVRTC to PTX for
-//! `compute_90` and to a cubin for `sm_90`, and `ptxas -arch=sm_90` accepts the PTX.
+//! `compute_90` and to a cubin for `sm_90`, and `ptxas -arch=sm_90` accepts the PTX, in both
+//! forms the engine makes: bounds-checked (`Engine::compile`) and unchecked
+//! (`Engine::compile_unchecked`).
 //!
 //! NVRTC is found as `nacre-cuda` finds it (libnvrtc on the loader path), ptxas through the
 //! environment variable `NACRE_PTXAS` or `PATH`. Without them the tests say on stderr that they
 //! were skipped and why, and pass, unless `NACRE_REQUIRE_CUDA_TOOLS=1`, which CI sets: then a
 //! missing tool fails the test.
 
-use nacre::ir::PassOptions;
+use crate::emulation::Form;
 use nacre_corpus::kernels::all;
 use nacre_cuda::codegen::{emit_kernels, KernelSource};
 use nacre_cuda::nvrtc::{self, Arch, NvrtcError};
@@ -60,19 +62,25 @@ fn ptxas() -> Result<PathBuf, String> {
         })
 }
 
-/// Every kernel of the corpus, traced and optimised as the engine does; kernels shared by
-/// several cases appear once.
-fn corpus_kernels() -> Vec<(&'static str, KernelSource)> {
-    let mut out: Vec<(&'static str, KernelSource)> = Vec::new();
+/// Every kernel of the corpus, traced and optimised as the engine does, unchecked
+/// (`Engine::compile_unchecked`) and bounds-checked (`Engine::compile`), each named by its case
+/// and form; kernels shared by several cases appear once per form.
+fn corpus_kernels() -> Vec<(String, KernelSource)> {
+    let mut out: Vec<(String, KernelSource)> = Vec::new();
     for case in all() {
-        let module = (case.trace)()
-            .unwrap_or_else(|e| panic!("{}: {e}", case.name))
-            .module;
-        let module = nacre::optimize(module, &PassOptions::default())
-            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        for (_, kernel) in emit_kernels(&module).unwrap_or_else(|e| panic!("{}: {e}", case.name)) {
-            if !out.iter().any(|(_, k)| *k == kernel) {
-                out.push((case.name, kernel));
+        for form in [Form::Unchecked, Form::Checked] {
+            let module = (case.trace)()
+                .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+                .module;
+            let module = form
+                .prepare(module)
+                .unwrap_or_else(|e| panic!("{} ({form:?}): {e}", case.name));
+            let kernels =
+                emit_kernels(&module).unwrap_or_else(|e| panic!("{} ({form:?}): {e}", case.name));
+            for (_, kernel) in kernels {
+                if !out.iter().any(|(_, k)| *k == kernel) {
+                    out.push((format!("{} ({form:?})", case.name), kernel));
+                }
             }
         }
     }
@@ -127,7 +135,7 @@ fn every_corpus_kernel_compiles_for_sm_90() {
     };
     let (major, minor) = nvrtc::version().expect("NVRTC version");
     let kernels = corpus_kernels();
-    assert!(kernels.len() >= 15, "{} kernels", kernels.len());
+    assert!(kernels.len() >= 2 * 15, "{} kernels", kernels.len());
     // The first compilation in a process also initialises NVRTC; measured apart.
     let start = Instant::now();
     nvrtc::compile_ptx(&kernels[0].1, SM_90).unwrap_or_else(|e| panic!("{e}"));
@@ -204,8 +212,8 @@ fn grid_stride_kernels_use_128_bit_accesses() {
         }
     }
     assert!(
-        checked >= 2,
-        "only {checked} grid-stride kernels in the corpus"
+        checked >= 2 * 2,
+        "only {checked} grid-stride kernels in the corpus (unchecked and checked)"
     );
 }
 

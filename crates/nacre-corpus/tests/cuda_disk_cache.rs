@@ -67,8 +67,8 @@ fn kernels_are_loaded_from_the_disk_cache() {
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].ends_with(".cubin"), "{files:?}");
-    let v = Array::copy_on(first.device(), &[1u32, 2, 3]).unwrap();
-    f.call(v.ptr(), 3).unwrap();
+    let mut v = Array::copy_on(first.device(), &[1u32, 2, 3]).unwrap();
+    f.call(&mut v, 3).unwrap();
     assert_eq!(v.as_slice(), &[10, 13, 16]);
 
     // A fresh process would find only the disk cache: empty the in-process one.
@@ -79,10 +79,10 @@ fn kernels_are_loaded_from_the_disk_cache() {
     let g = second.compile(run_triple_plus_seven).unwrap();
     let d = cuda::thread_stats().since(&before);
     assert_eq!((d.compiles, d.disk_cache_hits), (0, 1), "{d:?}");
-    g.call(v.ptr(), 3).unwrap();
+    g.call(&mut v, 3).unwrap();
     assert_eq!(v.as_slice(), &[37, 46, 55]);
     // The first engine's function still holds its own loaded kernel.
-    f.call(v.ptr(), 1).unwrap();
+    f.call(&mut v, 1).unwrap();
     assert_eq!(v.as_slice(), &[118, 46, 55]);
 
     std::fs::remove_dir_all(&dir).unwrap();

@@ -2,6 +2,11 @@
 //! not a hang, and every later GPU operation of the process fails fast. A test executable of
 //! its own, because a fault leaves the process's CUDA context unusable.
 //!
+//! A safe call cannot fault this way: its kernels check every access, so the same kernel
+//! traps with `Trap::OutOfBounds` instead (checked first, while the context is still usable).
+//! The fault itself needs the kernel compiled with `Engine::compile_unchecked`, called in an
+//! `unsafe` block that breaks its contract on purpose.
+//!
 //! Without a usable CUDA device the test prints `skipped: <why>` and passes.
 
 use nacre::gpu::cuda::{self, CudaError};
@@ -35,10 +40,30 @@ fn a_kernel_fault_is_an_error_and_the_context_is_lost() {
         ..Options::default()
     })
     .unwrap();
-    let out = Array::<f32>::alloc_on(engine.device(), 32).unwrap();
-    let f = engine.compile(run_write_far_away).unwrap();
+    let mut out = Array::<f32>::alloc_on(engine.device(), 32).unwrap();
+
+    // The safe call's kernel checks the store: a trap, no fault, and the context stays usable.
+    let checked = engine.compile(run_write_far_away).unwrap();
+    let err = checked.call(&mut out).unwrap_err();
+    assert!(
+        matches!(err, nacre::Error::Trap(nacre::Trap::OutOfBounds { .. })),
+        "{err}"
+    );
+    checked.call(&mut out).unwrap_err();
+    assert_eq!(
+        out.as_slice(),
+        &[0.0; 32],
+        "the checked kernel wrote nothing"
+    );
+
+    let f = engine.compile_unchecked(run_write_far_away).unwrap();
     let start = Instant::now();
-    let err = f.call(out.ptr()).unwrap_err();
+    // SAFETY: none: this call breaks the contract of `Unchecked::call` on purpose (the kernel
+    // stores 15 GiB past `out`), which is what the test is about. The address is far beyond
+    // every allocation of this process (no other array is live), so the store hits unmapped
+    // device memory and faults rather than corrupting memory; the test checks that the
+    // runtime reports the fault and refuses all later work.
+    let err = unsafe { f.call(out.ptr()) }.unwrap_err();
     assert!(start.elapsed() < Duration::from_secs(60));
     match err.runtime_error::<CudaError>() {
         Some(e @ CudaError::KernelFault { .. }) => assert!(e.is_sticky()),
@@ -46,8 +71,17 @@ fn a_kernel_fault_is_an_error_and_the_context_is_lost() {
     }
     assert!(err.to_string().contains("restart the process"), "{err}");
 
-    // Everything after the fault fails at once, with the original cause.
-    let err = f.call(out.ptr()).unwrap_err();
+    // Everything after the fault fails at once, with the original cause, the safe call too.
+    // SAFETY: as above; the context is lost, so nothing runs on the GPU any more.
+    let err = unsafe { f.call(out.ptr()) }.unwrap_err();
+    assert!(
+        matches!(
+            err.runtime_error::<CudaError>(),
+            Some(CudaError::ContextLost { .. })
+        ),
+        "{err}"
+    );
+    let err = checked.call(&mut out).unwrap_err();
     assert!(
         matches!(
             err.runtime_error::<CudaError>(),

@@ -3,7 +3,9 @@
 //! emulates CUDA's execution model (one OS thread per GPU thread, the threads of a block
 //! meeting at `__syncthreads`, blocks one after another, `__shared__` arrays per block), and
 //! launched by the traced host function in place of a GPU (see `emulation.rs`). Every array
-//! must come out bit-identical to the CPU runtime in grid mode.
+//! must come out bit-identical to the CPU runtime in grid mode, for bounds-checked kernels
+//! (as `Engine::compile` makes them) and unchecked ones, and a checked kernel given too short
+//! an array must trap as it does on the CPU runtime.
 //!
 //! This checks what the generated CUDA C computes on machines without a GPU (indices,
 //! barriers, shared arrays, control flow, the lane groups of grid-stride loops with their
@@ -11,8 +13,10 @@
 //! that NVRTC and ptxas accept the same source, and `cuda_kernels.rs` runs it on a GPU.
 //! Without a C++ compiler the test says it is skipped.
 
-use crate::emulation::{build, check_against_cpu, cxx_ready, runner, Param};
-use nacre::ir::{Module, Type};
+use crate::emulation::{
+    build, check_against_cpu, check_out_of_bounds, cxx_ready, runner, Emulated, Form, Param,
+};
+use nacre::ir::{Module, Type, VerifiedModule};
 use nacre_c::Dialect;
 use nacre_cuda::codegen::{emit_kernels, CudaDialect, KernelSource};
 use std::path::Path;
@@ -63,12 +67,11 @@ fn params(module: &Module, id: nacre::ir::FuncId) -> Result<Vec<Param>, String> 
         .collect()
 }
 
-#[test]
-fn generated_cuda_computes_what_the_cpu_runtime_computes() {
-    let Some(cxx) = cxx_ready() else {
-        return;
-    };
-    check_against_cpu("CUDA", |verified| {
+/// The emulated CUDA kernels of a module, built with `cxx`.
+fn emulated(
+    cxx: String,
+) -> impl FnMut(&VerifiedModule) -> Result<Vec<(nacre::ir::FuncId, Emulated)>, String> {
+    move |verified| {
         let module = verified.module();
         let kernels = emit_kernels(verified).map_err(|e| e.to_string())?;
         kernels
@@ -80,5 +83,31 @@ fn generated_cuda_computes_what_the_cpu_runtime_computes() {
                 Ok((*id, kernel))
             })
             .collect()
-    });
+    }
+}
+
+/// The kernels `Engine::compile` makes: bounds-checked.
+#[test]
+fn generated_cuda_computes_what_the_cpu_runtime_computes() {
+    let Some(cxx) = cxx_ready() else {
+        return;
+    };
+    check_against_cpu("CUDA", Form::Checked, emulated(cxx));
+}
+
+/// The kernels `Engine::compile_unchecked` makes.
+#[test]
+fn generated_unchecked_cuda_computes_what_the_cpu_runtime_computes() {
+    let Some(cxx) = cxx_ready() else {
+        return;
+    };
+    check_against_cpu("CUDA", Form::Unchecked, emulated(cxx));
+}
+
+#[test]
+fn generated_cuda_traps_out_of_bounds_as_the_cpu_runtime_does() {
+    let Some(cxx) = cxx_ready() else {
+        return;
+    };
+    check_out_of_bounds("CUDA", emulated(cxx));
 }

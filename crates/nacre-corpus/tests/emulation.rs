@@ -11,18 +11,25 @@
 //! *args, unsigned *status)`: the grid and block dimensions, a pointer per kernel parameter
 //! (the array's address for a pointer, the address of the value for a scalar), the status
 //! word.
+//!
+//! Modules are checked in both forms the engine makes: bounds-checked as `Engine::compile`
+//! does ([`nacre::bounds_checked`] with kernels checked; the entry and every kernel then take
+//! a base and a size in bytes after their declared parameters for each pointer), and
+//! unchecked as `Engine::compile_unchecked` does. [`check_out_of_bounds`] runs checked kernels
+//! on an array too short for them: the emulation must trap as the CPU runtime does.
 
-use nacre::ir::{FuncId, PassOptions, Scalar, VerifiedModule};
-use nacre::{make_backend, optimize, BackendKind, Options};
+use nacre::ir::{FuncId, Module, PassOptions, Scalar, VerifiedModule};
+use nacre::{bounds_checked, make_backend, optimize, Backend, BackendKind, Options};
 use nacre_backend::{Executable, LaunchBinding};
-use nacre_corpus::kernels::all;
-use nacre_cpu::{prepare_cpu, CpuMode};
+use nacre_corpus::kernels::{all, KernelCase};
+use nacre_cpu::{prepare_cpu, CpuKernels, CpuMode};
 use nacre_runtime::{Array, PreparedKernels};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 type RunFn = unsafe extern "C" fn(*const u32, *const *mut c_void, *mut u32);
 
@@ -195,6 +202,17 @@ pub enum Arg {
     F32(f32),
 }
 
+impl Arg {
+    /// An array's size in bytes (every element type here is four bytes wide); `None` for a
+    /// scalar.
+    fn bytes(self) -> Option<usize> {
+        match self {
+            Arg::F32s(len) | Arg::Unit(len) | Arg::U32s(len) | Arg::I32s(len) => Some(len * 4),
+            Arg::U32(_) | Arg::F32(_) => None,
+        }
+    }
+}
+
 pub fn spec(case: &str) -> Vec<Arg> {
     use Arg::*;
     match case {
@@ -238,11 +256,38 @@ impl Data {
     }
 }
 
+/// The form of a module a check runs.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Form {
+    /// As `Engine::compile_unchecked` makes it: optimised only.
+    Unchecked,
+    /// As `Engine::compile` makes it: optimised, then bounds-checked, kernels included.
+    Checked,
+}
+
+impl Form {
+    /// `module` verified, optimised and (for [`Form::Checked`]) bounds-checked.
+    pub fn prepare(self, module: Module) -> Result<VerifiedModule, nacre::Error> {
+        let verified = optimize(module, &PassOptions::default())?;
+        match self {
+            Form::Unchecked => Ok(verified),
+            Form::Checked => bounds_checked(verified, true),
+        }
+    }
+}
+
 /// Runs `exec` on fresh arrays made from `args`; returns the call's outcome and the arrays'
-/// contents afterwards.
-pub fn run(exec: &dyn Executable, args: &[Arg]) -> (Result<u64, nacre::Trap>, Vec<Vec<u64>>) {
+/// contents afterwards. For a [`Form::Checked`] entry the base address and size in bytes of
+/// every array follow the declared arguments, in argument order (the layout of
+/// [`nacre::ir::transform::companion_positions`]).
+pub fn run(
+    exec: &dyn Executable,
+    args: &[Arg],
+    form: Form,
+) -> (Result<u64, nacre::Trap>, Vec<Vec<u64>>) {
     let mut arrays = Vec::new();
     let mut bits = Vec::new();
+    let mut companions = Vec::new();
     for (n, a) in args.iter().enumerate() {
         let seed = (n as u64 + 1) * 7919;
         let value = |i: usize| ((i as u64 * 7919 + seed) % 2000) as f32 / 1000.0 - 1.0;
@@ -273,6 +318,12 @@ pub fn run(exec: &dyn Executable, args: &[Arg]) -> (Result<u64, nacre::Trap>, Ve
             Arg::U32(x) => bits.push(x as u64),
             Arg::F32(x) => bits.push(x.to_bits() as u64),
         }
+        if let Some(bytes) = a.bytes() {
+            companions.extend([*bits.last().expect("the array's address"), bytes as u64]);
+        }
+    }
+    if form == Form::Checked {
+        bits.extend(companions);
     }
     let result = exec.call(&bits);
     (result, arrays.iter().map(Data::bits).collect())
@@ -291,55 +342,85 @@ pub fn cxx_ready() -> Option<String> {
     found
 }
 
+/// A corpus case's host function compiled twice: launching its kernels on the CPU runtime in
+/// grid mode, and through the emulated kernels. Fields drop in order: the executables before
+/// the kernels they launch.
+struct Both {
+    on_cpu: Arc<dyn Executable>,
+    on_emulation: Arc<dyn Executable>,
+    _cpu: CpuKernels,
+    // Boxed: the launch handles are the kernels' addresses, which must not move.
+    #[allow(clippy::vec_box)]
+    _emulated: Vec<Box<Emulated>>,
+}
+
+/// Traces `case` and compiles it both ways from the same module of `form`.
+fn compile_both(
+    backend: &dyn Backend,
+    case: &KernelCase,
+    form: Form,
+    kernels: &mut impl FnMut(&VerifiedModule) -> Result<Vec<(FuncId, Emulated)>, String>,
+) -> Both {
+    let traced = (case.trace)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
+    let verified = form
+        .prepare(traced.module)
+        .unwrap_or_else(|e| panic!("{} ({form:?}): {e}", case.name));
+    let linkage = traced.linkage;
+    let emulated: Vec<(FuncId, Box<Emulated>)> = kernels(&verified)
+        .unwrap_or_else(|e| panic!("{} ({form:?}): {e}", case.name))
+        .into_iter()
+        .map(|(id, k)| (id, Box::new(k)))
+        .collect();
+    let handles: HashMap<_, _> = emulated
+        .iter()
+        .map(|(id, e)| (*id, &**e as *const Emulated as usize))
+        .collect();
+    let emu_binding = LaunchBinding {
+        launcher: emulated_launch,
+        handles,
+    };
+    let cpu = prepare_cpu(
+        verified.module(),
+        &linkage,
+        backend,
+        CpuMode::Grid,
+        &nacre_c::COptions::default(),
+    )
+    .expect("cpu kernels");
+    let on_cpu = backend
+        .compile(
+            &verified,
+            &linkage.clone().with_launch(cpu.launch_binding()),
+        )
+        .expect("compiles");
+    let on_emulation = backend
+        .compile(&verified, &linkage.with_launch(emu_binding))
+        .expect("compiles");
+    Both {
+        on_cpu,
+        on_emulation,
+        _cpu: cpu,
+        _emulated: emulated.into_iter().map(|(_, k)| k).collect(),
+    }
+}
+
 /// Runs every corpus case's host function twice, launching its kernels once on the CPU runtime
 /// and once through `kernels` (the emulated kernels of a module, by kernel id), and fails
-/// unless both runs return the same and leave every array bit-identical. `target` names the
-/// emulated side in messages.
+/// unless both runs return the same and leave every array bit-identical. Both run the module
+/// in `form`; `target` names the emulated side in messages.
 pub fn check_against_cpu(
     target: &str,
+    form: Form,
     mut kernels: impl FnMut(&VerifiedModule) -> Result<Vec<(FuncId, Emulated)>, String>,
 ) {
     let backend = make_backend(&Options::with_backend(BackendKind::Cranelift)).expect("backend");
     let mut failures = Vec::new();
     let mut checked = 0;
     for case in all() {
-        let traced = (case.trace)().unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let verified: VerifiedModule =
-            optimize(traced.module, &PassOptions::default()).expect("verifies");
-        let linkage = traced.linkage;
-        let emulated: Vec<(FuncId, Box<Emulated>)> = kernels(&verified)
-            .unwrap_or_else(|e| panic!("{}: {e}", case.name))
-            .into_iter()
-            .map(|(id, k)| (id, Box::new(k)))
-            .collect();
-        let handles: HashMap<_, _> = emulated
-            .iter()
-            .map(|(id, e)| (*id, &**e as *const Emulated as usize))
-            .collect();
-        let emu_binding = LaunchBinding {
-            launcher: emulated_launch,
-            handles,
-        };
-        let cpu = prepare_cpu(
-            verified.module(),
-            &linkage,
-            &*backend,
-            CpuMode::Grid,
-            &nacre_c::COptions::default(),
-        )
-        .expect("cpu kernels");
-        let on_cpu = backend
-            .compile(
-                &verified,
-                &linkage.clone().with_launch(cpu.launch_binding()),
-            )
-            .expect("compiles");
-        let on_emulation = backend
-            .compile(&verified, &linkage.with_launch(emu_binding))
-            .expect("compiles");
+        let both = compile_both(&*backend, &case, form, &mut kernels);
         let args = spec(case.name);
-        let (want, want_arrays) = run(&*on_cpu, &args);
-        let (got, got_arrays) = run(&*on_emulation, &args);
+        let (want, want_arrays) = run(&*both.on_cpu, &args, form);
+        let (got, got_arrays) = run(&*both.on_emulation, &args, form);
         checked += 1;
         if want != got {
             failures.push(format!("{}: CPU {want:?}, {target} {got:?}", case.name));
@@ -357,10 +438,60 @@ pub fn check_against_cpu(
         }
         assert!(
             want.is_ok(),
-            "{}: the CPU run failed ({want:?}); fix the argument spec",
+            "{} ({form:?}): the CPU run failed ({want:?}); fix the argument spec",
             case.name
         );
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{form:?} modules:\n{}",
+        failures.join("\n")
+    );
     assert!(checked >= 18, "only {checked} cases");
+}
+
+/// Bounds-checked kernels given an output array one element shorter than their index range
+/// (`vec_add`: one thread per element, the check in the loop-free body;
+/// `vec_add_grid_stride`: the checks hoisted out of the grid-stride loop to the kernel's
+/// entry): the emulated kernels must report the same [`nacre::Trap::OutOfBounds`] as the CPU
+/// runtime, naming the same kernel and parameter.
+pub fn check_out_of_bounds(
+    target: &str,
+    mut kernels: impl FnMut(&VerifiedModule) -> Result<Vec<(FuncId, Emulated)>, String>,
+) {
+    let backend = make_backend(&Options::with_backend(BackendKind::Cranelift)).expect("backend");
+    let short = [
+        (
+            "vec_add",
+            vec![Arg::F32s(512), Arg::F32s(512), Arg::F32s(511), Arg::U32(2)],
+        ),
+        (
+            "vec_add_grid_stride",
+            vec![
+                Arg::F32s(1000),
+                Arg::F32s(1000),
+                Arg::F32s(999),
+                Arg::U32(1000),
+                Arg::U32(2),
+            ],
+        ),
+    ];
+    for (name, args) in short {
+        let case = all()
+            .into_iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("{name} is in the corpus"));
+        let both = compile_both(&*backend, &case, Form::Checked, &mut kernels);
+        let (want, _) = run(&*both.on_cpu, &args, Form::Checked);
+        let (got, _) = run(&*both.on_emulation, &args, Form::Checked);
+        let Err(trap @ nacre::Trap::OutOfBounds { param, .. }) = want else {
+            panic!("{name}: the CPU runtime gave {want:?} for a short array, not OutOfBounds");
+        };
+        // The kernel's third pointer parameter, `c`, is the short one.
+        assert_eq!(param, Some(2), "{name}: the CPU runtime's {trap:?} names c");
+        assert_eq!(got, want, "{name}: CPU {want:?}, {target} {got:?}");
+        // In bounds, the same call runs.
+        let (ok, _) = run(&*both.on_emulation, &spec(name), Form::Checked);
+        assert!(ok.is_ok(), "{name}: {target} {ok:?} on arrays in bounds");
+    }
 }

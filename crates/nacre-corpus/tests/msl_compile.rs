@@ -1,12 +1,12 @@
 //! Every corpus kernel's MSL through clang in C++ for OpenCL mode with the Metal header of
 //! `nacre-metal` (see `nacre_metal::clang_check`): it must compile, and a deliberately wrong
-//! address space planted in generated code must not.
+//! address space planted in generated code must not. Both forms the engine makes are checked:
+//! bounds-checked (`Engine::compile`) and unchecked (`Engine::compile_unchecked`).
 //!
 //! Without clang the tests say they are skipped, unless `NACRE_REQUIRE_CLANG=1` (as in CI),
 //! which makes a missing clang a failure.
 
-use nacre::ir::PassOptions;
-use nacre::optimize;
+use crate::emulation::Form;
 use nacre_corpus::kernels::all;
 use nacre_metal::clang_check::{check_msl, clang_version, ClangCheckError};
 use nacre_metal::{emit_msl, MslKernel};
@@ -28,18 +28,24 @@ fn clang_ready(test: &str) -> bool {
     }
 }
 
-fn corpus_msl() -> Vec<(&'static str, MslKernel)> {
+/// Every corpus kernel's MSL, unchecked (`Engine::compile_unchecked`) and bounds-checked
+/// (`Engine::compile`), each with its case's name and form.
+fn corpus_msl() -> Vec<(&'static str, Form, MslKernel)> {
     all()
         .into_iter()
         .flat_map(|case| {
-            let module = (case.trace)()
-                .unwrap_or_else(|e| panic!("{}: {e}", case.name))
-                .module;
-            let verified = optimize(module, &PassOptions::default()).expect("verifies");
-            emit_msl(&verified)
-                .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+            [Form::Unchecked, Form::Checked]
                 .into_iter()
-                .map(move |k| (case.name, k))
+                .flat_map(move |form| {
+                    let module = (case.trace)()
+                        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+                        .module;
+                    let verified = form.prepare(module).expect("verifies");
+                    emit_msl(&verified)
+                        .unwrap_or_else(|e| panic!("{} ({form:?}): {e}", case.name))
+                        .into_iter()
+                        .map(move |k| (case.name, form, k))
+                })
         })
         .collect()
 }
@@ -51,13 +57,16 @@ fn every_corpus_kernel_compiles_as_opencl_cpp() {
     }
     let mut failures = Vec::new();
     let kernels = corpus_msl();
-    for (case, k) in &kernels {
+    for (case, form, k) in &kernels {
         if let Err(e) = check_msl(&k.source) {
-            failures.push(format!("{case} / @{}: {e}\n{}", k.name, k.source));
+            failures.push(format!(
+                "{case} ({form:?}) / @{}: {e}\n{}",
+                k.name, k.source
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(kernels.len() >= 17, "only {} kernels", kernels.len());
+    assert!(kernels.len() >= 2 * 17, "only {} kernels", kernels.len());
 }
 
 #[test]
@@ -65,9 +74,9 @@ fn a_planted_wrong_address_space_is_rejected() {
     if !clang_ready("a_planted_wrong_address_space_is_rejected") {
         return;
     }
-    let (_, k) = corpus_msl()
+    let (_, _, k) = corpus_msl()
         .into_iter()
-        .find(|(case, _)| *case == "block_sum")
+        .find(|(case, form, _)| *case == "block_sum" && *form == Form::Checked)
         .expect("block_sum is in the corpus");
     check_msl(&k.source).expect("the generated kernel compiles");
     // Declare the pointers into the shared array as device pointers.

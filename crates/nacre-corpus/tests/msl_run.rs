@@ -4,13 +4,17 @@
 //! `threadgroup_barrier`, threadgroups one after another, shared arrays per threadgroup), and
 //! launched by the traced host function in place of a GPU. Every array must come out
 //! bit-identical to the same host function launching the kernels on the CPU runtime in grid
-//! mode.
+//! mode, for bounds-checked kernels (as `Engine::compile` makes them) and unchecked ones, and
+//! a checked kernel given too short an array must trap as it does on the CPU runtime.
 //!
 //! This checks what the generated MSL computes (indices, barriers, shared arrays, the
 //! structured control flow, loop guards, scalar copies), not Apple's compiler or GPU. Without
 //! a C++ compiler (`c++`, `g++`, `clang++`, or `NACRE_CXX`) the test says it is skipped.
 
-use crate::emulation::{build, check_against_cpu, cxx_ready, runner, Param};
+use crate::emulation::{
+    build, check_against_cpu, check_out_of_bounds, cxx_ready, runner, Emulated, Form, Param,
+};
+use nacre::ir::VerifiedModule;
 use nacre_c::Dialect;
 use nacre_metal::layout;
 use nacre_metal::{emit_msl, MslDialect, MslKernel};
@@ -79,12 +83,11 @@ fn emulation_source(k: &MslKernel) -> String {
     out
 }
 
-#[test]
-fn generated_msl_computes_what_the_cpu_runtime_computes() {
-    let Some(cxx) = cxx_ready() else {
-        return;
-    };
-    check_against_cpu("MSL", |verified| {
+/// The emulated MSL kernels of a module, built with `cxx`.
+fn emulated(
+    cxx: String,
+) -> impl FnMut(&VerifiedModule) -> Result<Vec<(nacre::ir::FuncId, Emulated)>, String> {
+    move |verified| {
         let msl = emit_msl(verified).map_err(|e| e.to_string())?;
         msl.iter()
             .map(|k: &MslKernel| {
@@ -102,5 +105,31 @@ fn generated_msl_computes_what_the_cpu_runtime_computes() {
                 Ok((k.id, kernel))
             })
             .collect()
-    });
+    }
+}
+
+/// The kernels `Engine::compile` makes: bounds-checked.
+#[test]
+fn generated_msl_computes_what_the_cpu_runtime_computes() {
+    let Some(cxx) = cxx_ready() else {
+        return;
+    };
+    check_against_cpu("MSL", Form::Checked, emulated(cxx));
+}
+
+/// The kernels `Engine::compile_unchecked` makes.
+#[test]
+fn generated_unchecked_msl_computes_what_the_cpu_runtime_computes() {
+    let Some(cxx) = cxx_ready() else {
+        return;
+    };
+    check_against_cpu("MSL", Form::Unchecked, emulated(cxx));
+}
+
+#[test]
+fn generated_msl_traps_out_of_bounds_as_the_cpu_runtime_does() {
+    let Some(cxx) = cxx_ready() else {
+        return;
+    };
+    check_out_of_bounds("MSL", emulated(cxx));
 }

@@ -1,52 +1,59 @@
 //! The MSL of every kernel of the kernel corpus, snapshot-tested: traced, optimised, given
 //! address spaces and printed by the Metal backend. The output must be deterministic and free
-//! of `goto`, and every kernel must carry its shared arrays as `threadgroup` storage.
+//! of `goto`, and every kernel must carry its shared arrays as `threadgroup` storage. Every
+//! kernel has two snapshots: unchecked (`Engine::compile_unchecked`) and bounds-checked as
+//! `Engine::compile` makes it (the name with `__checked`).
 
-use nacre::ir::PassOptions;
-use nacre::optimize;
+use crate::emulation::Form;
 use nacre_corpus::kernels::all;
 use nacre_metal::{emit_msl, MslKernel};
 
-fn msl_of(case: &nacre_corpus::kernels::KernelCase) -> Vec<MslKernel> {
+fn msl_of(case: &nacre_corpus::kernels::KernelCase, form: Form) -> Vec<MslKernel> {
     let module = (case.trace)()
         .unwrap_or_else(|e| panic!("{}: {e}", case.name))
         .module;
-    let verified = optimize(module, &PassOptions::default()).expect("verifies");
-    emit_msl(&verified).unwrap_or_else(|e| panic!("{}: {e}", case.name))
+    let verified = form.prepare(module).expect("verifies");
+    emit_msl(&verified).unwrap_or_else(|e| panic!("{} ({form:?}): {e}", case.name))
 }
 
 #[test]
 fn msl_of_every_corpus_kernel() {
     let mut kernels = 0;
     for case in all() {
-        let msl = msl_of(&case);
-        assert!(!msl.is_empty(), "{} launches no kernel", case.name);
-        assert_eq!(
-            msl,
-            msl_of(&case),
-            "{}: output is not deterministic",
-            case.name
-        );
-        for k in msl {
-            kernels += 1;
-            assert!(!k.source.contains("goto"), "{}:\n{}", case.name, k.source);
-            assert!(
-                k.source.contains(&format!("kernel void {}(", k.symbol)),
-                "{}:\n{}",
-                case.name,
-                k.source
+        for form in [Form::Unchecked, Form::Checked] {
+            let msl = msl_of(&case, form);
+            assert!(!msl.is_empty(), "{} launches no kernel", case.name);
+            assert_eq!(
+                msl,
+                msl_of(&case, form),
+                "{} ({form:?}): output is not deterministic",
+                case.name
             );
-            if k.shared_bytes > 0 {
-                assert!(k.source.contains("threadgroup "), "{}", k.source);
+            for k in msl {
+                kernels += 1;
+                assert!(!k.source.contains("goto"), "{}:\n{}", case.name, k.source);
                 assert!(
-                    k.source
-                        .contains("threadgroup_barrier(mem_flags::mem_threadgroup);"),
-                    "{}",
+                    k.source.contains(&format!("kernel void {}(", k.symbol)),
+                    "{}:\n{}",
+                    case.name,
                     k.source
                 );
+                if k.shared_bytes > 0 {
+                    assert!(k.source.contains("threadgroup "), "{}", k.source);
+                    assert!(
+                        k.source
+                            .contains("threadgroup_barrier(mem_flags::mem_threadgroup);"),
+                        "{}",
+                        k.source
+                    );
+                }
+                let suffix = match form {
+                    Form::Unchecked => "",
+                    Form::Checked => "__checked",
+                };
+                insta::assert_snapshot!(format!("msl_{}__{}{suffix}", case.name, k.name), k.source);
             }
-            insta::assert_snapshot!(format!("msl_{}__{}", case.name, k.name), k.source);
         }
     }
-    assert!(kernels >= 17, "only {kernels} kernels");
+    assert!(kernels >= 2 * 17, "only {kernels} kernels");
 }

@@ -172,8 +172,12 @@ impl CpuKernel {
     pub(crate) unsafe fn launch_raw(&self, dims: [u32; 6], args: *const u64) -> Result<(), u32> {
         let shape = Shape::new(dims)?;
         let params = &self.info().params;
+        // A bounds-checked kernel checks every access against the memory each pointer came
+        // with (borrowed by the safe call, possibly a plain slice); an unchecked one may only
+        // be given pointers into live arrays.
+        let validate = !self.step_module().bounds_checked;
         for (i, ty) in params.iter().enumerate() {
-            if ty.is_ptr() {
+            if validate && ty.is_ptr() {
                 // SAFETY: `args` holds one slot per parameter.
                 let addr = unsafe { args.add(i).read() } as usize;
                 if find_buffer(addr).is_none() {

@@ -162,7 +162,10 @@ pub fn grid_stride_loop(f: &Function, shape: &LaunchShape) -> Option<GridStrideL
     let header = call.block;
     let [g] = call.args[..] else { return None };
     for &i in &f.blocks[entry].insts {
-        if i != entry_jump && !f.insts[i].kind.is_pure(|v| f.values[v].ty) {
+        // Bounds checks hoisted out of the loop are thread-independent and may run again.
+        let kind = &f.insts[i].kind;
+        let check = matches!(kind, InstKind::BoundsCheck { .. });
+        if i != entry_jump && !check && !kind.is_pure(|v| f.values[v].ty) {
             return None;
         }
     }

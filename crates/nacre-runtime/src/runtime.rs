@@ -26,6 +26,14 @@ pub trait KernelRuntime: Send + Sync {
     /// The device that arrays for this runtime's kernels are allocated on.
     fn device(&self) -> Arc<dyn Device>;
 
+    /// Whether safe calls compile this runtime's kernels with bounds checks
+    /// ([`nacre_ir::transform::BoundsOptions::check_kernels`]). Runtimes that run kernels on
+    /// the CPU must; a GPU runtime may make it an option (an unchecked GPU kernel can write
+    /// outside its arrays, which the GPU reports as a fault at best).
+    fn checks_kernels(&self) -> bool {
+        true
+    }
+
     /// Compiles every kernel of `module` for this runtime. `linkage` binds the module's
     /// externs, `host` is the backend that compiles its host functions (a runtime that runs
     /// kernels on the CPU compiles them with both too).

@@ -1,5 +1,6 @@
 //! [`Compiled`]: a typed handle to a compiled function, and the tiers behind it.
 
+use crate::args::{Arg, ArgPlan, Lent};
 use crate::error::Error;
 use nacre_backend::Executable;
 use nacre_ir::Trap;
@@ -39,8 +40,10 @@ pub struct TierStats {
     pub second_tier_error: Option<String>,
 }
 
-/// A dynamically typed direct-mode runner (arguments and result as bits).
-pub(crate) type DirectFn = dyn Fn(&[u64]) -> Result<u64, Trap> + Send + Sync;
+/// A dynamically typed direct-mode runner (arguments and result as bits, and the memory each
+/// pointer argument lends, in parameter order).
+pub(crate) type DirectFn =
+    dyn Fn(&[u64], &[nacre_trace::Region]) -> Result<u64, Trap> + Send + Sync;
 
 /// One compiled form of the function.
 pub(crate) enum Tier {
@@ -74,7 +77,39 @@ impl Tier {
     fn call_bits(&self, args: &[u64]) -> Result<u64, Trap> {
         match self {
             Tier::Backend { exec, .. } => exec.call(args),
-            Tier::Direct(f) => f(args),
+            Tier::Direct(f) => f(args, &[]),
+        }
+    }
+
+    /// Calls with `bits` (one per declared parameter) and the memory `lent` by each pointer
+    /// argument: a checked backend tier takes each pointer's base and size after the declared
+    /// arguments; direct mode checks accesses against the lent memory itself.
+    fn call_lent(&self, bits: &[u64], lent: &[Option<Lent>]) -> Result<u64, Trap> {
+        match self {
+            Tier::Backend { exec, .. } => {
+                let mut args = [0u64; 3 * MAX_PARAMS];
+                let n = bits.len();
+                args[..n].copy_from_slice(bits);
+                let mut k = n;
+                for l in lent.iter().flatten() {
+                    args[k] = l.addr as u64;
+                    args[k + 1] = l.bytes as u64;
+                    k += 2;
+                }
+                exec.call(&args[..k])
+            }
+            Tier::Direct(f) => {
+                let regions: Vec<nacre_trace::Region> = lent
+                    .iter()
+                    .flatten()
+                    .map(|l| nacre_trace::Region {
+                        addr: l.addr,
+                        bytes: l.bytes,
+                        writable: l.writable,
+                    })
+                    .collect();
+                f(bits, &regions)
+            }
         }
     }
 }
@@ -91,7 +126,12 @@ pub(crate) struct SecondTierSlot {
     pub second_calls: AtomicU64,
 }
 
+/// The most parameters a typed call takes.
+const MAX_PARAMS: usize = 8;
+
 pub(crate) struct Inner {
+    /// How the entry takes its arguments (pointer positions, what it writes through).
+    pub plan: ArgPlan,
     /// Compiled kernels the host code launches; kept alive as long as the function.
     pub kernels: Option<Arc<dyn PreparedKernels>>,
     pub first: Tier,
@@ -127,6 +167,22 @@ impl Inner {
             }
         }
         Trap::from_code(status).map_or(Error::UnknownTrap(status), Error::Trap)
+    }
+
+    /// A call with pointer arguments: refuses shared borrows for parameters the function
+    /// writes through, then calls the tier with the lent memory.
+    fn call_lent(&self, bits: &[u64], lent: &[Option<Lent>]) -> Result<u64, Error> {
+        for (i, l) in lent.iter().enumerate() {
+            if matches!(l, Some(l) if !l.writable) && self.plan.writes(i) {
+                return Err(Error::ReadOnlyArgument {
+                    function: self.name.clone(),
+                    param: i,
+                });
+            }
+        }
+        let r = self.select().1.call_lent(bits, lent);
+        self.finish(r.as_ref().err().map_or(0, |t| t.code()))?;
+        r.map_err(Error::Trap)
     }
 
     /// The tier to call now: its native entry (if any) and the tier itself.
@@ -247,9 +303,16 @@ impl<Args, R> Compiled<Args, R> {
     /// Calls the function with arguments and result encoded as bits (see
     /// [`nacre_ir::semantics`]); the typed `call` methods are the usual way in.
     ///
+    /// The arguments are those of the compiled entry: for a bounds-checked function (every
+    /// [`Compiled`]), the declared parameters followed by the base address and the size in
+    /// bytes of each pointer parameter's memory
+    /// ([`nacre_ir::transform::companion_positions`]).
+    ///
     /// # Safety
-    /// Pointer arguments must satisfy the contract of [`nacre_trace::RawPtr::new`]; there must
-    /// be exactly one argument per parameter.
+    /// Each base and size must describe live memory that the function may access (write, for
+    /// parameters it writes through) for the whole call, with no other access racing with
+    /// it; for an [`Unchecked`] function, pointer arguments must satisfy the contract of
+    /// [`nacre_trace::RawPtr::new`]. There must be exactly one argument per parameter.
     pub unsafe fn call_bits(&self, args: &[u64]) -> Result<u64, Error> {
         self.call_bits_unchecked(args)
     }
@@ -262,13 +325,77 @@ impl<Args, R> Compiled<Args, R> {
     }
 }
 
+/// A compiled function that does **not** check its memory accesses, for measured peak speed
+/// ([`crate::Engine::compile_unchecked`]). Its `call` is `unsafe` and takes raw pointers
+/// ([`nacre_trace::RawPtr`]); everything else is as for [`Compiled`].
+pub struct Unchecked<Args, R> {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) _sig: PhantomData<fn(Args) -> R>,
+}
+
+impl<Args, R> Clone for Unchecked<Args, R> {
+    fn clone(&self) -> Self {
+        Unchecked {
+            inner: self.inner.clone(),
+            _sig: PhantomData,
+        }
+    }
+}
+
+impl<Args, R> fmt::Debug for Unchecked<Args, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unchecked")
+            .field("name", &self.inner.name)
+            .finish()
+    }
+}
+
+impl<Args, R> Unchecked<Args, R> {
+    /// Per-stage compile timings.
+    pub fn timings(&self) -> Timings {
+        self.inner.timings
+    }
+
+    /// The optimised IR, in its text form.
+    pub fn ir(&self) -> Option<&str> {
+        let module = self.inner.module.as_ref()?;
+        Some(
+            self.inner
+                .ir
+                .get_or_init(|| nacre_ir::printer::module_with_loops(module).to_string()),
+        )
+    }
+
+    /// The traced function's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Calls with arguments and result as bits (one per declared parameter).
+    ///
+    /// # Safety
+    /// As for [`Unchecked::call`].
+    pub unsafe fn call_bits(&self, args: &[u64]) -> Result<u64, Error> {
+        let r = self.inner.select().1.call_bits(args);
+        self.inner
+            .finish(r.as_ref().err().map_or(0, |t| t.code()))?;
+        r.map_err(Error::Trap)
+    }
+}
+
 macro_rules! typed_call {
     ($($a:ident : $p:ident),*) => {
         impl<R: Ret, $($p: Param),*> Compiled<($($p,)*), R> {
-            /// Calls the compiled function.
+            /// Calls the compiled function: scalars by value, memory borrowed (see
+            /// [`crate::args`]). Every access through a pointer is checked against the memory
+            /// it came from; an access outside it is `Err(Error::Trap(Trap::OutOfBounds { .. }))`.
             #[allow(clippy::too_many_arguments)]
             #[inline]
-            pub fn call(&self $(, $a: $p::Host)*) -> Result<R::Host, Error> {
+            pub fn call(&self $(, $a: impl Arg<$p>)*) -> Result<R::Host, Error> {
+                if !self.inner.plan.ptrs.is_empty() {
+                    let bits = self.inner.call_lent(&[$($a.bits()),*], &[$($a.lent()),*])?;
+                    return Ok(R::Host::from_bits(bits));
+                }
                 let (native, tier) = self.inner.select();
                 if let Some(addr) = native {
                     type Abi<H> = <H as HostValue>::Abi;
@@ -276,8 +403,39 @@ macro_rules! typed_call {
                     // SAFETY: `addr` is the entry of native code compiled from this function's
                     // IR, whose signature the type parameters describe; the native calling
                     // convention (nacre-backend docs) passes each parameter as its `Abi` type
-                    // followed by the status pointer. Pointer arguments can only be made
-                    // through the unsafe `RawPtr::new`, whose caller vouched for them.
+                    // followed by the status pointer. The function has no pointer parameter
+                    // (those go through `call_lent`), so every argument is a plain value.
+                    let f = unsafe { std::mem::transmute::<usize, Entry<$($p,)* R>>(addr) };
+                    let mut status = 0u32;
+                    let r = f($($a.abi(),)* &mut status);
+                    self.inner.finish(status)?;
+                    return Ok(R::Host::from_abi(r));
+                }
+                let r = tier.call_bits(&[$($a.bits()),*]);
+                self.inner.finish(r.as_ref().err().map_or(0, |t| t.code()))?;
+                let bits = r.map_err(Error::Trap)?;
+                Ok(R::Host::from_bits(bits))
+            }
+        }
+
+        impl<R: Ret, $($p: Param),*> Unchecked<($($p,)*), R> {
+            /// Calls the compiled function, which does not check its memory accesses.
+            ///
+            /// # Safety
+            /// Every load and store the function performs (at whatever index it computes, in
+            /// host code and in the kernels it launches) must be in bounds of live memory that
+            /// the pointer argument it derives from may access for the whole call, writes
+            /// must not race with other accesses, and kernels on a GPU must receive memory of
+            /// that GPU (see [`nacre_trace::RawPtr::new`]).
+            #[allow(clippy::too_many_arguments)]
+            #[inline]
+            pub unsafe fn call(&self $(, $a: $p::Host)*) -> Result<R::Host, Error> {
+                let (native, tier) = self.inner.select();
+                if let Some(addr) = native {
+                    type Abi<H> = <H as HostValue>::Abi;
+                    type Entry<$($p,)* R> = extern "C" fn($(Abi<<$p as Param>::Host>,)* *mut u32) -> Abi<<R as Ret>::Host>;
+                    // SAFETY: as in `Compiled::call`; pointer arguments are covered by this
+                    // function's contract.
                     let f = unsafe { std::mem::transmute::<usize, Entry<$($p,)* R>>(addr) };
                     let mut status = 0u32;
                     let r = f($($a.to_abi(),)* &mut status);

@@ -1,10 +1,12 @@
 //! [`Engine`]: traces, optimises and compiles functions, and caches the results.
 
-use crate::compiled::{Compiled, Inner, SecondTierSlot, Tier, Timings};
+use crate::args::ArgPlan;
+use crate::compiled::{Compiled, Inner, SecondTierSlot, Tier, Timings, Unchecked};
 use crate::error::Error;
 use crate::options::{BackendKind, DumpTarget, FirstTier, OptLevel, Options, SecondTier, Stage};
 use crate::runtimes;
 use nacre_backend::Backend;
+use nacre_ir::transform::{insert_bounds_checks, BoundsOptions};
 use nacre_ir::{FuncKind, Module, PassOptions, VerifiedModule};
 use nacre_runtime::{Device, KernelRuntime};
 use nacre_trace::{TraceFn, Traced};
@@ -33,7 +35,8 @@ pub struct Engine {
     second: Option<Background>,
     /// The kernel runtime: where kernels run and arrays should be allocated.
     runtime: Arc<dyn KernelRuntime>,
-    cache: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// Compiled functions by function type and whether they are bounds-checked.
+    cache: Mutex<HashMap<(TypeId, bool), Arc<dyn Any + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -83,6 +86,21 @@ pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Traced, Error> {
 pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, Error> {
     let verified = nacre_ir::verify(module)?;
     Ok(nacre_ir::passes::optimize(verified, passes).0)
+}
+
+/// The bounds checking [`Engine::compile`] applies to an optimised module: companions and
+/// checks for every pointer ([`nacre_ir::transform::insert_bounds_checks`], kernels included
+/// when `check_kernels`), with the checks of counted and grid-stride loops hoisted before the
+/// loop. The entry then takes, after its declared parameters, the base and size in bytes of
+/// each pointer parameter ([`nacre_ir::transform::companion_positions`]).
+pub fn bounds_checked(
+    module: VerifiedModule,
+    check_kernels: bool,
+) -> Result<VerifiedModule, Error> {
+    let options = BoundsOptions { check_kernels };
+    let mut module = insert_bounds_checks(module, options).into_inner();
+    nacre_kernel::hoist_grid_stride_checks(&mut module);
+    Ok(nacre_ir::verify(module)?)
 }
 
 impl Engine {
@@ -164,40 +182,66 @@ impl Engine {
     }
 
     /// Traces, optimises and compiles `f` (or returns the cached result for a function item or
-    /// non-capturing closure compiled before by this engine).
+    /// non-capturing closure compiled before by this engine). Every memory access of the
+    /// result is bounds-checked; its `call` is safe.
     pub fn compile<Args: 'static, F: TraceFn<Args>>(
         &self,
         f: F,
     ) -> Result<Compiled<Args, F::Ret>, Error> {
-        let cacheable = std::mem::size_of::<F>() == 0;
-        let key = TypeId::of::<F>();
-        if cacheable {
-            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(hit) = cache.get(&key) {
-                if let Ok(inner) = hit.clone().downcast::<Inner>() {
-                    return Ok(Compiled {
-                        inner,
-                        _sig: PhantomData,
-                    });
-                }
-            }
-        }
-        let inner = Arc::new(self.build(f)?);
-        if cacheable {
-            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            cache.insert(key, inner.clone());
-        }
+        let inner = self.compile_inner(f, true)?;
         Ok(Compiled {
             inner,
             _sig: PhantomData,
         })
     }
 
-    fn build<Args, F: TraceFn<Args>>(&self, f: F) -> Result<Inner, Error> {
+    /// Like [`Engine::compile`], but without bounds checks, for peak speed: the result's `call`
+    /// is `unsafe` and takes raw pointers ([`crate::Unchecked`]). Kernels on GPUs are compiled
+    /// without checks too.
+    pub fn compile_unchecked<Args: 'static, F: TraceFn<Args>>(
+        &self,
+        f: F,
+    ) -> Result<Unchecked<Args, F::Ret>, Error> {
+        let inner = self.compile_inner(f, false)?;
+        Ok(Unchecked {
+            inner,
+            _sig: PhantomData,
+        })
+    }
+
+    fn compile_inner<Args: 'static, F: TraceFn<Args>>(
+        &self,
+        f: F,
+        checked: bool,
+    ) -> Result<Arc<Inner>, Error> {
+        let cacheable = std::mem::size_of::<F>() == 0;
+        let key = (TypeId::of::<F>(), checked);
+        if cacheable {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(hit) = cache.get(&key) {
+                if let Ok(inner) = hit.clone().downcast::<Inner>() {
+                    return Ok(inner);
+                }
+            }
+        }
+        let inner = Arc::new(self.build(f, checked)?);
+        if cacheable {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.insert(key, inner.clone());
+        }
+        Ok(inner)
+    }
+
+    fn build<Args, F: TraceFn<Args>>(&self, f: F, checked: bool) -> Result<Inner, Error> {
         let name = nacre_trace::signature::fn_name::<F>();
         if self.options.direct {
-            let run = move |args: &[u64]| nacre_trace::direct_call(&f, args);
+            let run = move |args: &[u64], lent: &[nacre_trace::Region]| {
+                nacre_trace::direct_call(&f, args, lent)
+            };
+            // Direct mode checks each access against the lent memory and its writability.
+            let plan = ArgPlan::new(&F::param_types(), 0);
             return Ok(Inner {
+                plan,
                 kernels: None,
                 first: Tier::Direct(Box::new(run)),
                 second: None,
@@ -226,6 +270,11 @@ impl Engine {
         if want_pass_dumps {
             self.dump(&name, Stage::Passes, || pass_dumps.join("\n"))?;
         }
+        let (verified, plan) = if checked {
+            self.bounds_checked(verified)?
+        } else {
+            (verified, ArgPlan::default())
+        };
         let has_kernels = verified
             .module()
             .functions
@@ -287,6 +336,7 @@ impl Engine {
             total: t3 - t0,
         };
         Ok(Inner {
+            plan,
             kernels,
             first: Tier::backend(exec),
             second,
@@ -295,6 +345,23 @@ impl Engine {
             ir: std::sync::OnceLock::new(),
             name,
         })
+    }
+
+    /// Inserts bounds checks (in kernels too, unless the runtime compiles them unchecked), and
+    /// plans how a call passes the entry's memory.
+    fn bounds_checked(&self, verified: VerifiedModule) -> Result<(VerifiedModule, ArgPlan), Error> {
+        let module = verified.module();
+        let plan = match module.entry {
+            Some(entry) => ArgPlan::new(
+                &module.functions[entry].signature.params,
+                nacre_ir::analysis::written_params(module)[entry],
+            ),
+            None => ArgPlan::default(),
+        };
+        Ok((
+            bounds_checked(verified, self.runtime.checks_kernels())?,
+            plan,
+        ))
     }
 
     fn wants(&self, stage: Stage) -> bool {

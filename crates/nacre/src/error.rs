@@ -33,6 +33,18 @@ pub enum Error {
     /// Native code reported a status code that no trap has (an internal backend error).
     #[error("internal error: compiled code reported unknown status {0}")]
     UnknownTrap(u32),
+    /// A shared borrow (`&Array`, `&[T]`) was passed for a pointer parameter the function may
+    /// write through.
+    #[error(
+        "argument {param} of `{function}` is borrowed shared (`&`), but the function may write \
+         through it; pass `&mut` (an `&mut Array` or `&mut [T]`)"
+    )]
+    ReadOnlyArgument {
+        /// The function.
+        function: String,
+        /// The parameter's position.
+        param: usize,
+    },
     /// An option has a value that cannot work.
     #[error("invalid option: {0}")]
     InvalidOption(String),

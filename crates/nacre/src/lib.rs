@@ -24,14 +24,16 @@
 //! assert_eq!(f.call(10).unwrap(), 0 + 3 + 6 + 9);
 //! ```
 
+pub mod args;
 mod compiled;
 mod engine;
 mod error;
 mod options;
 pub mod runtimes;
 
-pub use compiled::{Compiled, TierStats, Timings};
-pub use engine::{make_backend, optimize, trace_module, Engine};
+pub use args::Arg;
+pub use compiled::{Compiled, TierStats, Timings, Unchecked};
+pub use engine::{bounds_checked, make_backend, optimize, trace_module, Engine};
 pub use error::Error;
 pub use options::{
     BackendKind, COptions, DumpOptions, DumpTarget, FirstTier, OptLevel, Options, SecondTier,

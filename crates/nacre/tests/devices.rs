@@ -25,11 +25,11 @@ fn run_write_index(out: Ptr<u32>) {
 
 /// Runs `write_index` through `engine` on its device and checks what it wrote.
 fn assert_runs_kernels(engine: &Engine) {
-    let out = Array::<u32>::alloc_on(engine.device(), 8).unwrap();
+    let mut out = Array::<u32>::alloc_on(engine.device(), 8).unwrap();
     engine
         .compile(run_write_index)
         .unwrap()
-        .call(out.ptr())
+        .call(&mut out)
         .unwrap();
     assert_eq!(out.as_slice(), &[0, 1, 2, 3, 4, 5, 6, 7]);
 }

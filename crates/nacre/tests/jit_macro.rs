@@ -59,12 +59,21 @@ fn traced<Args, F: TraceFn<Args>>(f: &F) -> Traced {
     Traced { text, exe }
 }
 
+/// The memory of `v`, lent writable to a direct-mode call.
+fn region<T>(v: &mut [T]) -> nacre_trace::Region {
+    nacre_trace::Region {
+        addr: v.as_mut_ptr() as usize,
+        bytes: std::mem::size_of_val(v),
+        writable: true,
+    }
+}
+
 /// Runs `f` directly and compiled on each `(args, expected)` (bits encoding); returns the IR.
 fn check<Args, F: TraceFn<Args>>(f: &F, cases: &[(Vec<u64>, u64)]) -> String {
     let t = traced(f);
     for (args, want) in cases {
         assert_eq!(
-            nacre_trace::direct_call(f, args),
+            nacre_trace::direct_call(f, args, &[]),
             Ok(*want),
             "direct mode, args {args:?}"
         );
@@ -121,7 +130,8 @@ fn check_array<R: Scalar, F: TraceFn<(Ptr<i32>, Val<i64>)>>(
         let mut want = data.to_vec();
         let want_r = reference(&mut want).to_bits();
         let mut direct = data.to_vec();
-        let r = nacre_trace::direct_call(f, &[addr(&mut direct), data.len() as u64]);
+        let lent = [region(&mut direct)];
+        let r = nacre_trace::direct_call(f, &[addr(&mut direct), data.len() as u64], &lent);
         assert_eq!((r, &direct), (Ok(want_r), &want), "direct mode on {data:?}");
         let mut compiled = data.to_vec();
         let r = t.exe.call(&[addr(&mut compiled), data.len() as u64]);
@@ -1050,8 +1060,9 @@ fn exits() {
     for data in ARRAYS {
         let want: Vec<i32> = data.iter().map(|&x| x.max(10)).collect();
         let mut direct = data.to_vec();
-        let r =
-            nacre_trace::direct_call(&call_unit_helper, &[addr(&mut direct), data.len() as u64]);
+        let lent = [region(&mut direct)];
+        let args = [addr(&mut direct), data.len() as u64];
+        let r = nacre_trace::direct_call(&call_unit_helper, &args, &lent);
         assert_eq!((r, direct), (Ok(0), want.clone()));
         let mut compiled = data.to_vec();
         let r = t.exe.call(&[addr(&mut compiled), data.len() as u64]);
@@ -1191,7 +1202,10 @@ fn logic() {
             );
             let mut c = [0i32];
             assert_eq!(
-                (nacre_trace::direct_call(&and_counts, &args(&mut c)), c[0]),
+                (
+                    nacre_trace::direct_call(&and_counts, &args(&mut c), &[region(&mut c)]),
+                    c[0]
+                ),
                 (Ok(and_want), and_calls),
                 "direct &&"
             );
@@ -1203,7 +1217,10 @@ fn logic() {
             );
             let mut c = [0i32];
             assert_eq!(
-                (nacre_trace::direct_call(&or_counts, &args(&mut c)), c[0]),
+                (
+                    nacre_trace::direct_call(&or_counts, &args(&mut c), &[region(&mut c)]),
+                    c[0]
+                ),
                 (Ok(or_want), or_calls),
                 "direct ||"
             );
@@ -1531,7 +1548,7 @@ fn kernel_is_an_alias_of_jit() {
     let mut direct = data;
     let args = |v: &mut [f32; 3]| [v.as_mut_ptr() as usize as u64, 3, 2.0f32.to_bits() as u64];
     assert_eq!(
-        nacre_trace::direct_call(&kernel_alias, &args(&mut direct)),
+        nacre_trace::direct_call(&kernel_alias, &args(&mut direct), &[region(&mut direct)]),
         Ok(0)
     );
     let mut compiled = data;

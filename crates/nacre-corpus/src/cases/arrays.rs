@@ -56,11 +56,6 @@ pub fn pointer_walk(data: Ptr<i32>, n: Val<i64>) -> Val<i64> {
     sum
 }
 
-fn raw(v: &mut [i32]) -> RawPtr<i32> {
-    // SAFETY: the corpus functions access exactly `n = v.len()` elements from the start.
-    unsafe { RawPtr::new(v.as_mut_ptr()) }
-}
-
 fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Result<(), String> {
     if got == want {
         Ok(())
@@ -71,10 +66,8 @@ fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Res
 
 fn check_sum(engine: &Engine, data: &[i32]) -> Result<(), String> {
     let f = engine.compile(array_sum).map_err(|e| e.to_string())?;
-    let mut v = data.to_vec();
-    let got = f
-        .call(raw(&mut v), v.len() as i64)
-        .map_err(|e| e.to_string())?;
+    let v = data.to_vec();
+    let got = f.call(&v, v.len() as i64).map_err(|e| e.to_string())?;
     expect_eq(
         "sum",
         got,
@@ -85,8 +78,8 @@ fn check_sum(engine: &Engine, data: &[i32]) -> Result<(), String> {
 fn check_scale(engine: &Engine, data: &[i32]) -> Result<(), String> {
     let f = engine.compile(array_scale).map_err(|e| e.to_string())?;
     let mut v = data.to_vec();
-    f.call(raw(&mut v), v.len() as i64)
-        .map_err(|e| e.to_string())?;
+    let n = v.len() as i64;
+    f.call(&mut v, n).map_err(|e| e.to_string())?;
     let want: Vec<i32> = data
         .iter()
         .map(|x| x.wrapping_mul(3).wrapping_add(1))
@@ -97,8 +90,8 @@ fn check_scale(engine: &Engine, data: &[i32]) -> Result<(), String> {
 fn check_prefix(engine: &Engine, data: &[i32]) -> Result<(), String> {
     let f = engine.compile(prefix_sum).map_err(|e| e.to_string())?;
     let mut v = data.to_vec();
-    f.call(raw(&mut v), v.len() as i64)
-        .map_err(|e| e.to_string())?;
+    let n = v.len() as i64;
+    f.call(&mut v, n).map_err(|e| e.to_string())?;
     let want: Vec<i32> = data
         .iter()
         .scan(0i32, |acc, x| {
@@ -111,11 +104,11 @@ fn check_prefix(engine: &Engine, data: &[i32]) -> Result<(), String> {
 
 fn check_find(engine: &Engine, data: &[i32]) -> Result<(), String> {
     let f = engine.compile(find_first).map_err(|e| e.to_string())?;
-    let mut v = data.to_vec();
+    let v = data.to_vec();
     let needles = [data.get(data.len() / 2).copied().unwrap_or(0), i32::MIN + 3];
     for needle in needles {
         let got = f
-            .call(raw(&mut v), v.len() as i64, needle)
+            .call(&v, v.len() as i64, needle)
             .map_err(|e| e.to_string())?;
         let want = data
             .iter()
@@ -128,10 +121,8 @@ fn check_find(engine: &Engine, data: &[i32]) -> Result<(), String> {
 
 fn check_walk(engine: &Engine, data: &[i32]) -> Result<(), String> {
     let f = engine.compile(pointer_walk).map_err(|e| e.to_string())?;
-    let mut v = data.to_vec();
-    let got = f
-        .call(raw(&mut v), v.len() as i64)
-        .map_err(|e| e.to_string())?;
+    let v = data.to_vec();
+    let got = f.call(&v, v.len() as i64).map_err(|e| e.to_string())?;
     expect_eq("walk sum", got, data.iter().map(|x| *x as i64).sum::<i64>())
 }
 

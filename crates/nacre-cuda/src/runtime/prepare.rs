@@ -35,6 +35,11 @@ pub struct CudaOptions {
     /// A folder for the on-disk kernel cache; when `None`, the folder named by the
     /// environment variable `NACRE_CUDA_CACHE_DIR`, if set; else no on-disk cache.
     pub cache_dir: Option<PathBuf>,
+    /// Compile kernels of safe calls without bounds checks (they still get each pointer's
+    /// base and size, unused). Off by default: an unchecked kernel that indexes outside its
+    /// arrays writes other arrays' memory or faults the GPU, so turning this on makes the
+    /// caller responsible for every kernel index, as with `Engine::compile_unchecked`.
+    pub unchecked_kernels: bool,
 }
 
 /// How launches of a module synchronise with the host.
@@ -203,6 +208,10 @@ impl CudaRuntime {
 impl KernelRuntime for CudaRuntime {
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn checks_kernels(&self) -> bool {
+        !self.options.unchecked_kernels
     }
 
     fn device(&self) -> Arc<dyn Device> {

@@ -105,11 +105,27 @@ pub fn lower_collapsed(module: &Module, id: FuncId) -> Result<Option<Collapsed>,
     // The advance by one.
     f.insts[plan.advance].kind = InstKind::Binary(BinaryOp::Add, plan.index, chunk.one);
 
+    // The loop is entered from a block of its own, where the bounds checks of its accesses
+    // are hoisted to (see `nacre_ir::transform::bounds::elide`).
+    let pre = f.blocks.push(BlockData::default());
     let mut em = FunctionBuilder::detached(f);
-    em.branch(chunk.wraps, refuse, Vec::new(), plan.header, vec![chunk.lo]);
+    em.jump(plan.header, vec![chunk.lo]);
+    let insts = em.into_insts();
+    f.blocks[pre].insts = insts;
+    let mut em = FunctionBuilder::detached(f);
+    em.branch(chunk.wraps, refuse, Vec::new(), pre, Vec::new());
     let insts = em.into_insts();
     f.blocks[plan.entry].insts.extend(insts);
+    let at = f
+        .layout
+        .iter()
+        .position(|&b| b == plan.entry)
+        .map_or(0, |i| i + 1);
+    f.layout.insert(at, pre);
     f.layout.extend([done, refuse]);
+    if module.bounds_checked {
+        nacre_ir::transform::bounds::elide::hoist_loop_checks(f);
+    }
     Ok(Some(Collapsed { lowered, max }))
 }
 

@@ -18,6 +18,7 @@ pub fn step_module(module: &Module, lowered: LoweredKernel) -> Result<Module, Ke
     };
     let mut step = Module::new();
     step.externs = module.externs.clone();
+    step.bounds_checked = module.bounds_checked;
     let entry = step.add_function(lowered.func);
     step.entry = Some(entry);
 
