@@ -62,15 +62,13 @@ pub fn run(backend: &str) -> Result<()> {
         .context("compiling nested_ifs_100")?;
     check("nested_ifs_100(150)", f.call(150)?, 250)?;
 
-    let mut data: Vec<i32> = (1..=1000).collect();
+    let data: Vec<i32> = (1..=1000).collect();
     let f = engine
         .compile(arrays::array_sum)
         .context("compiling array_sum")?;
-    // SAFETY: array_sum reads exactly `data.len()` elements.
-    let ptr = unsafe { RawPtr::new(data.as_mut_ptr()) };
     check(
         "array_sum(1..=1000)",
-        f.call(ptr, data.len() as i64)?,
+        f.call(&data, data.len() as i64)?,
         500_500,
     )?;
 
@@ -108,11 +106,11 @@ fn kernels(kind: BackendKind) -> Result<()> {
     let n = 1_000_000usize;
     let a = Array::copy_on(dev.clone(), &(0..n).map(|i| i as f32).collect::<Vec<_>>())?;
     let b = Array::copy_on(dev.clone(), &vec![0.5f32; n])?;
-    let c = Array::<f32>::alloc_on(dev.clone(), n)?;
+    let mut c = Array::<f32>::alloc_on(dev.clone(), n)?;
     let f = engine
         .compile(run_vec_add_bounded)
         .context("compiling vec_add")?;
-    f.call(a.ptr(), b.ptr(), c.ptr(), n as u32)?;
+    f.call(&a, &b, &mut c, n as u32)?;
     check("vec_add: c[999_999]", c.as_slice()[n - 1], 999_999.5f32)?;
     let ok = c
         .as_slice()
@@ -123,11 +121,11 @@ fn kernels(kind: BackendKind) -> Result<()> {
 
     let input = Array::copy_on(dev.clone(), &vec![1.0f32; n])?;
     let blocks = n.div_ceil(256);
-    let sums = Array::<f32>::alloc_on(dev, blocks)?;
+    let mut sums = Array::<f32>::alloc_on(dev, blocks)?;
     let f = engine
         .compile(run_block_sum)
         .context("compiling block_sum")?;
-    f.call(input.ptr(), sums.ptr(), n as u32)?;
+    f.call(&input, &mut sums, n as u32)?;
     let total: f32 = sums.as_slice().iter().sum();
     check("block_sum (shared memory, barriers)", total, n as f32)?;
     Ok(())

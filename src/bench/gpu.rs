@@ -16,25 +16,32 @@
 //!   only: serial mode runs one thread of one block, which sums nothing meaningful;
 //! - `gpu_cpu_logistic_262144_I` (I = 256, 1024): one call of `run_logistic`, I steps of the
 //!   logistic map on each of 262,144 floats, in place;
+//! - `gpu_cpu_X_unchecked` for each `gpu_cpu_X` above (not the compiles): the same host
+//!   function compiled with `Engine::compile_unchecked` and called with raw pointers, so
+//!   neither host code nor kernels check their accesses, on the same arrays. `gpu_cpu_X` is the
+//!   safe `Compiled::call` (borrowed arrays, every access bounds-checked), and the pair shows
+//!   what the checks cost;
 //! - `gpu_cpu_compile_K` (K = saxpy, vecadd, blocksum, logistic): `Engine::compile` of the
 //!   kernel's host function on an engine made just before (not timed) for every sample, so
 //!   nothing is cached: trace, passes, kernel lowering, and the backend's compiles of the step
 //!   function and of the host function;
-//! - `rust_rayon_X` for each `gpu_cpu_X` above (not the compiles): the same computation written
-//!   by hand with rayon on the same data, on rayon's global pool (the one the executor uses).
+//! - `rust_rayon_X` for each `gpu_cpu_X` above (not the compiles; one for both `gpu_cpu_X`
+//!   and `gpu_cpu_X_unchecked`): the same computation written by hand with rayon on the same
+//!   data, on rayon's global pool (the one the executor uses).
 //!   The block-sum baseline computes the same per-256-chunk sums as the kernel (not one total),
 //!   each chunk summed plainly (`chunk.iter().sum()`); `rust_rayon_blocksum_tree_16777216`
 //!   sums each chunk in the kernel's tree order instead, which gives the kernel's results to
 //!   the last bit and vectorises (a second, faster baseline, reported but not a target).
 //!
-//! Before a pair is timed, the kernel and the baseline run once on the same inputs and their
-//! outputs are compared (exactly; the plain block sums within 1e-4 × (1 + |sum|), the tree
-//! ones exactly). The arrays of a size are allocated once, outside the timing; the timed calls
+//! Before a pair is timed, the kernel (checked, then unchecked) and the baseline run once on
+//! the same inputs and their outputs are compared (exactly; the plain block sums within
+//! 1e-4 × (1 + |sum|), the tree ones exactly). The arrays of a size are allocated once, outside the timing; the timed calls
 //! then keep updating them in place (saxpy's `y`, logistic's `v`), which changes the values,
 //! not the work.
 //!
-//! The report prints each `gpu_cpu_X` beside `rust_rayon_X` with their ratio, and the targets
-//! with PASS/MISS (grid mode: within 2× of rayon on saxpy, vecadd and logistic; the block sum
+//! The report prints each `gpu_cpu_X` (and `gpu_cpu_X_unchecked`) beside `rust_rayon_X` with
+//! their ratio, each checked/unchecked ratio, and the targets (on the checked rows) with
+//! PASS/MISS (grid mode: within 2× of rayon on saxpy, vecadd and logistic; the block sum
 //! under 10× the rayon baseline). A MISS is reported, not an error.
 
 mod cuda;
@@ -161,6 +168,10 @@ const BLOCKSUM_SIZE: usize = 1 << 24;
 const LOGISTIC_SIZE: usize = 1 << 18;
 /// The step counts of the logistic benchmarks.
 const LOGISTIC_ITERS: [u32; 2] = [256, 1024];
+/// The suffix of a row timing the kernel compiled with `Engine::compile_unchecked` (no
+/// bounds checks, raw pointers) beside the row of the same name without it (the safe,
+/// checked `call`), measured on the same data in the same run.
+pub(crate) const UNCHECKED: &str = "_unchecked";
 /// Threads per block of the corpus's launches.
 const BLOCK: usize = 256;
 /// `alpha` of saxpy.
@@ -355,28 +366,50 @@ impl Suite {
         blocks
     }
 
-    /// `gpu_cpu_saxpy_N` and `rust_rayon_saxpy_N`.
+    /// `gpu_cpu_saxpy_N`, `gpu_cpu_saxpy_N_unchecked` and `rust_rayon_saxpy_N`.
     fn saxpy(&mut self, n: usize) -> Result<()> {
-        let (gpu, rust) = (
+        let (gpu, raw, rust) = (
             format!("{}_saxpy_{n}", self.prefix),
+            format!("{}_saxpy_{n}{UNCHECKED}", self.prefix),
             format!("rust_rayon_saxpy_{n}"),
         );
-        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+        let run_raw = self.h.wants(&raw);
+        if !self.h.wants(&gpu) && !run_raw && !self.h.wants(&rust) {
             return Ok(());
         }
         let f = self.engine.compile(run_saxpy_grid_stride)?;
+        let u = if run_raw {
+            Some(self.engine.compile_unchecked(run_saxpy_grid_stride)?)
+        } else {
+            None
+        };
         settle_c_tier();
         let blocks = self.blocks(&gpu, n);
         let (xv, yv) = (random_f32(n, 1), random_f32(n, 2));
         let dev = self.engine.device();
-        let (x, y) = (Array::copy_on(dev.clone(), &xv)?, Array::copy_on(dev, &yv)?);
-        let mut y_rust = yv;
-        f.call(ALPHA, x.ptr(), y.ptr(), n as u32, blocks)?;
+        let (x, mut y) = (Array::copy_on(dev.clone(), &xv)?, Array::copy_on(dev, &yv)?);
+        let mut y_rust = yv.clone();
+        let len = n as u32;
         rayon_saxpy(ALPHA, x.as_slice(), &mut y_rust);
+        f.call(ALPHA, &x, &mut y, len, blocks)?;
         check_close(&format!("{gpu} vs {rust}"), y.as_slice(), &y_rust, 0.0)?;
+        if let Some(u) = &u {
+            y.as_mut_slice().copy_from_slice(&yv);
+            // SAFETY: the grid-stride kernel touches x[i] and y[i] for i < n only, and both
+            // arrays hold n floats of the engine's device, live and accessed by nothing else
+            // until the call returns (it waits for the kernel).
+            unsafe { u.call(ALPHA, x.ptr(), y.ptr(), len, blocks)? };
+            check_close(&format!("{raw} vs {rust}"), y.as_slice(), &y_rust, 0.0)?;
+        }
         if self.h.wants(&gpu) {
-            self.h.time(&gpu, || {
-                f.call(black_box(ALPHA), x.ptr(), y.ptr(), n as u32, blocks)
+            self.h
+                .time(&gpu, || f.call(black_box(ALPHA), &x, &mut y, len, blocks))?;
+        }
+        if let Some(u) = &u {
+            let (xp, yp) = (x.ptr(), y.ptr());
+            self.h.time(&raw, || {
+                // SAFETY: as for the check above: same kernel, arrays and length.
+                unsafe { u.call(black_box(ALPHA), xp, yp, len, blocks) }
             })?;
         }
         if self.h.wants(&rust) {
@@ -387,30 +420,52 @@ impl Suite {
         Ok(())
     }
 
-    /// `gpu_cpu_vecadd_N` and `rust_rayon_vecadd_N`.
+    /// `gpu_cpu_vecadd_N`, `gpu_cpu_vecadd_N_unchecked` and `rust_rayon_vecadd_N`.
     fn vec_add(&mut self, n: usize) -> Result<()> {
-        let (gpu, rust) = (
+        let (gpu, raw, rust) = (
             format!("{}_vecadd_{n}", self.prefix),
+            format!("{}_vecadd_{n}{UNCHECKED}", self.prefix),
             format!("rust_rayon_vecadd_{n}"),
         );
-        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+        let run_raw = self.h.wants(&raw);
+        if !self.h.wants(&gpu) && !run_raw && !self.h.wants(&rust) {
             return Ok(());
         }
         let f = self.engine.compile(run_vec_add_grid_stride)?;
+        let u = if run_raw {
+            Some(self.engine.compile_unchecked(run_vec_add_grid_stride)?)
+        } else {
+            None
+        };
         settle_c_tier();
         let blocks = self.blocks(&gpu, n);
         let (a, b) = (
             Array::copy_on(self.engine.device(), &random_f32(n, 3))?,
             Array::copy_on(self.engine.device(), &random_f32(n, 4))?,
         );
-        let c = Array::<f32>::alloc_on(self.engine.device(), n)?;
+        let mut c = Array::<f32>::alloc_on(self.engine.device(), n)?;
         let mut c_rust = vec![0.0f32; n];
-        f.call(a.ptr(), b.ptr(), c.ptr(), n as u32, blocks)?;
+        let len = n as u32;
+        f.call(&a, &b, &mut c, len, blocks)?;
         rayon_vec_add(a.as_slice(), b.as_slice(), &mut c_rust);
         check_close(&format!("{gpu} vs {rust}"), c.as_slice(), &c_rust, 0.0)?;
+        if let Some(u) = &u {
+            c.as_mut_slice().fill(f32::NAN);
+            // SAFETY: the grid-stride kernel touches a[i], b[i] and c[i] for i < n only, and
+            // the three arrays hold n floats of the engine's device, live and accessed by
+            // nothing else until the call returns (it waits for the kernel).
+            unsafe { u.call(a.ptr(), b.ptr(), c.ptr(), len, blocks)? };
+            check_close(&format!("{raw} vs {rust}"), c.as_slice(), &c_rust, 0.0)?;
+        }
         if self.h.wants(&gpu) {
-            self.h.time(&gpu, || {
-                f.call(a.ptr(), b.ptr(), c.ptr(), black_box(n as u32), blocks)
+            self.h
+                .time(&gpu, || f.call(&a, &b, &mut c, black_box(len), blocks))?;
+        }
+        if let Some(u) = &u {
+            let (ap, bp, cp) = (a.ptr(), b.ptr(), c.ptr());
+            self.h.time(&raw, || {
+                // SAFETY: as for the check above: same kernel, arrays and length.
+                unsafe { u.call(ap, bp, cp, black_box(len), blocks) }
             })?;
         }
         if self.h.wants(&rust) {
@@ -421,26 +476,30 @@ impl Suite {
         Ok(())
     }
 
-    /// `gpu_cpu_blocksum_16777216` (grid mode), `rust_rayon_blocksum_16777216` and
-    /// `rust_rayon_blocksum_tree_16777216`.
+    /// `gpu_cpu_blocksum_16777216` and `gpu_cpu_blocksum_16777216_unchecked` (grid mode),
+    /// `rust_rayon_blocksum_16777216` and `rust_rayon_blocksum_tree_16777216`.
     fn block_sum(&mut self) -> Result<()> {
         let n = BLOCKSUM_SIZE;
         let gpu = format!("{}_blocksum_{n}", self.prefix);
+        let raw = format!("{gpu}{UNCHECKED}");
         let rust = format!("rust_rayon_blocksum_{n}");
         let tree = format!("rust_rayon_blocksum_tree_{n}");
         let run_gpu = self.h.wants(&gpu) && self.mode == Mode::Grid;
-        if self.h.wants(&gpu) && !run_gpu {
-            self.h.notes.push(format!(
-                "{gpu}: skipped in serial mode (one thread of one block cannot run a \
-                 block-wide shared-memory reduction); run it with --mode grid"
-            ));
+        let run_raw = self.h.wants(&raw) && self.mode == Mode::Grid;
+        for name in [&gpu, &raw] {
+            if self.h.wants(name) && self.mode != Mode::Grid {
+                self.h.notes.push(format!(
+                    "{name}: skipped in serial mode (one thread of one block cannot run a \
+                     block-wide shared-memory reduction); run it with --mode grid"
+                ));
+            }
         }
-        if !run_gpu && !self.h.wants(&rust) && !self.h.wants(&tree) {
+        if !run_gpu && !run_raw && !self.h.wants(&rust) && !self.h.wants(&tree) {
             return Ok(());
         }
         let input = Array::copy_on(self.engine.device(), &random_f32(n, 5))?;
         let sums = n.div_ceil(BLOCK);
-        let out = Array::<f32>::alloc_on(self.engine.device(), sums)?;
+        let mut out = Array::<f32>::alloc_on(self.engine.device(), sums)?;
         let (mut out_rust, mut out_tree) = (vec![0.0f32; sums], vec![0.0f32; sums]);
         rayon_block_sum(input.as_slice(), &mut out_rust);
         rayon_block_sum_tree(input.as_slice(), &mut out_tree);
@@ -450,9 +509,10 @@ impl Suite {
             &out_tree,
             BLOCKSUM_TOLERANCE,
         )?;
+        let len = n as u32;
         if run_gpu {
             let f = self.engine.compile(run_block_sum)?;
-            f.call(input.ptr(), out.ptr(), n as u32)?;
+            f.call(&input, &mut out, len)?;
             check_close(&format!("{gpu} vs {tree}"), out.as_slice(), &out_tree, 0.0)?;
             check_close(
                 &format!("{gpu} vs {rust}"),
@@ -461,7 +521,28 @@ impl Suite {
                 BLOCKSUM_TOLERANCE,
             )?;
             self.h
-                .time(&gpu, || f.call(input.ptr(), out.ptr(), black_box(n as u32)))?;
+                .time(&gpu, || f.call(&input, &mut out, black_box(len)))?;
+        }
+        if run_raw {
+            let u = self.engine.compile_unchecked(run_block_sum)?;
+            out.as_mut_slice().fill(f32::NAN);
+            let (ip, op) = (input.ptr(), out.ptr());
+            // SAFETY: the launch has ceil(n / 256) blocks of 256 threads; a thread reads
+            // input[i] only for i < n (input holds n floats) and thread 0 of block b writes
+            // out[b], b < ceil(n / 256) = out's length; both arrays are of the engine's
+            // device, live and accessed by nothing else until the call returns.
+            unsafe { u.call(ip, op, len)? };
+            check_close(&format!("{raw} vs {tree}"), out.as_slice(), &out_tree, 0.0)?;
+            check_close(
+                &format!("{raw} vs {rust}"),
+                out.as_slice(),
+                &out_rust,
+                BLOCKSUM_TOLERANCE,
+            )?;
+            self.h.time(&raw, || {
+                // SAFETY: as for the check above: same kernel, arrays and length.
+                unsafe { u.call(ip, op, black_box(len)) }
+            })?;
         }
         if self.h.wants(&rust) {
             self.h.time_infallible(&rust, || {
@@ -476,28 +557,52 @@ impl Suite {
         Ok(())
     }
 
-    /// `gpu_cpu_logistic_262144_I` and `rust_rayon_logistic_262144_I`.
+    /// `gpu_cpu_logistic_262144_I`, `gpu_cpu_logistic_262144_I_unchecked` and
+    /// `rust_rayon_logistic_262144_I`.
     fn logistic(&mut self, iters: u32) -> Result<()> {
         let n = LOGISTIC_SIZE;
-        let (gpu, rust) = (
+        let (gpu, raw, rust) = (
             format!("{}_logistic_{n}_{iters}", self.prefix),
+            format!("{}_logistic_{n}_{iters}{UNCHECKED}", self.prefix),
             format!("rust_rayon_logistic_{n}_{iters}"),
         );
-        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+        let run_raw = self.h.wants(&raw);
+        if !self.h.wants(&gpu) && !run_raw && !self.h.wants(&rust) {
             return Ok(());
         }
         let f = self.engine.compile(run_logistic)?;
+        let u = if run_raw {
+            Some(self.engine.compile_unchecked(run_logistic)?)
+        } else {
+            None
+        };
         settle_c_tier();
         let blocks = self.blocks(&gpu, n);
         let start = logistic_input(n);
-        let v = Array::copy_on(self.engine.device(), &start)?;
-        let mut v_rust = start;
-        f.call(v.ptr(), n as u32, iters, blocks)?;
+        let mut v = Array::copy_on(self.engine.device(), &start)?;
+        let mut v_rust = start.clone();
+        let len = n as u32;
+        f.call(&mut v, len, iters, blocks)?;
         rayon_logistic(&mut v_rust, iters);
         check_close(&format!("{gpu} vs {rust}"), v.as_slice(), &v_rust, 0.0)?;
+        if let Some(u) = &u {
+            v.as_mut_slice().copy_from_slice(&start);
+            // SAFETY: the grid-stride kernel touches v[i] for i < n only, and v holds n
+            // floats of the engine's device, live and accessed by nothing else until the
+            // call returns (it waits for the kernel).
+            unsafe { u.call(v.ptr(), len, iters, blocks)? };
+            check_close(&format!("{raw} vs {rust}"), v.as_slice(), &v_rust, 0.0)?;
+        }
         if self.h.wants(&gpu) {
             self.h
-                .time(&gpu, || f.call(v.ptr(), n as u32, black_box(iters), blocks))?;
+                .time(&gpu, || f.call(&mut v, len, black_box(iters), blocks))?;
+        }
+        if let Some(u) = &u {
+            let vp = v.ptr();
+            self.h.time(&raw, || {
+                // SAFETY: as for the check above: same kernel, array and length.
+                unsafe { u.call(vp, len, black_box(iters), blocks) }
+            })?;
         }
         if self.h.wants(&rust) {
             self.h.time_infallible(&rust, || {
@@ -658,14 +763,32 @@ fn lookup<'a>(rows: &'a [Row], name: &str) -> Option<&'a Stats> {
     rows.iter().find(|r| r.name == name).map(|r| &r.stats)
 }
 
-/// `gpu_cpu_X / rust_rayon_X`, when both ran.
-fn rayon_ratio(rows: &[Row], gpu: &str) -> Option<f64> {
+/// The rayon baseline of `gpu_cpu_X` and of `gpu_cpu_X_unchecked`: `rust_rayon_X`.
+fn rayon_name(gpu: &str) -> Option<String> {
     let rest = gpu
         .strip_prefix("gpu_cpu_")
         .or_else(|| gpu.strip_prefix("gpu_metal_"))?;
+    let rest = rest.strip_suffix(UNCHECKED).unwrap_or(rest);
+    Some(format!("rust_rayon_{rest}"))
+}
+
+/// `gpu_cpu_X / rust_rayon_X` (or `gpu_cpu_X_unchecked / rust_rayon_X`), when both ran.
+fn rayon_ratio(rows: &[Row], gpu: &str) -> Option<f64> {
     let g = lookup(rows, gpu)?.median_ns;
-    let r = lookup(rows, &format!("rust_rayon_{rest}"))?.median_ns;
+    let r = lookup(rows, &rayon_name(gpu)?)?.median_ns;
     Some(g / r)
+}
+
+/// `(checked, unchecked)` medians of each benchmark `X` with rows `X` and `X_unchecked`, in
+/// row order.
+pub(crate) fn checked_pairs(rows: &[Row]) -> Vec<(&str, f64, f64)> {
+    rows.iter()
+        .filter(|r| !r.name.ends_with(UNCHECKED))
+        .filter_map(|r| {
+            let raw = lookup(rows, &format!("{}{UNCHECKED}", r.name))?;
+            Some((r.name.as_str(), r.stats.median_ns, raw.median_ns))
+        })
+        .collect()
 }
 
 /// A target: the ratio of a benchmark to its rayon baseline at most (or, `strict`, below) a
@@ -722,14 +845,13 @@ fn print_report(s: &Suite, threads: usize) {
         s.mode.name()
     );
     println!(
-        "\n{:<32} {:>11} {:>7}   {:<32} {:>11} {:>7} {:>9}",
+        "\n{:<40} {:>11} {:>7}   {:<32} {:>11} {:>7} {:>9}",
         "benchmark", "median", "±MAD", "rayon baseline", "median", "±MAD", "ratio"
     );
-    println!("{}", "-".repeat(32 + 12 + 8 + 3 + 32 + 12 + 8 + 10));
+    println!("{}", "-".repeat(40 + 12 + 8 + 3 + 32 + 12 + 8 + 10));
     let spread = |st: &Stats| format!("{:.1}%", 100.0 * st.mad_ns / st.median_ns);
     for row in rows.iter().filter(|r| r.name.starts_with(&pre)) {
-        let rest = &row.name[pre.len()..];
-        let base_name = format!("rust_rayon_{rest}");
+        let base_name = rayon_name(&row.name).unwrap_or_default();
         let (base, base_median, base_spread) = match lookup(rows, &base_name) {
             Some(b) => (base_name, format_ns(b.median_ns), spread(b)),
             None => (String::new(), String::new(), String::new()),
@@ -738,7 +860,7 @@ fn print_report(s: &Suite, threads: usize) {
             .map(|r| format!("{r:.2}×"))
             .unwrap_or_default();
         println!(
-            "{:<32} {:>11} {:>7}   {:<32} {:>11} {:>7} {:>9}",
+            "{:<40} {:>11} {:>7}   {:<32} {:>11} {:>7} {:>9}",
             row.name,
             format_ns(row.stats.median_ns),
             spread(&row.stats),
@@ -752,13 +874,33 @@ fn print_report(s: &Suite, threads: usize) {
         let rest = &row.name["rust_rayon_".len()..];
         if lookup(rows, &format!("{pre}{rest}")).is_none() {
             println!(
-                "{:<32} {:>11} {:>7}   {:<32} {:>11} {:>7}",
+                "{:<40} {:>11} {:>7}   {:<32} {:>11} {:>7}",
                 "",
                 "",
                 "",
                 row.name,
                 format_ns(row.stats.median_ns),
                 spread(&row.stats)
+            );
+        }
+    }
+
+    let pairs = checked_pairs(rows);
+    if !pairs.is_empty() {
+        println!(
+            "\nbounds checks: the safe `call` (checked) against `compile_unchecked` (raw \
+             pointers, no checks), same kernel and data"
+        );
+        println!(
+            "{:<40} {:>11} {:>11} {:>17}",
+            "benchmark", "checked", "unchecked", "checked/unchecked"
+        );
+        for (name, checked, unchecked) in pairs {
+            println!(
+                "{name:<40} {:>11} {:>11} {:>16.3}×",
+                format_ns(checked),
+                format_ns(unchecked),
+                checked / unchecked
             );
         }
     }
@@ -825,6 +967,38 @@ mod tests {
         let x: Vec<f32> = (0..256).map(|i| i as f32).collect();
         assert_eq!(tree_sum(&x), (0..256).sum::<i32>() as f32);
         assert_eq!(tree_sum(&[1.0, 2.0, 3.0]), 6.0);
+    }
+
+    #[test]
+    fn unchecked_rows_pair_with_their_checked_row_and_baseline() {
+        let row = |name: &str, ns: f64| Row {
+            name: name.to_string(),
+            stats: Stats {
+                median_ns: ns,
+                mad_ns: 0.0,
+                min_ns: ns,
+                samples: 10,
+                batch: 1,
+            },
+        };
+        let rows = vec![
+            row("gpu_cpu_saxpy_1048576", 120.0),
+            row("gpu_cpu_saxpy_1048576_unchecked", 100.0),
+            row("rust_rayon_saxpy_1048576", 50.0),
+            row("gpu_cpu_vecadd_1048576", 80.0),
+        ];
+        assert_eq!(
+            rayon_name("gpu_cpu_saxpy_1048576_unchecked").as_deref(),
+            Some("rust_rayon_saxpy_1048576")
+        );
+        assert_eq!(
+            rayon_ratio(&rows, "gpu_cpu_saxpy_1048576_unchecked"),
+            Some(2.0)
+        );
+        assert_eq!(
+            checked_pairs(&rows),
+            [("gpu_cpu_saxpy_1048576", 120.0, 100.0)]
+        );
     }
 
     #[test]

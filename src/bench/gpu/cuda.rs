@@ -19,6 +19,12 @@
 //! - `gpu_cuda_launch_latency`: a host function that launches a one-thread kernel adding one
 //!   to a counter ([`run_tiny`]), timed on the host clock from the call to its return (the
 //!   floor of a call, as the host sees it);
+//! - `gpu_cuda_X_unchecked` for each `gpu_cuda_X` above: the same host function compiled
+//!   with `Engine::compile_unchecked` on an engine with `CudaOptions::unchecked_kernels`, so
+//!   that neither the host code nor the kernels check their accesses, called with raw pointers
+//!   to the same arrays and timed the same way. `gpu_cuda_X` is the safe `Compiled::call`
+//!   (borrowed arrays, every access bounds-checked, in the kernels too); the pair shows what
+//!   the checks cost;
 //! - `gpu_cuda_compile_K` (K = saxpy, vecadd, blocksum, logistic): `Engine::compile` of K's
 //!   host function from nothing to a loaded module (trace, passes, CUDA C, NVRTC,
 //!   `cuModuleLoadData`, the host code's compile), with the process's kernel cache cleared and
@@ -27,7 +33,8 @@
 //! The grid-stride launches (saxpy, vecadd, logistic) get [`cuda_launch_blocks`] blocks of
 //! 256 (four elements per thread; `--blocks` overrides). Before a benchmark is timed its first
 //! call's output is compared with plain Rust, exactly (the CUDA C is compiled without FMA
-//! contraction, and the block sum adds in the kernel's tree order on both sides). While it is
+//! contraction, and the block sum adds in the kernel's tree order on both sides); an
+//! `_unchecked` row's first call, on the same inputs, is compared the same way. While it is
 //! timed, the runtime's counters must show no compile: a relaunch never recompiles.
 //!
 //! Unless `--no-cpu`, the same benchmarks then run on an engine with kernels on the CPU (the
@@ -42,6 +49,7 @@ use super::super::report::{format_ns, Results, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
 use super::{
     check_close, launch_blocks, measure_compiles, rayon_logistic, tree_sum, GpuArgs, Mode, BLOCK,
+    UNCHECKED,
 };
 use anyhow::{bail, Context, Result};
 use nacre::gpu::cuda::{self as cuda, CudaOptions, CudaStats, DeviceInfo};
@@ -139,6 +147,9 @@ struct Place {
     prefix: &'static str,
     options: Options,
     engine: Engine,
+    /// The engine of the `_unchecked` rows, when not `engine`: on CUDA, one whose kernels are
+    /// compiled without bounds checks too (`CudaOptions::unchecked_kernels`).
+    raw: Option<Engine>,
     /// `--blocks`, else the place's own grid for grid-stride launches.
     blocks: Option<u32>,
 }
@@ -150,6 +161,13 @@ impl Place {
 
     fn device(&self) -> Arc<dyn Device> {
         self.engine.device()
+    }
+
+    /// The engine that compiles the `_unchecked` rows' functions (with
+    /// `Engine::compile_unchecked`): on CUDA one with unchecked kernels, on the CPU the
+    /// place's own engine. Both run on the device of [`Place::device`].
+    fn raw_engine(&self) -> &Engine {
+        self.raw.as_ref().unwrap_or(&self.engine)
     }
 
     fn grid(&self, n: usize) -> u32 {
@@ -288,11 +306,44 @@ impl Suite {
         Ok(())
     }
 
-    /// `P_saxpy_N` on the current pass's place.
+    /// Checks a benchmark's first result (`check`), then times `call` by `clock`; a failed
+    /// check is recorded and the benchmark not timed.
+    fn check_and_time(
+        &mut self,
+        is_cuda: bool,
+        clock: Clock,
+        name: &str,
+        check: Result<()>,
+        call: impl FnMut() -> Result<(), nacre::Error>,
+    ) -> Result<()> {
+        match check {
+            Err(e) => {
+                self.fail(name, e);
+                Ok(())
+            }
+            Ok(()) => self.time(is_cuda, clock, name, call),
+        }
+    }
+
+    /// The names of benchmark `<what>` (the safe, checked call) and `<what>_unchecked` on the
+    /// current pass's place, each `None` when the filter leaves it out.
+    fn jobs(&self, what: &str) -> (Option<String>, Option<String>) {
+        (self.job(what), self.job(&format!("{what}{UNCHECKED}")))
+    }
+
+    /// Notes the grid of a grid-stride benchmark (under the first of its names that runs).
+    fn note_grid(&mut self, names: &(Option<String>, Option<String>), blocks: u32) {
+        if let Some(name) = names.0.as_ref().or(names.1.as_ref()) {
+            self.grids.push((name.clone(), blocks));
+        }
+    }
+
+    /// `P_saxpy_N` and `P_saxpy_N_unchecked` on the current pass's place.
     fn saxpy(&mut self, n: usize) -> Result<()> {
-        let Some(name) = self.job(&format!("saxpy_{n}")) else {
+        let names = self.jobs(&format!("saxpy_{n}"));
+        if names == (None, None) {
             return Ok(());
-        };
+        }
         let is_cuda = self.on_cuda;
         let x = random_in(n, 1, -1.0, 1.0);
         let y0 = random_in(n, 2, -1.0, 1.0);
@@ -300,26 +351,49 @@ impl Suite {
         let place = self.place(is_cuda);
         let blocks = place.grid(n);
         let f = place.engine.compile(run_saxpy_grid_stride)?;
+        let u = match names.1 {
+            Some(_) => Some(
+                place
+                    .raw_engine()
+                    .compile_unchecked(run_saxpy_grid_stride)?,
+            ),
+            None => None,
+        };
         settle(is_cuda);
         let xa = Array::copy_on(place.device(), &x)?;
-        let ya = Array::copy_on(place.device(), &y0)?;
-        self.grids.push((name.clone(), blocks));
-        f.call(ALPHA, xa.ptr(), ya.ptr(), n as u32, blocks)?;
-        if let Err(e) = check_close(&name, ya.as_slice(), &want, 0.0) {
-            self.fail(&name, e);
-            return Ok(());
+        let mut ya = Array::copy_on(place.device(), &y0)?;
+        self.note_grid(&names, blocks);
+        let len = n as u32;
+        if let Some(name) = &names.0 {
+            f.call(ALPHA, &xa, &mut ya, len, blocks)?;
+            let check = check_close(name, ya.as_slice(), &want, 0.0);
+            self.check_and_time(is_cuda, Clock::Events, name, check, || {
+                f.call(ALPHA, &xa, &mut ya, black_box(len), blocks)
+            })?;
         }
-        self.time(is_cuda, Clock::Events, &name, || {
-            f.call(ALPHA, xa.ptr(), ya.ptr(), black_box(n as u32), blocks)
-        })?;
+        if let (Some(name), Some(u)) = (&names.1, &u) {
+            ya.as_mut_slice().copy_from_slice(&y0);
+            let (xp, yp) = (xa.ptr(), ya.ptr());
+            // SAFETY: the grid-stride kernel touches x[i] and y[i] for i < n only; both arrays
+            // hold n floats of the place's device (the unchecked engine's: the same device),
+            // live and accessed by nothing else until the call returns (it waits for its
+            // kernels).
+            unsafe { u.call(ALPHA, xp, yp, len, blocks)? };
+            let check = check_close(name, ya.as_slice(), &want, 0.0);
+            self.check_and_time(is_cuda, Clock::Events, name, check, || {
+                // SAFETY: as for the checked call above: same kernel, arrays and length.
+                unsafe { u.call(ALPHA, xp, yp, black_box(len), blocks) }
+            })?;
+        }
         Ok(())
     }
 
-    /// `P_vecadd_N` on the current pass's place.
+    /// `P_vecadd_N` and `P_vecadd_N_unchecked` on the current pass's place.
     fn vecadd(&mut self, n: usize) -> Result<()> {
-        let Some(name) = self.job(&format!("vecadd_{n}")) else {
+        let names = self.jobs(&format!("vecadd_{n}"));
+        if names == (None, None) {
             return Ok(());
-        };
+        }
         let is_cuda = self.on_cuda;
         let a = random_in(n, 3, -1.0, 1.0);
         let b = random_in(n, 4, -1.0, 1.0);
@@ -327,58 +401,104 @@ impl Suite {
         let place = self.place(is_cuda);
         let blocks = place.grid(n);
         let f = place.engine.compile(run_vec_add_grid_stride)?;
+        let u = match names.1 {
+            Some(_) => Some(
+                place
+                    .raw_engine()
+                    .compile_unchecked(run_vec_add_grid_stride)?,
+            ),
+            None => None,
+        };
         settle(is_cuda);
         let aa = Array::copy_on(place.device(), &a)?;
         let ba = Array::copy_on(place.device(), &b)?;
-        let ca = Array::<f32>::alloc_on(place.device(), n)?;
-        self.grids.push((name.clone(), blocks));
-        f.call(aa.ptr(), ba.ptr(), ca.ptr(), n as u32, blocks)?;
-        if let Err(e) = check_close(&name, ca.as_slice(), &want, 0.0) {
-            self.fail(&name, e);
-            return Ok(());
+        let mut ca = Array::<f32>::alloc_on(place.device(), n)?;
+        self.note_grid(&names, blocks);
+        let len = n as u32;
+        if let Some(name) = &names.0 {
+            f.call(&aa, &ba, &mut ca, len, blocks)?;
+            let check = check_close(name, ca.as_slice(), &want, 0.0);
+            self.check_and_time(is_cuda, Clock::Events, name, check, || {
+                f.call(&aa, &ba, &mut ca, black_box(len), blocks)
+            })?;
         }
-        self.time(is_cuda, Clock::Events, &name, || {
-            f.call(aa.ptr(), ba.ptr(), ca.ptr(), black_box(n as u32), blocks)
-        })?;
+        if let (Some(name), Some(u)) = (&names.1, &u) {
+            ca.as_mut_slice().fill(f32::NAN);
+            let (ap, bp, cp) = (aa.ptr(), ba.ptr(), ca.ptr());
+            // SAFETY: the grid-stride kernel touches a[i], b[i] and c[i] for i < n only; the
+            // three arrays hold n floats of the place's device (the unchecked engine's: the
+            // same device), live and accessed by nothing else until the call returns (it
+            // waits for its kernels).
+            unsafe { u.call(ap, bp, cp, len, blocks)? };
+            let check = check_close(name, ca.as_slice(), &want, 0.0);
+            self.check_and_time(is_cuda, Clock::Events, name, check, || {
+                // SAFETY: as for the checked call above: same kernel, arrays and length.
+                unsafe { u.call(ap, bp, cp, black_box(len), blocks) }
+            })?;
+        }
         Ok(())
     }
 
-    /// `P_blocksum_N` on the current pass's place (grid mode only on the CPU).
+    /// `P_blocksum_N` and `P_blocksum_N_unchecked` on the current pass's place (grid mode
+    /// only on the CPU).
     fn blocksum(&mut self, n: usize) -> Result<()> {
-        let Some(name) = self.job(&format!("blocksum_{n}")) else {
+        let names = self.jobs(&format!("blocksum_{n}"));
+        if names == (None, None) {
             return Ok(());
-        };
+        }
         let is_cuda = self.on_cuda;
         if !is_cuda && self.mode == Mode::Serial {
-            self.notes.push(format!(
-                "{name}: skipped in serial mode (one thread of one block cannot run a \
-                 block-wide reduction)"
-            ));
+            for name in [&names.0, &names.1].into_iter().flatten() {
+                self.notes.push(format!(
+                    "{name}: skipped in serial mode (one thread of one block cannot run a \
+                     block-wide reduction)"
+                ));
+            }
             return Ok(());
         }
         let input = random_in(n, 5, -1.0, 1.0);
         let want: Vec<f32> = input.chunks(BLOCK).map(tree_sum).collect();
         let place = self.place(is_cuda);
         let f = place.engine.compile(run_block_sum)?;
+        let u = match names.1 {
+            Some(_) => Some(place.raw_engine().compile_unchecked(run_block_sum)?),
+            None => None,
+        };
         settle(is_cuda);
         let ia = Array::copy_on(place.device(), &input)?;
-        let oa = Array::<f32>::alloc_on(place.device(), want.len())?;
-        f.call(ia.ptr(), oa.ptr(), n as u32)?;
-        if let Err(e) = check_close(&name, oa.as_slice(), &want, 0.0) {
-            self.fail(&name, e);
-            return Ok(());
+        let mut oa = Array::<f32>::alloc_on(place.device(), want.len())?;
+        let len = n as u32;
+        if let Some(name) = &names.0 {
+            f.call(&ia, &mut oa, len)?;
+            let check = check_close(name, oa.as_slice(), &want, 0.0);
+            self.check_and_time(is_cuda, Clock::Events, name, check, || {
+                f.call(&ia, &mut oa, black_box(len))
+            })?;
         }
-        self.time(is_cuda, Clock::Events, &name, || {
-            f.call(ia.ptr(), oa.ptr(), black_box(n as u32))
-        })?;
+        if let (Some(name), Some(u)) = (&names.1, &u) {
+            oa.as_mut_slice().fill(f32::NAN);
+            let (ip, op) = (ia.ptr(), oa.ptr());
+            // SAFETY: the launch has ceil(n / 256) blocks of 256 threads; a thread reads
+            // input[i] only for i < n (input holds n floats) and thread 0 of block b writes
+            // out[b], b < ceil(n / 256) = out's length; both arrays are of the place's device
+            // (the unchecked engine's: the same device), live and accessed by nothing else
+            // until the call returns (it waits for its kernels).
+            unsafe { u.call(ip, op, len)? };
+            let check = check_close(name, oa.as_slice(), &want, 0.0);
+            self.check_and_time(is_cuda, Clock::Events, name, check, || {
+                // SAFETY: as for the checked call above: same kernel, arrays and length.
+                unsafe { u.call(ip, op, black_box(len)) }
+            })?;
+        }
         Ok(())
     }
 
-    /// `P_logistic_N_I` on the current pass's place.
+    /// `P_logistic_N_I` and `P_logistic_N_I_unchecked` on the current pass's place.
     fn logistic(&mut self, n: usize, iters: u32) -> Result<()> {
-        let Some(name) = self.job(&format!("logistic_{n}_{iters}")) else {
+        let names = self.jobs(&format!("logistic_{n}_{iters}"));
+        if names == (None, None) {
             return Ok(());
-        };
+        }
         let is_cuda = self.on_cuda;
         let start = random_in(n, 6, 0.05, 0.95);
         let checked = logistic_checked(n);
@@ -387,48 +507,93 @@ impl Suite {
         let place = self.place(is_cuda);
         let blocks = place.grid(n);
         let f = place.engine.compile(run_logistic)?;
-        settle(is_cuda);
-        let v = Array::copy_on(place.device(), &start)?;
-        self.grids.push((name.clone(), blocks));
-        f.call(v.ptr(), n as u32, iters, blocks)?;
-        let got: Vec<f32> = {
-            let s = v.as_slice();
-            checked.iter().map(|&i| s[i]).collect()
+        let u = match names.1 {
+            Some(_) => Some(place.raw_engine().compile_unchecked(run_logistic)?),
+            None => None,
         };
-        if let Err(e) = check_close(&name, &got, &want, 0.0) {
-            self.fail(&name, e);
-            return Ok(());
+        settle(is_cuda);
+        let mut v = Array::copy_on(place.device(), &start)?;
+        self.note_grid(&names, blocks);
+        let len = n as u32;
+        let check_v = |name: &str, v: &Array<f32>| {
+            let s = v.as_slice();
+            let got: Vec<f32> = checked.iter().map(|&i| s[i]).collect();
+            check_close(name, &got, &want, 0.0)
+        };
+        if let Some(name) = &names.0 {
+            f.call(&mut v, len, iters, blocks)?;
+            let check = check_v(name, &v);
+            self.check_and_time(is_cuda, Clock::Events, name, check, || {
+                f.call(&mut v, len, black_box(iters), blocks)
+            })?;
         }
-        self.time(is_cuda, Clock::Events, &name, || {
-            f.call(v.ptr(), n as u32, black_box(iters), blocks)
-        })?;
+        if let (Some(name), Some(u)) = (&names.1, &u) {
+            v.as_mut_slice().copy_from_slice(&start);
+            let vp = v.ptr();
+            // SAFETY: the grid-stride kernel touches v[i] for i < n only; v holds n floats of
+            // the place's device (the unchecked engine's: the same device), live and accessed
+            // by nothing else until the call returns (it waits for its kernels).
+            unsafe { u.call(vp, len, iters, blocks)? };
+            let check = check_v(name, &v);
+            self.check_and_time(is_cuda, Clock::Events, name, check, || {
+                // SAFETY: as for the checked call above: same kernel, array and length.
+                unsafe { u.call(vp, len, black_box(iters), blocks) }
+            })?;
+        }
         Ok(())
     }
 
-    /// `P_launch_latency`: calls of [`run_tiny`]; the counter must count them all.
+    /// `P_launch_latency` and `P_launch_latency_unchecked`: calls of [`run_tiny`] (each on a
+    /// counter of its own); the counter must count them all.
     fn latency(&mut self) -> Result<()> {
-        let Some(name) = self.job("launch_latency") else {
+        let names = self.jobs("launch_latency");
+        if names == (None, None) {
             return Ok(());
-        };
+        }
         let is_cuda = self.on_cuda;
         let place = self.place(is_cuda);
         let f = place.engine.compile(run_tiny)?;
+        let u = match names.1 {
+            Some(_) => Some(place.raw_engine().compile_unchecked(run_tiny)?),
+            None => None,
+        };
         settle(is_cuda);
-        let counter = Array::<u32>::alloc_on(place.device(), 1)?;
-        let mut calls = 0u64;
-        self.time(is_cuda, Clock::Host, &name, || {
-            calls += 1;
-            f.call(counter.ptr())
-        })?;
-        let got = u64::from(counter.as_slice()[0]);
+        let mut counter = Array::<u32>::alloc_on(place.device(), 1)?;
+        let raw_counter = Array::<u32>::alloc_on(place.device(), 1)?;
+        if let Some(name) = &names.0 {
+            let mut calls = 0u64;
+            self.time(is_cuda, Clock::Host, name, || {
+                calls += 1;
+                f.call(&mut counter)
+            })?;
+            self.check_count(name, counter.as_slice()[0], calls);
+        }
+        if let (Some(name), Some(u)) = (&names.1, &u) {
+            let cp = raw_counter.ptr();
+            let mut calls = 0u64;
+            self.time(is_cuda, Clock::Host, name, || {
+                calls += 1;
+                // SAFETY: the kernel's one thread touches counter[0] only; the counter holds
+                // one u32 of the place's device (the unchecked engine's: the same device),
+                // live and accessed by nothing else until the call returns.
+                unsafe { u.call(cp) }
+            })?;
+            self.check_count(name, raw_counter.as_slice()[0], calls);
+        }
+        Ok(())
+    }
+
+    /// Fails benchmark `name` (and drops its row) unless the counter of [`run_tiny`] is
+    /// `calls` (mod 2³²).
+    fn check_count(&mut self, name: &str, counter: u32, calls: u64) {
+        let got = u64::from(counter);
         if got != calls % (1 << 32) {
             self.fail(
-                &name,
+                name,
                 anyhow::anyhow!("the counter is {got} after {calls} calls"),
             );
             self.results.rows.retain(|r| r.name != name);
         }
-        Ok(())
     }
 
     /// `P_compile_K`: `compile(engine)` on a fresh engine per sample, the kernel cache cleared
@@ -495,14 +660,16 @@ fn device_json(info: &DeviceInfo) -> Value {
     })
 }
 
-/// The options of the CUDA engine: kernels on device `ordinal`, no on-disk kernel cache
+/// The options of a CUDA engine: kernels on device `ordinal`, no on-disk kernel cache
 /// unless `NACRE_CUDA_CACHE_DIR` names one (the compile benchmarks then check that it
-/// answered nothing).
-fn cuda_options(ordinal: u32) -> Options {
+/// answered nothing), kernels bounds-checked unless `unchecked_kernels` (the engine of the
+/// `_unchecked` rows).
+fn cuda_options(ordinal: u32, unchecked_kernels: bool) -> Options {
     Options {
         runtime: RuntimeOptions::Cuda(CudaOptions {
             device: ordinal,
             cache_dir: None,
+            unchecked_kernels,
         }),
         ..Options::default()
     }
@@ -573,13 +740,14 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     if args.blocks == Some(0) {
         bail!("--blocks must be at least 1");
     }
-    let options = cuda_options(args.cuda_device);
+    let options = cuda_options(args.cuda_device, false);
     let engine = Engine::new(options.clone()).map_err(|e| {
         anyhow::anyhow!(
             "cannot run `nacre bench gpu --backend cuda`: {e}\n(`--backend cpu` runs the suite \
              with kernels on the CPU)"
         )
     })?;
+    let raw_engine = Engine::new(cuda_options(args.cuda_device, true))?;
     let info = cuda::device_info(args.cuda_device)?;
     let cpu = if args.no_cpu {
         None
@@ -593,6 +761,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         Some(Place {
             prefix: "gpu_cpu",
             engine: Engine::new(options.clone())?,
+            raw: None,
             options,
             blocks: args.blocks,
         })
@@ -613,6 +782,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
             prefix: "gpu_cuda",
             options: options.clone(),
             engine,
+            raw: Some(raw_engine),
             blocks: args.blocks,
         },
         cpu,

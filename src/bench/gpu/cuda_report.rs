@@ -2,6 +2,10 @@
 //! the peers' figures with the ratios `gpu_cuda_X / peer_F_X`, the runtime's counters over the
 //! timed calls, the targets with PASS/MISS, and the JSON document.
 //!
+//! Each `gpu_P_X_unchecked` row (the kernel compiled with `Engine::compile_unchecked`) is
+//! printed beside the CPU's and the peers' like `gpu_P_X`, and the pair's checked/unchecked
+//! ratios under the tables; targets judge the checked rows.
+//!
 //! Two clocks: Nacre's kernel benchmarks and the peers' kernels are timed with CUDA events
 //! (the rows, `results` in the JSON), and the same calls on the host clock as well (Nacre's in
 //! [`Outcome::host`], `host_results` in the JSON; the peers' in `peer_host_results`). Targets
@@ -10,7 +14,7 @@
 use super::super::measure::Stats;
 use super::super::report::{self, format_ns, Row};
 use super::cuda::{Outcome, BLOCKSUM_SIZES, COMPILED_KERNELS, LOGISTIC};
-use super::GpuArgs;
+use super::{checked_pairs, GpuArgs, UNCHECKED};
 use serde_json::{json, Map, Value};
 
 /// The peers' frameworks, in the report's column order, with their column titles.
@@ -251,7 +255,7 @@ pub fn print(o: &Outcome) {
     );
     if with_cpu {
         println!(
-            "{:<34} {:>11} {:>7} {:>11}   {:<34} {:>11} {:>7} {:>9}",
+            "{:<42} {:>11} {:>7} {:>11}   {:<42} {:>11} {:>7} {:>9}",
             "benchmark",
             "median",
             "±MAD",
@@ -261,20 +265,20 @@ pub fn print(o: &Outcome) {
             "±MAD",
             "cpu/cuda"
         );
-        println!("{}", "-".repeat(34 + 12 + 8 + 12 + 3 + 34 + 12 + 8 + 10));
+        println!("{}", "-".repeat(42 + 12 + 8 + 12 + 3 + 42 + 12 + 8 + 10));
     } else {
         println!(
-            "{:<34} {:>11} {:>7} {:>11}",
+            "{:<42} {:>11} {:>7} {:>11}",
             "benchmark", "median", "±MAD", "host clock"
         );
-        println!("{}", "-".repeat(34 + 12 + 8 + 12));
+        println!("{}", "-".repeat(42 + 12 + 8 + 12));
     }
     for row in o.rows.iter().filter(|r| r.name.starts_with("gpu_cuda_")) {
         let host = o.host.get(&row.name).copied();
         let host_cell = host.map(format_ns).unwrap_or_default();
         if !with_cpu {
             println!(
-                "{:<34} {:>11} {:>7} {:>11}",
+                "{:<42} {:>11} {:>7} {:>11}",
                 row.name,
                 format_ns(row.stats.median_ns),
                 spread(&row.stats),
@@ -295,7 +299,7 @@ pub fn print(o: &Outcome) {
             None => Default::default(),
         };
         println!(
-            "{:<34} {:>11} {:>7} {:>11}   {:<34} {:>11} {:>7} {:>9}",
+            "{:<42} {:>11} {:>7} {:>11}   {:<42} {:>11} {:>7} {:>9}",
             row.name,
             format_ns(row.stats.median_ns),
             spread(&row.stats),
@@ -320,12 +324,12 @@ pub fn print(o: &Outcome) {
             ),
         ] {
             println!("\npeers on the same GPU ({title})");
-            print!("{:<28} {:>11}", "benchmark", "gpu_cuda");
+            print!("{:<34} {:>11}", "benchmark", "gpu_cuda");
             for (_, col) in PEERS {
                 print!("   {col:>20}");
             }
             println!();
-            println!("{}", "-".repeat(28 + 12 + 4 * 23));
+            println!("{}", "-".repeat(34 + 12 + 4 * 23));
             for row in o.rows.iter().filter(|r| r.name.starts_with("gpu_cuda_")) {
                 let rest = suffix(&row.name).unwrap_or_default();
                 let ours = if host {
@@ -336,10 +340,12 @@ pub fn print(o: &Outcome) {
                 } else {
                     row.stats.median_ns
                 };
+                // An `_unchecked` row compares with the same peers as its checked row.
+                let peer_rest = rest.strip_suffix(UNCHECKED).unwrap_or(rest);
                 let cells: Vec<String> = PEERS
                     .iter()
                     .map(|(fw, _)| {
-                        let name = format!("peer_{fw}_{rest}");
+                        let name = format!("peer_{fw}_{peer_rest}");
                         let theirs = if host {
                             p.host.get(&name).copied()
                         } else {
@@ -351,12 +357,42 @@ pub fn print(o: &Outcome) {
                 if cells.iter().all(String::is_empty) {
                     continue;
                 }
-                print!("{rest:<28} {:>11}", format_ns(ours));
+                print!("{rest:<34} {:>11}", format_ns(ours));
                 for c in cells {
                     print!("   {c:>20}");
                 }
                 println!();
             }
+        }
+    }
+
+    let pairs = checked_pairs(&o.rows);
+    if !pairs.is_empty() {
+        println!(
+            "\nbounds checks: the safe `call` (checked, kernels too) against `compile_unchecked` \
+             (on CUDA on an engine with unchecked kernels), same kernel and data; ratio = \
+             checked / unchecked"
+        );
+        println!(
+            "{:<42} {:>11} {:>11} {:>9}   {:>11} {:>11} {:>9}",
+            "benchmark", "checked", "unchecked", "ratio", "host clock", "unchecked", "ratio"
+        );
+        println!("{}", "-".repeat(42 + 2 * 12 + 10 + 3 + 2 * 12 + 10));
+        for (name, checked, unchecked) in pairs {
+            let host = o
+                .host
+                .get(name)
+                .zip(o.host.get(&format!("{name}{UNCHECKED}")));
+            let (hc, hu, hr) = match host {
+                Some((c, u)) => (format_ns(*c), format_ns(*u), ratio(c / u)),
+                None => Default::default(),
+            };
+            println!(
+                "{name:<42} {:>11} {:>11} {:>9}   {hc:>11} {hu:>11} {hr:>9}",
+                format_ns(checked),
+                format_ns(unchecked),
+                ratio(checked / unchecked)
+            );
         }
     }
 
