@@ -2,7 +2,7 @@
 //!
 //! Direct mode runs the user's Rust code on concrete values, so a `Ptr`'s load or store reads
 //! memory itself. [`crate::direct_call`] records the regions the caller lent for the call on
-//! its thread; every direct-mode access is checked against them ([`check`]) and an access
+//! its thread; every direct-mode access is checked against them (`check`) and an access
 //! outside every region (or a write to a region lent shared) is a
 //! [`nacre_ir::Trap::OutOfBounds`] instead of a read or write of memory the call does not own.
 
