@@ -70,7 +70,7 @@ pub extern "C" fn nacre_stack_ok() -> u8 {
 #[cold]
 #[inline(never)]
 fn refresh(here: usize) -> u8 {
-    let Some(remaining) = stacker::remaining_stack() else {
+    let Some(remaining) = remaining_stack() else {
         // The stack's bounds are unknown here: never refuse, never ask again.
         LIMIT.set((0, usize::MAX));
         return 1;
@@ -82,6 +82,19 @@ fn refresh(here: usize) -> u8 {
     u8::from(here > limit)
 }
 
+/// The bytes of stack left on this thread, where the OS tells.
+#[cfg(not(target_vendor = "apple"))]
+fn remaining_stack() -> Option<usize> {
+    stacker::remaining_stack()
+}
+
+/// On Apple targets Nacre does not use `stacker` (its assembly does not build when the macOS
+/// layer is type-checked from Linux): the bounds are unknown and the check passes.
+#[cfg(target_vendor = "apple")]
+fn remaining_stack() -> Option<usize> {
+    None
+}
+
 /// The address of [`nacre_stack_ok`], for code generators that call it through a pointer.
 pub fn stack_check_address() -> usize {
     nacre_stack_ok as StackCheckFn as usize
@@ -90,7 +103,7 @@ pub fn stack_check_address() -> usize {
 /// Bytes of stack left below the caller before [`nacre_stack_ok`] refuses (0 when it would
 /// refuse now); `None` where the stack's bounds are unknown. For tests and diagnostics.
 pub fn stack_headroom() -> Option<usize> {
-    let remaining = stacker::remaining_stack()?;
+    let remaining = remaining_stack()?;
     Some(remaining.saturating_sub(STACK_MARGIN))
 }
 
