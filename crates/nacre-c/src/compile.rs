@@ -2,7 +2,7 @@
 //!
 //! Each compilation works in a fresh directory under [`std::env::temp_dir`]: the source is
 //! written to `source.c`, compiled with `<compiler> <tuning> <flags> -std=gnu99
-//! -fno-strict-aliasing -fno-strict-overflow -ffp-contract=off -shared -fPIC -o lib.so source.c
+//! -fno-strict-aliasing -fno-strict-overflow -ffp-contract=off -fno-optimize-sibling-calls -shared -fPIC -o lib.so source.c
 //! -lm` and loaded with [`libloading`]. The directory is removed once the library is loaded (a loaded library stays
 //! mapped after its file is deleted). When the compiler fails, the directory is kept so that
 //! the source can be inspected, and its path is reported in [`BackendError::CCompiler`].
@@ -110,6 +110,9 @@ const FIXED_FLAGS: &[&str] = &[
     "-fno-strict-aliasing",
     "-fno-strict-overflow",
     "-ffp-contract=off",
+    // A recursive call in tail position must stay a call: the stack check on entry to
+    // recursive functions bounds recursion only while each call takes stack.
+    "-fno-optimize-sibling-calls",
     "-shared",
     "-fPIC",
 ];
