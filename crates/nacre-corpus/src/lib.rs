@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod cases;
+pub mod fuzz;
 pub mod kernels;
 mod registry;
 
