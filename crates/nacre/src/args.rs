@@ -91,43 +91,33 @@ lend!(&mut [T], true, |s| &**s);
 lend!(&Vec<T>, false, |s| s.as_slice());
 lend!(&mut Vec<T>, true, |s| s.as_slice());
 
-impl<T: ScalarValue> Arg<Ptr<T>> for &Array<T> {
-    #[inline]
-    fn bits(&self) -> u64 {
-        self.as_ptr() as usize as u64
-    }
-    #[inline]
-    fn abi(&self) -> usize {
-        self.as_ptr() as usize
-    }
-    #[inline]
-    fn lent(&self) -> Option<Lent> {
-        Some(Lent {
-            addr: self.as_ptr() as usize,
-            bytes: self.len() * size_of::<T>(),
-            writable: false,
-        })
-    }
+/// Implements [`Arg`] for a borrowed [`Array`], from its address and length (not its slice,
+/// which would move the pages of a GPU array back to the host).
+macro_rules! lend_array {
+    ($ty:ty, $writable:expr) => {
+        impl<T: ScalarValue> Arg<Ptr<T>> for $ty {
+            #[inline]
+            fn bits(&self) -> u64 {
+                self.as_ptr() as usize as u64
+            }
+            #[inline]
+            fn abi(&self) -> usize {
+                self.as_ptr() as usize
+            }
+            #[inline]
+            fn lent(&self) -> Option<Lent> {
+                Some(Lent {
+                    addr: self.as_ptr() as usize,
+                    bytes: self.len() * size_of::<T>(),
+                    writable: $writable,
+                })
+            }
+        }
+    };
 }
 
-impl<T: ScalarValue> Arg<Ptr<T>> for &mut Array<T> {
-    #[inline]
-    fn bits(&self) -> u64 {
-        self.as_ptr() as usize as u64
-    }
-    #[inline]
-    fn abi(&self) -> usize {
-        self.as_ptr() as usize
-    }
-    #[inline]
-    fn lent(&self) -> Option<Lent> {
-        Some(Lent {
-            addr: self.as_ptr() as usize,
-            bytes: self.len() * size_of::<T>(),
-            writable: true,
-        })
-    }
-}
+lend_array!(&Array<T>, false);
+lend_array!(&mut Array<T>, true);
 
 /// How the entry of a bounds-checked module takes its arguments: the declared ones, then base
 /// and size for each pointer ([`nacre_ir::transform::companion_positions`]).

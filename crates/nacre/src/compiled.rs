@@ -169,6 +169,22 @@ impl Inner {
         Trap::from_code(status).map_or(Error::UnknownTrap(status), Error::Trap)
     }
 
+    /// The optimised IR as text, printed on first use (absent in direct mode).
+    fn ir_text(&self) -> Option<&str> {
+        let module = self.module.as_ref()?;
+        Some(
+            self.ir
+                .get_or_init(|| nacre_ir::printer::module_with_loops(module).to_string()),
+        )
+    }
+
+    /// A call with arguments and result as bits, exactly as the tier takes them.
+    fn call_bits(&self, args: &[u64]) -> Result<u64, Error> {
+        let r = self.select().1.call_bits(args);
+        self.finish(r.as_ref().err().map_or(0, |t| t.code()))?;
+        r.map_err(Error::Trap)
+    }
+
     /// A call with pointer arguments: refuses shared borrows for parameters the function
     /// writes through, then calls the tier with the lent memory.
     fn call_lent(&self, bits: &[u64], lent: &[Option<Lent>]) -> Result<u64, Error> {
@@ -242,12 +258,7 @@ impl<Args, R> Compiled<Args, R> {
 
     /// The optimised IR, in its text form (not available in direct mode).
     pub fn ir(&self) -> Option<&str> {
-        let module = self.inner.module.as_ref()?;
-        Some(
-            self.inner
-                .ir
-                .get_or_init(|| nacre_ir::printer::module_with_loops(module).to_string()),
-        )
+        self.inner.ir_text()
     }
 
     /// The backend's output (generated source or listing) of the tier serving calls now, if
@@ -314,14 +325,7 @@ impl<Args, R> Compiled<Args, R> {
     /// it; for an [`Unchecked`] function, pointer arguments must satisfy the contract of
     /// [`nacre_trace::RawPtr::new`]. There must be exactly one argument per parameter.
     pub unsafe fn call_bits(&self, args: &[u64]) -> Result<u64, Error> {
-        self.call_bits_unchecked(args)
-    }
-
-    fn call_bits_unchecked(&self, args: &[u64]) -> Result<u64, Error> {
-        let r = self.inner.select().1.call_bits(args);
-        self.inner
-            .finish(r.as_ref().err().map_or(0, |t| t.code()))?;
-        r.map_err(Error::Trap)
+        self.inner.call_bits(args)
     }
 }
 
@@ -358,12 +362,7 @@ impl<Args, R> Unchecked<Args, R> {
 
     /// The optimised IR, in its text form.
     pub fn ir(&self) -> Option<&str> {
-        let module = self.inner.module.as_ref()?;
-        Some(
-            self.inner
-                .ir
-                .get_or_init(|| nacre_ir::printer::module_with_loops(module).to_string()),
-        )
+        self.inner.ir_text()
     }
 
     /// The traced function's name.
@@ -376,10 +375,7 @@ impl<Args, R> Unchecked<Args, R> {
     /// # Safety
     /// As for [`Unchecked::call`].
     pub unsafe fn call_bits(&self, args: &[u64]) -> Result<u64, Error> {
-        let r = self.inner.select().1.call_bits(args);
-        self.inner
-            .finish(r.as_ref().err().map_or(0, |t| t.code()))?;
-        r.map_err(Error::Trap)
+        self.inner.call_bits(args)
     }
 }
 
