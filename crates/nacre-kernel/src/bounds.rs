@@ -7,11 +7,16 @@
 //! none when `X` is 0): the launch traps as it would have, before its loop instead of in it
 //! (see [`nacre_ir::transform::bounds::elide`] for what that means for partial results), and
 //! the loop keeps the shape printers and the CPU runtime optimise (lane groups, collapse).
+//!
+//! [`remove_proven_kernel_checks`] removes the checks of kernels that cannot fail, knowing the
+//! block size every launch of a kernel passes ([`crate::launch_shapes`]): with 256 threads,
+//! `s[threadIdx.x]` of a 256-element shared array is in range on every thread.
 
 use crate::grid_stride::grid_stride_loop;
-use crate::launch_shape::LaunchShape;
-use nacre_ir::analysis::DominatorTree;
+use crate::launch_shape::{launch_shapes, LaunchShape};
+use nacre_ir::analysis::{DominatorTree, GpuBounds};
 use nacre_ir::transform::bounds::elide::{loop_body, CountedLoop};
+use nacre_ir::transform::bounds::proven::remove_proven_checks;
 use nacre_ir::{FuncKind, Function, FunctionBuilder, Module};
 
 /// Hoists the checks of every kernel's grid-stride loop of a bounds-checked module; returns
@@ -49,4 +54,32 @@ fn hoist_in_kernel(f: &mut Function) -> usize {
     };
     let dom = DominatorTree::compute(f);
     counted.hoist(f, &dom)
+}
+
+/// Removes the checks of every kernel of a bounds-checked module that cannot fail, its thread
+/// indices bounded by the block size all its launches pass (else by the launch limits); returns
+/// how many it removed.
+///
+/// Sound on every runtime: a runtime that runs a kernel with other sizes than its launch asks
+/// for (the CPU's serial mode) runs fewer threads per block, never more.
+pub fn remove_proven_kernel_checks(module: &mut Module) -> usize {
+    if !module.bounds_checked {
+        return 0;
+    }
+    let shapes = launch_shapes(module);
+    let mut removed = 0;
+    for (id, f) in module.functions.iter_mut() {
+        if f.kind != FuncKind::Kernel {
+            continue;
+        }
+        let shape = shapes.get(&id).copied().unwrap_or_default();
+        let mut bounds = GpuBounds::LIMITS;
+        for (d, known) in shape.block.iter().enumerate() {
+            if let Some(size) = known {
+                bounds.block[d] = bounds.block[d].min(*size);
+            }
+        }
+        removed += remove_proven_checks(f, bounds);
+    }
+    removed
 }

@@ -5,7 +5,8 @@
 //!   it calls) gets the device or shared address space, for targets whose pointer types carry
 //!   it (MSL) — [`infer_address_spaces`];
 //! - [`bounds`]: the bounds checks of grid-stride loops hoisted to the kernel's entry —
-//!   [`hoist_grid_stride_checks`];
+//!   [`hoist_grid_stride_checks`] — and those proven in range for the kernel's launch shape
+//!   removed — [`remove_proven_kernel_checks`];
 //! - [`launch_shape`]: block and grid sizes every launch of a kernel agrees on become
 //!   constants of the kernel — [`specialised_for_launches`], for runtimes that launch exactly
 //!   what the host code asks for;
@@ -29,7 +30,7 @@ pub mod step;
 pub mod structure;
 
 pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
-pub use bounds::hoist_grid_stride_checks;
+pub use bounds::{hoist_grid_stride_checks, remove_proven_kernel_checks};
 pub use error::KernelError;
 pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};
 pub use launch_shape::{

@@ -100,6 +100,7 @@ pub fn bounds_checked(
     let options = BoundsOptions { check_kernels };
     let mut module = insert_bounds_checks(module, options).into_inner();
     nacre_kernel::hoist_grid_stride_checks(&mut module);
+    nacre_kernel::remove_proven_kernel_checks(&mut module);
     Ok(nacre_ir::verify(module)?)
 }
 

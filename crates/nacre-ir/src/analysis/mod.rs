@@ -8,6 +8,8 @@
 //! - [`liveness`]: the values live into each block of a region ([`live_in`]);
 //! - [`pointer_roots`]: the pointer parameters each pointer derives from, and the parameters
 //!   each function may write through ([`written_params`]);
+//! - [`ranges`]: the interval of values each integer takes, narrowed where branch conditions
+//!   hold ([`Ranges`]);
 //! - [`uniformity`]: which values and blocks differ between the threads of a GPU block
 //!   ([`Divergence`]).
 
@@ -16,6 +18,7 @@ pub mod dominators;
 pub mod liveness;
 pub mod loops;
 pub mod pointer_roots;
+pub mod ranges;
 pub mod uniformity;
 
 pub use call_graph::CallGraph;
@@ -23,4 +26,5 @@ pub use dominators::{postorder, DominatorTree, PostDominators};
 pub use liveness::live_in;
 pub use loops::{compute_loops, LoopInfo};
 pub use pointer_roots::{written_params, ParamSet, PointerRoots};
+pub use ranges::{GpuBounds, Interval, Ranges};
 pub use uniformity::{divergence, Divergence};

@@ -21,10 +21,12 @@
 //! [`Trap::OutOfBounds`] naming the function and, when the pointer has one root, the parameter.
 //! Whoever calls the transformed entry passes, for each pointer argument, the pointer itself as
 //! its base and the size of the memory it may access. The checks keep memory safety whatever
-//! the indices; [`elide`] hoists those of counted loops out of the loop.
+//! the indices; [`elide`] hoists those of counted loops out of the loop, and [`proven`] removes
+//! those that cannot fail (shared-array indices proven in range, repeated checks).
 
 use crate::analysis::pointer_roots::PointerRoots;
 use crate::analysis::postorder;
+use crate::analysis::GpuBounds;
 use crate::builder::FunctionBuilder;
 use crate::entities::{Block, FuncId, Inst, Value};
 use crate::function::{FuncKind, Function};
@@ -92,6 +94,7 @@ pub fn insert_bounds_checks(module: VerifiedModule, options: BoundsOptions) -> V
         Rewriter::new(func, id, check, &originals).run();
         if check {
             elide::hoist_loop_checks(func);
+            proven::remove_proven_checks(func, GpuBounds::LIMITS);
         }
     }
     for &id in &ids {
@@ -377,6 +380,7 @@ impl<'a> Rewriter<'a> {
 }
 
 pub mod elide;
+pub mod proven;
 
 #[cfg(test)]
 mod tests;

@@ -217,3 +217,88 @@ fn counted_loops_check_their_range_before_the_loop() {
     assert_eq!(in_loop, 0, "{f}");
     assert_snapshot!(f.to_string());
 }
+
+fn check_count(f: &Function) -> usize {
+    f.live_insts()
+        .filter(|d| matches!(d.kind, InstKind::BoundsCheck { .. }))
+        .count()
+}
+
+#[test]
+fn a_repeated_check_is_removed() {
+    let mut m = Module::new();
+    let id = m.add_function(FunctionBuilder::build(
+        "bump",
+        FuncKind::Host,
+        &[f32p(), Type::I64],
+        None,
+        |b, p| {
+            let at = b.elem_ptr(p[0], p[1]);
+            let x = b.load(at);
+            let again = b.elem_ptr(p[0], p[1]);
+            b.store(again, x);
+            let seven = b.const_bits(Type::I64, 7);
+            let other = b.elem_ptr(p[0], seven);
+            b.store(other, x);
+            b.ret(None);
+        },
+    ));
+    m.entry = Some(id);
+    // `p[i]` is checked once for the load and the store; `p[7]` has its own check.
+    assert_eq!(check_count(&checked(m).functions[id]), 2);
+}
+
+/// A kernel that stores to `s[t]` and `s[t + 1]` of a 256-element shared array.
+fn shared_kernel() -> Module {
+    let mut m = Module::new();
+    let id = m.add_function(FunctionBuilder::build(
+        "k",
+        FuncKind::Kernel,
+        &[],
+        None,
+        |b, _| {
+            let s = b.shared_alloc(Scalar::F32, 256);
+            let t = b.gpu_index(crate::GpuIndex::ThreadIdx, crate::Dim::X);
+            let zero = b.const_bits(Type::F32, 0);
+            let at = b.elem_ptr(s, t);
+            b.store(at, zero);
+            let one = b.const_u32(1);
+            let next = b.binary(BinaryOp::Add, t, one);
+            let after = b.elem_ptr(s, next);
+            b.store(after, zero);
+            b.ret(None);
+        },
+    ));
+    m.entry = Some(id);
+    m
+}
+
+#[test]
+fn shared_array_indices_proven_in_range_lose_their_check() {
+    let mut m = checked(shared_kernel());
+    let f = m.functions.values_mut().next().unwrap();
+    // Up to 1024 threads per block: neither index is known to fit 256 elements.
+    assert_eq!(check_count(f), 2);
+    let block_256 = GpuBounds {
+        block: [256, 1, 1],
+        ..GpuBounds::LIMITS
+    };
+    assert_eq!(proven::remove_proven_checks(f, block_256), 1);
+    // `s[t]` fits; `s[t + 1]` does not for the last thread.
+    assert_eq!(check_count(f), 1);
+    let kept = f
+        .live_insts()
+        .find_map(|d| match d.kind {
+            InstKind::BoundsCheck { addr, .. } => Some(addr),
+            _ => None,
+        })
+        .unwrap();
+    let crate::ValueDef::Result(inst) = f.values[kept].def else {
+        panic!("an elem_ptr")
+    };
+    assert!(
+        matches!(f.insts[inst].kind, InstKind::ElemPtr(_, i) if matches!(
+            f.values[i].def, crate::ValueDef::Result(add) if matches!(f.insts[add].kind, InstKind::Binary(BinaryOp::Add, ..))
+        ))
+    );
+}
