@@ -48,6 +48,7 @@ pub use nacre_backend::{Backend, BackendError, Linkage};
 /// The GPU programming model: kernels, launches, indices, barriers, shared arrays and
 /// unified-memory arrays.
 pub mod gpu {
+    pub use crate::kernel;
     pub use crate::runtimes::{DeviceKind, RuntimeOptions};
     pub use nacre_cpu::{wait_for_c_tier, CpuMode, CpuOptions, CpuRuntime};
     pub use nacre_runtime::{
@@ -81,7 +82,9 @@ pub use nacre_ir::Trap;
 
 /// The names most programs need: `use nacre::prelude::*;`.
 pub mod prelude {
-    pub use crate::{jit, select, BackendKind, Compiled, Engine, Options, Ptr, RawPtr, Val};
+    pub use crate::{
+        jit, kernel, select, BackendKind, Compiled, Engine, Options, Ptr, RawPtr, Val,
+    };
     pub use nacre_trace::cf::call;
 }
 
@@ -127,3 +130,8 @@ macro_rules! invoke {
         )
     };
 }
+
+/// The README's examples, compiled and run as doctests of the facade.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
