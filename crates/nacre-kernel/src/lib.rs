@@ -7,6 +7,9 @@
 //! - [`bounds`]: the bounds checks of grid-stride loops hoisted to the kernel's entry —
 //!   [`hoist_grid_stride_checks`] — and those proven in range for the kernel's launch shape
 //!   removed — [`remove_proven_kernel_checks`];
+//! - [`launch_checks`]: checks of guarded one-thread-per-element accesses hoisted to the
+//!   entry — [`hoist_guarded_global_checks`] — and launch-uniform entry checks made by the host
+//!   before each launch — [`move_uniform_checks_to_launches`];
 //! - [`launch_shape`]: block and grid sizes every launch of a kernel agrees on become
 //!   constants of the kernel — [`specialised_for_launches`], for runtimes that launch exactly
 //!   what the host code asks for;
@@ -25,6 +28,7 @@ pub mod address_space;
 pub mod bounds;
 pub mod error;
 pub mod grid_stride;
+pub mod launch_checks;
 pub mod launch_shape;
 pub mod step;
 pub mod structure;
@@ -33,6 +37,7 @@ pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use bounds::{hoist_grid_stride_checks, remove_proven_kernel_checks};
 pub use error::KernelError;
 pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};
+pub use launch_checks::{hoist_guarded_global_checks, move_uniform_checks_to_launches};
 pub use launch_shape::{
     launch_shapes, specialise_launch_shapes, specialised_for_launches, LaunchShape, LaunchShapes,
     Specialised,

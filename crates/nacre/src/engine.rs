@@ -91,7 +91,8 @@ pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, 
 /// The bounds checking [`Engine::compile`] applies to an optimised module: companions and
 /// checks for every pointer ([`nacre_ir::transform::insert_bounds_checks`], kernels included
 /// when `check_kernels`), with the checks of counted and grid-stride loops hoisted before the
-/// loop. The entry then takes, after its declared parameters, the base and size in bytes of
+/// loop, those proven in range removed, and the launch-uniform checks of kernels made by the
+/// host before each launch. The entry then takes, after its declared parameters, the base and size in bytes of
 /// each pointer parameter ([`nacre_ir::transform::companion_positions`]).
 pub fn bounds_checked(
     module: VerifiedModule,
@@ -101,6 +102,8 @@ pub fn bounds_checked(
     let mut module = insert_bounds_checks(module, options).into_inner();
     nacre_kernel::hoist_grid_stride_checks(&mut module);
     nacre_kernel::remove_proven_kernel_checks(&mut module);
+    nacre_kernel::hoist_guarded_global_checks(&mut module);
+    nacre_kernel::move_uniform_checks_to_launches(&mut module);
     Ok(nacre_ir::verify(module)?)
 }
 

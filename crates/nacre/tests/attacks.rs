@@ -429,6 +429,27 @@ fn run_grid_stride_write(out: Ptr<u32>, n: Val<u32>) {
     );
 }
 
+/// One thread per element under a guard: `if i < n { out[i] = i }` (its check is made once
+/// per launch, on the host, for `min(n, threads)` elements).
+#[kernel]
+fn k_guarded_write(out: Ptr<u32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        out[i] = i;
+    }
+}
+
+/// Launches [`k_guarded_write`] on enough blocks of [`THREADS`] for `n` (at most [`BLOCKS`]).
+#[jit]
+fn run_guarded_write(out: Ptr<u32>, n: Val<u32>, blocks: Val<u32>) {
+    launch(
+        k_guarded_write,
+        Grid::new(blocks),
+        Block::new(THREADS),
+        (out, n),
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. Host code: reads and writes outside the lent memory
 
@@ -725,6 +746,29 @@ fn kernel_out_of_bounds_body(case: &str, log: &mut Log) {
             let what = format!("{name}: write shared[tid + 1] of a shared array of 128");
             out_of_bounds(log, what, shared.call(&mut out, 1u32), None);
         }
+
+        // A guard `i < n` with `n` past the end; with `n` in bounds but more threads.
+        let guarded = engine.compile(run_guarded_write).unwrap();
+        let mut g = vec![KGUARD; 2 * N];
+        guarded.call(&mut g[..N], N as u32 - 1, BLOCKS).unwrap();
+        let last = if mode == CpuMode::Grid { N - 1 } else { 1 };
+        assert!(
+            (0..last).all(|i| g[i] == i as u32),
+            "{name}: guarded in bounds"
+        );
+        assert!(g[N - 1..].iter().all(|&x| x == KGUARD), "{name}: guarded");
+        for (len, blocks) in [(N as u32 + 1, BLOCKS + 1), (u32::MAX, BLOCKS + 1)] {
+            let what = format!("{name}: guarded write of {len} into N");
+            // Also in serial mode, where thread 0 alone runs: the launch asked for the rest.
+            out_of_bounds(log, what, guarded.call(&mut g[..N], len, blocks), Some(0));
+            assert!(
+                g[N..].iter().all(|&x| x == KGUARD),
+                "{name}: guarded past the end"
+            );
+        }
+        // More threads than elements, all of them guarded off: no access, no trap.
+        guarded.call(&mut g[..N], N as u32, BLOCKS + 1).unwrap();
+        assert!(g[N..].iter().all(|&x| x == KGUARD), "{name}: guarded");
 
         // A grid-stride loop past the end, before and after its C tier is compiled.
         let mut g = vec![KGUARD; 2 * N];

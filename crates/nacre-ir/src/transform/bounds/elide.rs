@@ -138,7 +138,7 @@ impl CountedLoop {
             let insts = func.blocks[block].insts.clone();
             for inst in insts {
                 if let Some(hoisted) = self.hoistable(func, dom, inst) {
-                    self.check_range(func, hoisted);
+                    check_range(func, self.preheader, self.init, self.bound, hoisted);
                     func.blocks[block].insts.retain(|&i| i != inst);
                     removed += 1;
                 }
@@ -170,59 +170,64 @@ impl CountedLoop {
             trap,
         })
     }
-
-    /// Checks `p[init]` and `p[bound - 1]` at the end of the preheader, when `init < bound`.
-    fn check_range(&self, func: &mut Function, h: Hoisted) {
-        let ty = func.values[self.index].ty;
-        let mut b = FunctionBuilder::detached(func);
-        let runs = b.cmp(CmpOp::Lt, self.init, self.bound);
-        let one = b.const_bits(ty, 1);
-        let last = b.binary(BinaryOp::Sub, self.bound, one);
-        // Addresses are `p + i * size`, wrapping: the range is contiguous only while no
-        // `i * size` wraps. An index of magnitude 2^58 or more is out of bounds of any
-        // allocation, so such a loop traps (its first or last access would have).
-        let bytes = match ty.scalar().filter(|s| s.bytes() == 8) {
-            Some(s) => {
-                let fits = |b: &mut FunctionBuilder<'_>, i: Value| {
-                    let x = if s.is_signed_int() {
-                        let half = b.const_bits(ty, 1 << 58);
-                        b.binary(BinaryOp::Add, i, half)
-                    } else {
-                        i
-                    };
-                    let x = b.cast(x, Type::U64);
-                    let limit =
-                        b.const_bits(Type::U64, 1 << if s.is_signed_int() { 59 } else { 58 });
-                    b.cmp(CmpOp::Lt, x, limit)
-                };
-                let (f0, f1) = (fits(&mut b, self.init), fits(&mut b, last));
-                let safe = b.binary(BinaryOp::And, f0, f1);
-                let none = b.const_bits(Type::U64, 0);
-                b.select(safe, h.bytes, none)
-            }
-            None => h.bytes,
-        };
-        let all = b.const_bits(Type::U64, u64::MAX);
-        let bytes = b.select(runs, bytes, all);
-        for i in [self.init, last] {
-            let elem = b.elem_ptr(h.ptr, i);
-            let addr = b.select(runs, elem, h.base);
-            b.bounds_check(addr, h.base, bytes, h.trap);
-        }
-        let made = b.into_insts();
-        let insts = &mut func.blocks[self.preheader].insts;
-        let at = insts.len() - 1;
-        insts.splice(at..at, made);
-    }
 }
 
-/// A check to hoist.
-#[derive(Copy, Clone)]
-struct Hoisted {
-    ptr: Value,
-    base: Value,
-    bytes: Value,
-    trap: crate::Trap,
+/// Checks `p[init]` and `p[bound - 1]` (the first and last of the indices `init..bound`, whose
+/// integer type they share) before the terminator of `block`, when `init < bound`; checks
+/// nothing otherwise. Branch-free: an empty range checks its base against all of memory.
+pub fn check_range(func: &mut Function, block: Block, init: Value, bound: Value, h: Hoisted) {
+    let ty = func.values[init].ty;
+    let mut b = FunctionBuilder::detached(func);
+    let runs = b.cmp(CmpOp::Lt, init, bound);
+    let one = b.const_bits(ty, 1);
+    let last = b.binary(BinaryOp::Sub, bound, one);
+    // Addresses are `p + i * size`, wrapping: the range is contiguous only while no
+    // `i * size` wraps. An index of magnitude 2^58 or more is out of bounds of any
+    // allocation, so such a loop traps (its first or last access would have).
+    let bytes = match ty.scalar().filter(|s| s.bytes() == 8) {
+        Some(s) => {
+            let fits = |b: &mut FunctionBuilder<'_>, i: Value| {
+                let x = if s.is_signed_int() {
+                    let half = b.const_bits(ty, 1 << 58);
+                    b.binary(BinaryOp::Add, i, half)
+                } else {
+                    i
+                };
+                let x = b.cast(x, Type::U64);
+                let limit = b.const_bits(Type::U64, 1 << if s.is_signed_int() { 59 } else { 58 });
+                b.cmp(CmpOp::Lt, x, limit)
+            };
+            let (f0, f1) = (fits(&mut b, init), fits(&mut b, last));
+            let safe = b.binary(BinaryOp::And, f0, f1);
+            let none = b.const_bits(Type::U64, 0);
+            b.select(safe, h.bytes, none)
+        }
+        None => h.bytes,
+    };
+    let all = b.const_bits(Type::U64, u64::MAX);
+    let bytes = b.select(runs, bytes, all);
+    for i in [init, last] {
+        let elem = b.elem_ptr(h.ptr, i);
+        let addr = b.select(runs, elem, h.base);
+        b.bounds_check(addr, h.base, bytes, h.trap);
+    }
+    let made = b.into_insts();
+    let insts = &mut func.blocks[block].insts;
+    let at = insts.len() - 1;
+    insts.splice(at..at, made);
+}
+
+/// A check of `ptr[i]` to replace by checks of a range of `i`.
+#[derive(Copy, Clone, Debug)]
+pub struct Hoisted {
+    /// The pointer indexed.
+    pub ptr: Value,
+    /// Its memory's base.
+    pub base: Value,
+    /// Its memory's size in bytes.
+    pub bytes: Value,
+    /// The trap of the check replaced.
+    pub trap: crate::Trap,
 }
 
 /// The blocks of the natural loop headed by `header`, in layout order.
