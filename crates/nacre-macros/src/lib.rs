@@ -78,6 +78,7 @@
 //!   name (inside the `nacre` crate itself, `extern crate self as nacre;`).
 
 mod analysis;
+mod carry;
 mod expand;
 mod rewrite;
 mod state;
@@ -102,4 +103,22 @@ pub fn jit(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::expand("kernel", attr.into(), item.into()).into()
+}
+
+/// Makes a struct carriable through traced control flow (`impl nacre::Carry`): assigned in a
+/// traced `if` or loop, its traced fields become block parameters, its plain fields must agree
+/// on every path. Every field must be carriable: `Val<T>`, `Ptr<T>`, plain scalars, arrays
+/// and tuples of them, and other `#[derive(Carry)]` structs. The struct must be `Copy`.
+///
+/// ```ignore
+/// #[derive(Clone, Copy, nacre::Carry)]
+/// struct Stats { sum: Val<f64>, count: Val<u32> }
+/// ```
+#[proc_macro_derive(Carry)]
+pub fn derive_carry(item: TokenStream) -> TokenStream {
+    match syn::parse::<syn::DeriveInput>(item) {
+        Ok(input) => carry::derive(input).unwrap_or_else(|e| e.to_compile_error()),
+        Err(e) => e.to_compile_error(),
+    }
+    .into()
 }

@@ -32,7 +32,7 @@ pub enum Slot {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be carried through traced control flow",
     label = "assigned inside a traced `if`/loop or returned from it, but not carriable",
-    note = "carriable types are `Val<T>`, `Ptr<T>`, plain scalars (`i32`, `bool`, `usize`, ...), and tuples and arrays of them"
+    note = "carriable types are `Val<T>`, `Ptr<T>`, plain scalars (`i32`, `bool`, `usize`, ...), tuples and arrays of them, and structs of them with `#[derive(nacre::Carry)]`"
 )]
 pub trait Carry: Copy + 'static {
     /// Appends this value's slots.

@@ -36,7 +36,7 @@ pub use identity::Handle;
 pub use ptr::{Ptr, RawPtr};
 pub use region::Region;
 pub use signature::{direct_call, trace, HostValue, Param, Ret, TraceFn, Traced};
-pub use val::{select, Index, IntoVal, Val};
+pub use val::{select, Arith, Bits, Float, Index, Int, IntoVal, Num, Signed, Val};
 
 /// Whether a trace is being recorded on this thread (otherwise values are concrete).
 pub fn is_tracing() -> bool {

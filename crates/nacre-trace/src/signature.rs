@@ -183,6 +183,12 @@ impl Ret for () {
 
 /// A Rust function (or closure) over traced parameters that can be traced. `Args` is the tuple
 /// of its parameter types.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be traced: a parameter or the return type is not a traced type",
+    label = "not a function of traced values",
+    note = "parameters must be `Val<T>` (T: bool, i8..i64, u8..u64, f32, f64) or `Ptr<T>`, at most 8 of them; the return type one of those or `()`",
+    note = "a host integer such as `usize` becomes `Val<u64>` (or `Val<i64>`); a reference `&[T]` becomes `Ptr<T>`, lent at the call"
+)]
 pub trait TraceFn<Args>: Send + Sync + 'static {
     /// The return type.
     type Ret: Ret;

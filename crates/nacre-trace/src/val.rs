@@ -22,6 +22,7 @@
 
 use crate::context::with_tracer;
 use crate::identity::Handle;
+use crate::signature::HostValue;
 use nacre_ir::semantics::{self, ScalarValue};
 use nacre_ir::{BinaryOp, CmpOp, Const, Trap, Type, UnaryOp};
 use std::fmt;
@@ -279,6 +280,11 @@ pub fn select<T: ScalarValue>(
 }
 
 /// Values that convert to a `Val<T>`: the `Val` itself or a plain `T` (which becomes a constant).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `Val<{T}>` or a `{T}`",
+    label = "expected a `Val<{T}>` or a `{T}` here",
+    note = "convert a traced value with `.cast::<{T}>()` (Rust `as` semantics), a plain one with `as {T}`"
+)]
 pub trait IntoVal<T: ScalarValue>: Copy {
     /// The traced value.
     fn into_val(self) -> Val<T>;
@@ -308,12 +314,35 @@ impl<T: ScalarValue> From<T> for Val<T> {
 pub trait Arith: ScalarValue {}
 /// Types with bitwise operators: integers and `bool`.
 pub trait Bits: ScalarValue {}
-/// Integer types (shifts).
-pub trait Int: ScalarValue {}
-/// Float types (sqrt, floor, ceil, fma).
-pub trait Float: ScalarValue {}
+
+/// The numbers (integers and floats): the one bound generic traced code needs. A
+/// `fn f<T: Num>(a: Val<T>, b: Val<T>) -> Val<T>` can use arithmetic, comparisons
+/// (`<`, `==`, ...), `select`, carry values through `if` and loops, take and return them, and
+/// `engine.compile(f::<f32>)` compiles it. [`Int`] adds bitwise operators and shifts, [`Float`]
+/// `sqrt`, `floor`, `ceil` and `fma`, [`Signed`] negation.
+pub trait Num: Arith + HostValue {
+    /// Zero.
+    const ZERO: Self;
+    /// One.
+    const ONE: Self;
+}
+/// Integer types: [`Num`] with bitwise operators and shifts.
+pub trait Int: Num + Bits {}
+/// Float types: [`Num`] with sqrt, floor, ceil and fma.
+pub trait Float: Num {}
 /// Types with negation: signed integers and floats.
-pub trait Signed: ScalarValue {}
+pub trait Signed: Num {}
+
+macro_rules! num {
+    ($zero:expr, $one:expr; $($t:ty),*) => {$(
+        impl Num for $t {
+            const ZERO: $t = $zero;
+            const ONE: $t = $one;
+        }
+    )*};
+}
+num!(0, 1; i8, i16, i32, i64, u8, u16, u32, u64);
+num!(0.0, 1.0; f32, f64);
 
 macro_rules! markers {
     ($tr:ident: $($t:ty),*) => { $(impl $tr for $t {})* };

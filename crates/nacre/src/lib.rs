@@ -41,8 +41,12 @@ pub use options::{
 };
 pub use runtimes::{DeviceKind, RuntimeOptions};
 
-pub use nacre_macros::{jit, kernel};
-pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, TraceError, Traced, Val};
+pub use nacre_macros::{jit, kernel, Carry};
+pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, Slot, TraceError, Traced, Val};
+/// The bounds generic traced code uses: `fn f<T: Num>(a: Val<T>, b: Val<T>)` needs nothing
+/// else for arithmetic, comparisons, `select` and control flow ([`Int`] adds bitwise operators
+/// and shifts, [`Float`] `sqrt`/`floor`/`ceil`/`fma`, [`Signed`] negation).
+pub use nacre_trace::{Arith, Bits, Float, HostValue, Int, IntoVal, Num, Scalar, Signed};
 
 pub use nacre_backend::{Backend, BackendError, Linkage};
 /// The GPU programming model: kernels, launches, indices, barriers, shared arrays and

@@ -68,36 +68,81 @@ impl<A: PartialEq<B>, B> Equality<B> for A {
     }
 }
 
-/// `Compare` and `Equality` for one pair of operand types of scalar `$t`, at least one traced;
-/// `$d` is `*` for reference operands.
+/// `Compare` (and with `eq`, `Equality`) for one pair of operand types, at least one traced,
+/// generic over the scalar `T`, so that generic code compares `Val<T>`s with no bound beyond
+/// `T: Scalar`; `$d` is `*` for reference operands.
 macro_rules! traced_compare {
-    ($t:ty; $lhs:ty, $rhs:ty; $($d:tt)?) => {
-        impl Compare<$rhs> for $lhs {
+    ($lhs:ty, $rhs:ty; $($d:tt)?) => {
+        impl<T: ScalarValue> Compare<$rhs> for $lhs {
             type Output = Val<bool>;
-            fn lt(self, rhs: $rhs) -> Val<bool> { IntoVal::<$t>::into_val($($d)? self).lt($($d)? rhs) }
-            fn le(self, rhs: $rhs) -> Val<bool> { IntoVal::<$t>::into_val($($d)? self).le($($d)? rhs) }
-            fn gt(self, rhs: $rhs) -> Val<bool> { IntoVal::<$t>::into_val($($d)? self).gt($($d)? rhs) }
-            fn ge(self, rhs: $rhs) -> Val<bool> { IntoVal::<$t>::into_val($($d)? self).ge($($d)? rhs) }
+            fn lt(self, rhs: $rhs) -> Val<bool> { IntoVal::<T>::into_val($($d)? self).lt($($d)? rhs) }
+            fn le(self, rhs: $rhs) -> Val<bool> { IntoVal::<T>::into_val($($d)? self).le($($d)? rhs) }
+            fn gt(self, rhs: $rhs) -> Val<bool> { IntoVal::<T>::into_val($($d)? self).gt($($d)? rhs) }
+            fn ge(self, rhs: $rhs) -> Val<bool> { IntoVal::<T>::into_val($($d)? self).ge($($d)? rhs) }
         }
-        impl Equality<$rhs> for $lhs {
+    };
+    (eq $lhs:ty, $rhs:ty; $($d:tt)?) => {
+        traced_compare!($lhs, $rhs; $($d)?);
+        traced_equality!(T: ScalarValue; T; $lhs, $rhs; $($d)?);
+    };
+}
+
+/// `Equality` for one pair of operand types of scalar `$t` (generic where `$g` declares it).
+macro_rules! traced_equality {
+    ($($g:ident: $b:path)?; $t:ty; $lhs:ty, $rhs:ty; $($d:tt)?) => {
+        impl<$($g: $b)?> Equality<$rhs> for $lhs {
             type Output = Val<bool>;
             fn eq(self, rhs: $rhs) -> Val<bool> { IntoVal::<$t>::into_val($($d)? self).eq($($d)? rhs) }
             fn ne(self, rhs: $rhs) -> Val<bool> { IntoVal::<$t>::into_val($($d)? self).ne($($d)? rhs) }
         }
     };
 }
+traced_compare!(Val<T>, T;);
+traced_compare!(eq Val<T>, Val<T>;);
+traced_compare!(&Val<T>, &T; *);
+traced_compare!(eq &Val<T>, &Val<T>; *);
 
-macro_rules! compare_val {
+/// `Val<T> == T` per scalar type: a generic impl could overlap the plain `PartialEq` one (a
+/// downstream crate may implement `PartialEq<Local> for Val<Local>`, as far as coherence knows).
+macro_rules! mixed_equality {
     ($($t:ty),*) => {$(
-        traced_compare!($t; Val<$t>, $t;);
-        traced_compare!($t; Val<$t>, Val<$t>;);
-        traced_compare!($t; $t, Val<$t>;);
-        traced_compare!($t; &Val<$t>, &$t; *);
-        traced_compare!($t; &Val<$t>, &Val<$t>; *);
-        traced_compare!($t; &$t, &Val<$t>; *);
+        traced_equality!(; $t; Val<$t>, $t;);
+        traced_equality!(; $t; &Val<$t>, &$t; *);
     )*};
 }
-compare_val!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+mixed_equality!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+/// `T op Val<T>` (a plain scalar on the left) for each scalar type: a generic `impl<T> ..
+/// for T` would cover every type, so these stay one per type.
+macro_rules! scalar_lhs_compare {
+    ($($t:ty),*) => {$(
+        impl Compare<Val<$t>> for $t {
+            type Output = Val<bool>;
+            fn lt(self, rhs: Val<$t>) -> Val<bool> { Val::new(self).lt(rhs) }
+            fn le(self, rhs: Val<$t>) -> Val<bool> { Val::new(self).le(rhs) }
+            fn gt(self, rhs: Val<$t>) -> Val<bool> { Val::new(self).gt(rhs) }
+            fn ge(self, rhs: Val<$t>) -> Val<bool> { Val::new(self).ge(rhs) }
+        }
+        impl Equality<Val<$t>> for $t {
+            type Output = Val<bool>;
+            fn eq(self, rhs: Val<$t>) -> Val<bool> { Val::new(self).eq(rhs) }
+            fn ne(self, rhs: Val<$t>) -> Val<bool> { Val::new(self).ne(rhs) }
+        }
+        impl Compare<&Val<$t>> for &$t {
+            type Output = Val<bool>;
+            fn lt(self, rhs: &Val<$t>) -> Val<bool> { Val::new(*self).lt(*rhs) }
+            fn le(self, rhs: &Val<$t>) -> Val<bool> { Val::new(*self).le(*rhs) }
+            fn gt(self, rhs: &Val<$t>) -> Val<bool> { Val::new(*self).gt(*rhs) }
+            fn ge(self, rhs: &Val<$t>) -> Val<bool> { Val::new(*self).ge(*rhs) }
+        }
+        impl Equality<&Val<$t>> for &$t {
+            type Output = Val<bool>;
+            fn eq(self, rhs: &Val<$t>) -> Val<bool> { Val::new(*self).eq(*rhs) }
+            fn ne(self, rhs: &Val<$t>) -> Val<bool> { Val::new(*self).ne(*rhs) }
+        }
+    )*};
+}
+scalar_lhs_compare!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 
 /// `Compare` and `Equality` for pointers (by address), by value or by reference.
 macro_rules! compare_ptr {

@@ -1,0 +1,61 @@
+//! `#[derive(Carry)]`: a struct of traced values (and of other carriable values: nested
+//! structs, arrays, tuples, plain scalars) carried through traced control flow field by field.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{parse_quote, Data, DeriveInput, Error, Fields, Index, Member};
+
+/// The `impl ::nacre::Carry` of a struct: its fields flattened in declaration order and
+/// rebuilt in the same order. Enums and unions are an error.
+pub(crate) fn derive(input: DeriveInput) -> Result<TokenStream, Error> {
+    let Data::Struct(data) = &input.data else {
+        return Err(Error::new_spanned(
+            &input.ident,
+            "`#[derive(Carry)]` supports structs only: carry an enum as its integer `Val`",
+        ));
+    };
+    let name = &input.ident;
+    let members: Vec<Member> = match &data.fields {
+        Fields::Named(f) => f
+            .named
+            .iter()
+            .map(|f| Member::Named(f.ident.clone().expect("named fields have names")))
+            .collect(),
+        Fields::Unnamed(f) => (0..f.unnamed.len())
+            .map(|i| Member::Unnamed(Index::from(i)))
+            .collect(),
+        Fields::Unit => Vec::new(),
+    };
+    let mut generics = input.generics.clone();
+    let clause = generics.make_where_clause();
+    for field in &data.fields {
+        let ty = &field.ty;
+        // Spanned at the field's type, so that a field that cannot be carried is named.
+        let bound = quote_spanned!(ty.span()=> #ty: ::nacre::Carry);
+        clause.predicates.push(parse_quote!(#bound));
+    }
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let carry = quote!(::nacre::Carry);
+    Ok(quote! {
+        impl #impl_generics #carry for #name #ty_generics #where_clause {
+            fn flatten(&self, out: &mut ::std::vec::Vec<::nacre::Slot>) {
+                #( #carry::flatten(&self.#members, out); )*
+            }
+            fn flatten_as(
+                &self,
+                out: &mut ::std::vec::Vec<::nacre::Slot>,
+                operation: &'static str,
+            ) {
+                #( #carry::flatten_as(&self.#members, out, operation); )*
+            }
+            fn rebuild(slots: &mut ::std::slice::Iter<'_, ::nacre::Slot>) -> Self {
+                // Struct expressions evaluate their fields in the order written.
+                Self { #( #members: #carry::rebuild(slots), )* }
+            }
+            fn unreachable_value() -> Self {
+                Self { #( #members: #carry::unreachable_value(), )* }
+            }
+        }
+    })
+}

@@ -1,0 +1,114 @@
+//! Generic traced code with `nacre` as the only dependency: one bound (`Num`, `Float`)
+//! and `engine.compile(f::<T>)`.
+
+use nacre::gpu::{global_id_x, launch, Array, Block, Grid};
+use nacre::prelude::*;
+use nacre::{Float, Num};
+
+/// `min(a + b, hi)` for any number type.
+#[jit]
+fn clamped_sum<T: Num>(a: Val<T>, b: Val<T>, hi: Val<T>) -> Val<T> {
+    let s = a + b;
+    if s > hi {
+        hi
+    } else {
+        s
+    }
+}
+
+/// `0 + 1 + .. + (n - 1)`, counting in `T`.
+#[jit]
+fn triangle<T: Num>(n: Val<T>) -> Val<T> {
+    let mut acc = Val::new(T::ZERO);
+    let mut i = Val::new(T::ZERO);
+    while i < n {
+        acc += i;
+        i += T::ONE;
+    }
+    acc
+}
+
+/// The length of `(x, y)`, for either float type.
+#[jit]
+fn hypot<T: Float>(x: Val<T>, y: Val<T>) -> Val<T> {
+    (x * x + y * y).sqrt()
+}
+
+#[test]
+fn one_generic_function_compiles_for_every_number_type() {
+    let engine = Engine::new(Options::default()).unwrap();
+    assert_eq!(
+        engine
+            .compile(clamped_sum::<i32>)
+            .unwrap()
+            .call(2, 3, 4)
+            .unwrap(),
+        4
+    );
+    assert_eq!(
+        engine
+            .compile(clamped_sum::<u8>)
+            .unwrap()
+            .call(2, 1, 4)
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        engine
+            .compile(clamped_sum::<f64>)
+            .unwrap()
+            .call(0.5, 0.25, 4.0)
+            .unwrap(),
+        0.75
+    );
+    assert_eq!(
+        engine.compile(triangle::<u64>).unwrap().call(10).unwrap(),
+        45
+    );
+    assert_eq!(
+        engine.compile(triangle::<f32>).unwrap().call(4.0).unwrap(),
+        6.0
+    );
+    assert_eq!(
+        engine
+            .compile(hypot::<f32>)
+            .unwrap()
+            .call(3.0, 4.0)
+            .unwrap(),
+        5.0
+    );
+}
+
+/// `y[i] = a * x[i] + y[i]` for any number type.
+#[kernel]
+fn axpy<T: Num>(a: Val<T>, x: Ptr<T>, y: Ptr<T>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+#[jit]
+fn run_axpy<T: Num>(a: Val<T>, x: Ptr<T>, y: Ptr<T>, n: Val<u32>) {
+    launch(
+        axpy::<T>,
+        Grid::new((n + 255) / 256),
+        Block::new(256u32),
+        (a, x, y, n),
+    );
+}
+
+#[test]
+fn a_generic_kernel_runs_for_two_types() {
+    let engine = Engine::new(Options::default()).unwrap();
+    let f = engine.compile(run_axpy::<f32>).unwrap();
+    let x = Array::copy(&[1.0f32, 2.0, 3.0]).unwrap();
+    let mut y = Array::copy(&[10.0f32, 20.0, 30.0]).unwrap();
+    f.call(2.0, &x, &mut y, 3).unwrap();
+    assert_eq!(y.as_slice(), &[12.0, 24.0, 36.0]);
+    let g = engine.compile(run_axpy::<i64>).unwrap();
+    let x = vec![1i64, -2, 3];
+    let mut y = vec![0i64; 3];
+    g.call(-3, &x, &mut y, 3).unwrap();
+    assert_eq!(y, [-3, 6, -9]);
+}
