@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod dump;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -30,6 +31,22 @@ enum Command {
         #[command(subcommand)]
         suite: bench::Suite,
     },
+    /// Compile a corpus function or kernel with stage dumps on: `nacre dump gcd`,
+    /// `nacre dump block_sum --stages ir,backend --backend c --dir dumps/`. Programs get the
+    /// same dumps from the `NACRE_DUMP` environment variable (e.g. `NACRE_DUMP=ir:/tmp/d`).
+    Dump {
+        /// The corpus function or kernel (an unknown name lists them all).
+        name: String,
+        /// Stages: trace, passes, ir, backend, or all (comma-separated).
+        #[arg(long, default_value = "all")]
+        stages: String,
+        /// Backend: interp, cranelift (default) or c.
+        #[arg(long, default_value = "cranelift")]
+        backend: String,
+        /// Write one file per function and stage into this folder instead of standard error.
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -39,5 +56,11 @@ fn main() -> Result<()> {
     }) {
         Command::Demo { backend } => demo::run(&backend),
         Command::Bench { suite } => bench::run(&suite),
+        Command::Dump {
+            name,
+            stages,
+            backend,
+            dir,
+        } => dump::run(&name, &backend, &stages, dir),
     }
 }

@@ -142,6 +142,7 @@ pub fn run(args: &CpuArgs) -> Result<()> {
     suite::exec_suite(&mut h).context("exec benchmarks")?;
     suite::tiered_suite(&mut h).context("tiered benchmarks")?;
 
+    report::ensure_matched(&args.filter, &h.results.rows)?;
     let wall = started.elapsed();
     report::print(&h.results.rows);
     eprintln!(

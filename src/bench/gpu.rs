@@ -729,6 +729,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     s.compile("blocksum", |e| e.compile(run_block_sum))?;
     s.compile("logistic", |e| e.compile(run_logistic))?;
 
+    report::ensure_matched(&args.filter, &s.h.results.rows)?;
     let wall = started.elapsed();
     print_report(&s, threads);
     eprintln!(

@@ -30,6 +30,13 @@ pub enum Suite {
 
 /// Runs a benchmark suite.
 pub fn run(suite: &Suite) -> Result<()> {
+    let json = match suite {
+        Suite::Cpu(args) => &args.json,
+        Suite::Gpu(args) => &args.json,
+    };
+    if let Some(path) = json {
+        report::check_writable(path)?;
+    }
     match suite {
         Suite::Cpu(args) => cpu::run(args),
         Suite::Gpu(args) => gpu::run(args),

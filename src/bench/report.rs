@@ -4,7 +4,7 @@
 
 use super::measure::Stats;
 use super::seed_figures::{counterparts, figure};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -351,6 +351,38 @@ pub fn to_json(rows: &[Row]) -> Value {
         "machine": machine(),
         "command": command(),
     })
+}
+
+/// Checks before a run that `path` can be written (its folder created, the file opened
+/// without truncating it), so that a long run does not end in a failed write.
+pub fn check_writable(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--json {}: cannot create its folder", path.display()))?;
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .with_context(|| format!("--json {}: cannot write there", path.display()))?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
+/// Fails when `filter` is set but selected none of the suite's benchmarks.
+pub fn ensure_matched(filter: &[String], rows: &[Row]) -> Result<()> {
+    if !filter.is_empty() && rows.is_empty() {
+        anyhow::bail!(
+            "--filter {} matched no benchmark of this suite (names are substrings of rows such \
+             as `exec_cranelift_sum` or `gpu_cpu_saxpy_1048576`; run without --filter to see \
+             them all)",
+            filter.join(",")
+        );
+    }
+    Ok(())
 }
 
 /// Writes the JSON document of `rows` ([`to_json`]) to `path`, creating its folder.

@@ -449,6 +449,48 @@ fn check_prefix_sum(engine: &Engine, n: usize) -> Result<(), String> {
     compare("prefix sum", data.as_slice(), &want)
 }
 
+/// Bulk memory in a kernel: thread `r` copies 12 elements of row `r` (16 wide) from `src` to
+/// `dst` (`nacre::mem::copy`) and fills the row's last 4 with `r` (`nacre::mem::fill`).
+#[kernel]
+pub fn copy_rows(dst: Ptr<f32>, src: Ptr<f32>, rows: Val<u32>) {
+    let r = global_id_x();
+    if r < rows {
+        let at = (r * 16u32).cast::<u64>();
+        nacre::mem::copy(dst.offset(at), src.offset(at), Val::new(12u64));
+        nacre::mem::fill(dst.offset(at + 12u64), r.cast::<f32>(), Val::new(4u64));
+    }
+}
+
+/// Launches [`copy_rows`] with one thread per row (64 per block).
+#[jit]
+pub fn run_copy_rows(dst: Ptr<f32>, src: Ptr<f32>, rows: Val<u32>) {
+    launch(
+        copy_rows,
+        Grid::new((rows + 63) / 64),
+        Block::new(64u32),
+        (dst, src, rows),
+    );
+}
+
+fn check_copy_rows(engine: &Engine, n: usize) -> Result<(), String> {
+    let rows = (n / 16).max(1);
+    let xv = random_f32(rows * 16, 5);
+    let src = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut dst = Array::<f32>::alloc_on(engine.device(), rows * 16).map_err(err)?;
+    let f = engine.compile(run_copy_rows).map_err(err)?;
+    f.call(&mut dst, &src, rows as u32).map_err(err)?;
+    let want: Vec<f32> = xv
+        .chunks(16)
+        .enumerate()
+        .flat_map(|(r, row)| {
+            let mut out = row.to_vec();
+            out[12..].fill(r as f32);
+            out
+        })
+        .collect();
+    compare_f32("copied rows", dst.as_slice(), &want, 0.0)
+}
+
 /// Block sum: each block reduces 256 elements in shared memory (tree reduction with
 /// barriers) and writes its sum to `out[blockIdx.x]`.
 #[kernel]
@@ -795,6 +837,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_prefix_sum,
             trace: || nacre::trace_module(&run_prefix_sum),
+        },
+        KernelCase {
+            name: "copy_rows",
+            grid_stride: false,
+            check: check_copy_rows,
+            trace: || nacre::trace_module(&run_copy_rows),
         },
         KernelCase {
             name: "block_sum",

@@ -108,12 +108,13 @@ pub fn bounds_checked(
 }
 
 impl Engine {
-    /// An engine with these options.
+    /// An engine with these options (dumps as `NACRE_DUMP` asks, where it is set).
     ///
     /// The kernel runtime of [`Options::runtime`] is opened now, so that a machine without a
     /// usable GPU, driver or NVRTC fails here with [`Error::Runtime`] saying what is missing
     /// ([`crate::DeviceKind::best_available`] picks the CPU there instead).
     pub fn new(options: Options) -> Result<Engine, Error> {
+        let options = options.with_env_dumps()?;
         options.validate()?;
         let runtime = runtimes::open(&options)?;
         Engine::assemble(options, runtime)
@@ -125,6 +126,7 @@ impl Engine {
         options: Options,
         runtime: Arc<dyn KernelRuntime>,
     ) -> Result<Engine, Error> {
+        let options = options.with_env_dumps()?;
         options.validate()?;
         Engine::assemble(options, runtime)
     }

@@ -24,10 +24,13 @@
 //! assert_eq!(f.call(10).unwrap(), 0 + 3 + 6 + 9);
 //! ```
 
+extern crate self as nacre;
+
 pub mod args;
 mod compiled;
 mod engine;
 mod error;
+pub mod mem;
 mod options;
 pub mod runtimes;
 
@@ -37,7 +40,7 @@ pub use engine::{bounds_checked, make_backend, optimize, trace_module, Engine};
 pub use error::Error;
 pub use options::{
     BackendKind, COptions, DumpOptions, DumpTarget, FirstTier, OptLevel, Options, SecondTier,
-    Stage, Tiering,
+    Stage, Tiering, DUMP_VAR,
 };
 pub use runtimes::{DeviceKind, RuntimeOptions};
 

@@ -126,6 +126,47 @@ pub struct DumpOptions {
     pub target: DumpTarget,
 }
 
+/// The environment variable that turns dumps on without changing code (see
+/// [`DumpOptions::parse`]); [`crate::Engine::new`] reads it.
+pub const DUMP_VAR: &str = "NACRE_DUMP";
+
+impl DumpOptions {
+    /// Parses a [`DUMP_VAR`] setting: comma-separated stage names (`trace`, `passes`, `ir`,
+    /// `backend`, or `all`), then optionally `:` and a folder to write them to instead of
+    /// standard error. `NACRE_DUMP=ir,backend` or `NACRE_DUMP=all:/tmp/dumps`.
+    pub fn parse(setting: &str) -> Result<DumpOptions, crate::Error> {
+        let (names, folder) = match setting.split_once(':') {
+            Some((names, folder)) => (names, Some(folder)),
+            None => (setting, None),
+        };
+        let mut stages: Vec<Stage> = Vec::new();
+        for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let named: Vec<Stage> = match name {
+                "all" => Stage::ALL.to_vec(),
+                _ => vec![Stage::ALL
+                    .into_iter()
+                    .find(|s| s.name() == name)
+                    .ok_or_else(|| {
+                        crate::Error::InvalidOption(format!(
+                            "{DUMP_VAR}: unknown stage `{name}`; the stages are trace, passes, \
+                             ir, backend (or all), optionally followed by `:FOLDER`"
+                        ))
+                    })?],
+            };
+            for stage in named {
+                if !stages.contains(&stage) {
+                    stages.push(stage);
+                }
+            }
+        }
+        let target = match folder {
+            Some(f) => DumpTarget::Dir(PathBuf::from(f)),
+            None => DumpTarget::Console,
+        };
+        Ok(DumpOptions { stages, target })
+    }
+}
+
 /// Options of an [`crate::Engine`].
 #[derive(Clone, PartialEq, Debug, Default)]
 pub struct Options {
@@ -137,7 +178,8 @@ pub struct Options {
     pub opt_level: OptLevel,
     /// C backend settings.
     pub c: COptions,
-    /// Stage dumps.
+    /// Stage dumps (replaced by the [`DUMP_VAR`] environment variable, `NACRE_DUMP`, where it
+    /// is set).
     pub dump: DumpOptions,
     /// Where kernels launched by traced host functions run, with that runtime's options
     /// (default: the CPU in grid mode).
@@ -158,6 +200,15 @@ impl Options {
         }
     }
 
+    /// These options with the dumps the [`DUMP_VAR`] environment variable asks for, where it
+    /// is set (a bad setting is [`crate::Error::InvalidOption`]).
+    pub fn with_env_dumps(mut self) -> Result<Options, crate::Error> {
+        if let Ok(setting) = std::env::var(DUMP_VAR) {
+            self.dump = DumpOptions::parse(&setting)?;
+        }
+        Ok(self)
+    }
+
     /// Checks the options for values that cannot work.
     pub fn validate(&self) -> Result<(), crate::Error> {
         if self.c.compiler.trim().is_empty() {
@@ -173,5 +224,23 @@ impl Options {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_settings_parse_stages_and_a_folder() {
+        let d = DumpOptions::parse("ir,backend").unwrap();
+        assert_eq!(d.stages, [Stage::Ir, Stage::Backend]);
+        assert_eq!(d.target, DumpTarget::Console);
+        let d = DumpOptions::parse("all,ir:/tmp/dumps").unwrap();
+        assert_eq!(d.stages, Stage::ALL);
+        assert_eq!(d.target, DumpTarget::Dir(PathBuf::from("/tmp/dumps")));
+        assert!(DumpOptions::parse("").unwrap().stages.is_empty());
+        let err = DumpOptions::parse("trace,asm").unwrap_err().to_string();
+        assert!(err.contains("unknown stage `asm`"), "{err}");
     }
 }

@@ -889,6 +889,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         device: device_json(&info),
         quick: args.quick,
     };
+    super::super::report::ensure_matched(&args.filter, &outcome.rows)?;
     super::cuda_report::print(&outcome);
     eprintln!(
         "\n{} benchmarks in {:.1} s",

@@ -1,4 +1,5 @@
-//! Loops over memory through pointers: sum, in-place update, prefix sum, search.
+//! Loops over memory through pointers: sum, in-place update, prefix sum, search, and the bulk
+//! copies and fills of `nacre::mem`.
 
 use crate::registry::{Case, CaseKind};
 use nacre::prelude::*;
@@ -54,6 +55,51 @@ pub fn pointer_walk(data: Ptr<i32>, n: Val<i64>) -> Val<i64> {
         p = p.offset(1i64);
     }
     sum
+}
+
+/// Bulk copy and fill (`memcpy`, `memset`): the first half of `data` over its second half,
+/// then 7 into the first quarter.
+#[jit]
+pub fn bulk_copy_fill(data: Ptr<i32>, n: Val<i64>) {
+    let half = (n / 2i64).cast::<u64>();
+    nacre::mem::copy(data.offset(half), data, half);
+    nacre::mem::fill(data, Val::new(7i32), half / 2u64);
+}
+
+/// Overlapping bulk copies (`memmove`): `data` shifted right by one element, then left by two.
+#[jit]
+pub fn bulk_move(data: Ptr<i32>, n: Val<i64>) {
+    let m = n.cast::<u64>();
+    if m > 2u64 {
+        nacre::mem::copy_overlapping(data.offset(1u64), data, m - 1u64);
+        nacre::mem::copy_overlapping(data, data.offset(2u64), m - 2u64);
+    }
+}
+
+fn check_copy_fill(engine: &Engine, data: &[i32]) -> Result<(), String> {
+    let f = engine.compile(bulk_copy_fill).map_err(|e| e.to_string())?;
+    let mut v = data.to_vec();
+    let n = v.len() as i64;
+    f.call(&mut v, n).map_err(|e| e.to_string())?;
+    let mut want = data.to_vec();
+    let half = want.len() / 2;
+    want.copy_within(..half, half);
+    want[..half / 2].fill(7);
+    expect_eq("copied and filled", v, want)
+}
+
+fn check_move(engine: &Engine, data: &[i32]) -> Result<(), String> {
+    let f = engine.compile(bulk_move).map_err(|e| e.to_string())?;
+    let mut v = data.to_vec();
+    let n = v.len() as i64;
+    f.call(&mut v, n).map_err(|e| e.to_string())?;
+    let mut want = data.to_vec();
+    let m = want.len();
+    if m > 2 {
+        want.copy_within(..m - 1, 1);
+        want.copy_within(2.., 0);
+    }
+    expect_eq("moved", v, want)
 }
 
 fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Result<(), String> {
@@ -150,6 +196,16 @@ pub fn cases() -> Vec<Case> {
         Case {
             name: "pointer_walk",
             kind: CaseKind::Array { check: check_walk },
+        },
+        Case {
+            name: "bulk_copy_fill",
+            kind: CaseKind::Array {
+                check: check_copy_fill,
+            },
+        },
+        Case {
+            name: "bulk_move",
+            kind: CaseKind::Array { check: check_move },
         },
     ]
 }
