@@ -449,6 +449,53 @@ fn check_prefix_sum(engine: &Engine, n: usize) -> Result<(), String> {
     compare("prefix sum", data.as_slice(), &want)
 }
 
+/// `match` in a kernel: each element classified by its remainder modulo 8.
+#[kernel]
+pub fn match_kernel(data: Ptr<u32>, out: Ptr<u32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        let x = data[i];
+        out[i] = match x % 8u32 {
+            0 => Val::new(1u32),
+            1 | 2 => x * 2u32,
+            3..=5 => x + 7u32,
+            _ => Val::new(0u32),
+        };
+    }
+}
+
+/// Launches [`match_kernel`] with one thread per element.
+#[jit]
+pub fn run_match_kernel(data: Ptr<u32>, out: Ptr<u32>, n: Val<u32>) {
+    launch(
+        match_kernel,
+        Grid::new((n + 127) / 128),
+        Block::new(128u32),
+        (data, out, n),
+    );
+}
+
+fn check_match_kernel(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let xv: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let data = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), n).map_err(err)?;
+    let f = engine.compile(run_match_kernel).map_err(err)?;
+    f.call(&data, &mut out, n as u32).map_err(err)?;
+    let want: Vec<u32> = xv
+        .iter()
+        .map(|&x| match x % 8 {
+            0 => 1,
+            1 | 2 => x.wrapping_mul(2),
+            3..=5 => x.wrapping_add(7),
+            _ => 0,
+        })
+        .collect();
+    compare("match kernel", out.as_slice(), &want)
+}
+
 /// Bulk memory in a kernel: thread `r` copies 12 elements of row `r` (16 wide) from `src` to
 /// `dst` (`nacre::mem::copy`) and fills the row's last 4 with `r` (`nacre::mem::fill`).
 #[kernel]
@@ -837,6 +884,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_prefix_sum,
             trace: || nacre::trace_module(&run_prefix_sum),
+        },
+        KernelCase {
+            name: "match_kernel",
+            grid_stride: false,
+            check: check_match_kernel,
+            trace: || nacre::trace_module(&run_match_kernel),
         },
         KernelCase {
             name: "copy_rows",

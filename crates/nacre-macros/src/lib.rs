@@ -6,6 +6,7 @@
 mod analysis;
 mod carry;
 mod expand;
+mod pattern;
 mod rewrite;
 mod state;
 

@@ -392,6 +392,15 @@ impl Rewriter {
                 *g.expr = self.expr(take(&mut g.expr), pos);
                 Expr::Group(g)
             }
+            Expr::Match(m) if crate::pattern::lower(&m).is_some() => {
+                match crate::pattern::lower(&m).expect("checked just above") {
+                    Ok(chain) => self.expr(chain, pos),
+                    Err(e) => {
+                        self.error(e);
+                        Expr::Match(m)
+                    }
+                }
+            }
             Expr::Match(mut m) => {
                 *m.expr = self.place(take(&mut m.expr));
                 for arm in &mut m.arms {

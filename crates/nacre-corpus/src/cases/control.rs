@@ -230,9 +230,60 @@ pub fn while_and(a: Val<u32>) -> Val<u32> {
     n
 }
 
+/// `match` on a traced integer: literals, `|`, ranges (closed and half-open), a guarded
+/// binding and `_`, recorded as a chain of branches.
+#[jit]
+pub fn match_classify(x: Val<i32>) -> Val<i32> {
+    match x {
+        0 => Val::new(100),
+        1 | 2 | 3 => x * 10,
+        -5..=-1 => -x,
+        10..20 => x + 1000,
+        n if n > 1000 => n / 2,
+        big @ 500..=1000 => big - 500,
+        _ => Val::new(-1),
+    }
+}
+
+/// `match` on a traced `bool` (both arms, no `_`) inside a loop, as a statement.
+#[jit]
+pub fn match_in_loop(n: Val<u32>) -> Val<u32> {
+    let n = n & 255u32;
+    let mut acc = Val::new(0u32);
+    for i in 0..n {
+        match (i & 1u32) == 0u32 {
+            true => acc += i,
+            false => acc ^= i,
+        }
+    }
+    acc
+}
+
 /// The cases of this module.
 pub fn cases() -> Vec<Case> {
     vec![
+        scalar_case("match_classify", match_classify, |x: i32| {
+            Ok(match x {
+                0 => 100,
+                1..=3 => x * 10,
+                -5..=-1 => -x,
+                10..20 => x + 1000,
+                n if n > 1000 => n / 2,
+                500..=1000 => x - 500,
+                _ => -1,
+            })
+        }),
+        scalar_case("match_in_loop", match_in_loop, |n: u32| {
+            let mut acc = 0u32;
+            for i in 0..(n & 255) {
+                if i & 1 == 0 {
+                    acc = acc.wrapping_add(i);
+                } else {
+                    acc ^= i;
+                }
+            }
+            Ok(acc)
+        }),
         scalar_case("conditional_sum", conditional_sum, |n: i32| {
             Ok((0..(n & 1023)).filter(|i| i % 3 == 0).sum::<i32>())
         }),
