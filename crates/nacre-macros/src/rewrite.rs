@@ -78,6 +78,23 @@ pub(crate) struct Rewriter {
 }
 
 /// A hygienic name for a generated temporary.
+/// `call` in a scope that names the construct and the variables it carries for trace errors
+/// (`cf::carrying`); unchanged for a construct that carries nothing.
+fn named_call(construct: &str, state: &[Ident], span: Span, call: TokenStream) -> TokenStream {
+    if state.is_empty() {
+        return call;
+    }
+    let names = state
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let guard = tmp("__nacre_carrying");
+    let file = quote_spanned!(span=> ::core::file!());
+    let line = quote_spanned!(span=> ::core::line!());
+    quote!({ let #guard = ::nacre::cf::carrying(#construct, #names, #file, #line); #call })
+}
+
 fn tmp(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }
@@ -579,6 +596,7 @@ impl Rewriter {
         let input = state::input(&state);
         let arms = self.exit_arms(&state, kind);
         let call = quote_spanned!(span=> #f(#cond, #input, #then_c, #else_c));
+        let call = named_call("if", &state, span, call);
         Expr::Verbatim(quote! {
             #(#attrs)*
             match #call { #arms }
@@ -719,6 +737,7 @@ impl Rewriter {
         let input = state::input(&state);
         let arms = self.exit_arms(&state, Output::State);
         let call = quote_spanned!(span=> #f(#input, |#cond_pat| #cond, #body_c));
+        let call = named_call("while", &state, span, call);
         Expr::Verbatim(quote! {
             #(#attrs)*
             match #call { #arms }
@@ -765,6 +784,7 @@ impl Rewriter {
         let input = state::input(&state);
         let arms = self.exit_arms(&state, Output::State);
         let call = quote_spanned!(span=> #f(#input, |_| true, #body_c));
+        let call = named_call("while", &state, span, call);
         Expr::Verbatim(quote! {
             #(#attrs)*
             match #call { #arms }
@@ -794,6 +814,7 @@ impl Rewriter {
         let f = quote_spanned!(span=> ::nacre::cf::loop_);
         let input = state::input(&state);
         let call = quote_spanned!(span=> #f(#input, #body_c));
+        let call = named_call("loop", &state, span, call);
         let arms = self.exit_arms(&state, Output::State);
         Expr::Verbatim(if breaks {
             quote!(#(#attrs)* match #call { #arms })
@@ -901,6 +922,7 @@ impl Rewriter {
         let input = state::input(&state);
         let arms = self.exit_arms(&state, Output::State);
         let call = quote_spanned!(span=> #f(#iter, #input, #body_c));
+        let call = named_call("for", &state, span, call);
         Expr::Verbatim(quote! {
             #(#attrs)*
             match #call { #arms }

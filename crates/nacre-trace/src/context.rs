@@ -190,7 +190,7 @@ fn check_layout(expected: &[SlotKind], got: &[SlotKind]) -> Result<(), TraceErro
         match (e, g) {
             (SlotKind::Value(a), SlotKind::Value(b)) if a == b => {}
             (SlotKind::Bits(a), SlotKind::Bits(b)) if a == b => {}
-            (SlotKind::Bits(_), SlotKind::Bits(_)) => return Err(TraceError::HostValueDiverges),
+            (SlotKind::Bits(_), SlotKind::Bits(_)) => return Err(host_value_diverges()),
             (a, b) => {
                 return Err(TraceError::CarryMismatch {
                     detail: format!("expected {a:?}, got {b:?}"),
@@ -199,6 +199,18 @@ fn check_layout(expected: &[SlotKind], got: &[SlotKind]) -> Result<(), TraceErro
         }
     }
     Ok(())
+}
+
+/// [`TraceError::HostValueDiverges`] naming the innermost construct `#[jit]` named.
+fn host_value_diverges() -> TraceError {
+    let location = match crate::cf::innermost() {
+        Some(c) => format!(
+            "one of `{}`, carried by the traced `{}` at {}:{}",
+            c.variables, c.construct, c.file, c.line
+        ),
+        None => "it is assigned inside a traced `if` or loop".to_string(),
+    };
+    TraceError::HostValueDiverges { location }
 }
 
 /// The recording state of one trace.

@@ -10,9 +10,13 @@ pub enum TraceError {
     /// control flow, or changes inside a traced loop; the merge cannot pick one.
     #[error(
         "a host (untraced) variable takes different values on paths of traced control flow \
-         (it is assigned inside a traced `if` or loop); make it a `Val` so it is traced"
+         ({location}); make it a `Val` so it is traced"
     )]
-    HostValueDiverges,
+    HostValueDiverges {
+        /// Where: the variables the construct carries, the construct and its file and line
+        /// (as `#[jit]` names them), or what is known without them.
+        location: String,
+    },
     /// Two paths reaching the same merge carry different kinds of values.
     #[error("values carried into a merge of traced control flow disagree: {detail}")]
     CarryMismatch {

@@ -230,14 +230,24 @@ fn trace_errors_are_reported() {
     #[jit]
     fn diverging_host_value(a: Val<i32>) -> Val<i32> {
         let mut count = 0u32;
-        if a > 0 {
+        if a > 7 {
             count = 1;
         }
         a + count as i32
     }
     let engine = Engine::new(Options::default()).unwrap();
     match engine.compile(diverging_host_value) {
-        Err(Error::Trace(nacre::TraceError::HostValueDiverges)) => {}
+        Err(Error::Trace(nacre::TraceError::HostValueDiverges { location })) => {
+            assert!(
+                location.contains("one of `count`, carried by the traced `if` at"),
+                "{location}"
+            );
+            let line = 1 + include_str!("engine.rs")
+                .lines()
+                .position(|l| l.trim() == "if a > 7 {")
+                .unwrap();
+            assert!(location.ends_with(&format!(":{line}")), "{location}");
+        }
         other => panic!("expected a trace error, got {other:?}"),
     }
 }

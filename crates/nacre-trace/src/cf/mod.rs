@@ -29,6 +29,7 @@ mod function;
 mod index;
 mod logic;
 mod loops;
+mod names;
 mod range;
 
 pub use branch::{branch, if_else, Cond, CondType};
@@ -38,6 +39,8 @@ pub use function::{function_body, returns, Return};
 pub use index::{HostIndexRead, HostIndexWrite, PtrIndexRead, PtrIndexWrite};
 pub use logic::{and, or, Logic};
 pub use loops::{for_loop, loop_, while_loop, IntoLoop};
+pub(crate) use names::innermost;
+pub use names::{carrying, Carrying, CarryingGuard};
 pub use range::{range, range_inclusive, HostInt, HostOne, HostRange, MakeRange, TracedRange};
 
 /// How control leaves a block of user code.

@@ -1,0 +1,58 @@
+//! The variables a construct carries, named for errors: `#[jit]` wraps each traced construct
+//! that carries state in [`carrying`], so that a host variable whose values disagree at a merge
+//! ([`crate::TraceError::HostValueDiverges`]) is reported with the variables, the construct and
+//! its place in the user's code.
+
+use std::cell::RefCell;
+
+/// A construct being traced and the variables it carries.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Carrying {
+    /// `if`, `while`, `loop` or `for`.
+    pub construct: &'static str,
+    /// The carried variables, comma-separated, in order of first assignment.
+    pub variables: &'static str,
+    /// The source file of the construct.
+    pub file: &'static str,
+    /// Its line.
+    pub line: u32,
+}
+
+thread_local! {
+    static STACK: RefCell<Vec<Carrying>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Names the variables of the construct about to run, until the guard drops.
+pub fn carrying(
+    construct: &'static str,
+    variables: &'static str,
+    file: &'static str,
+    line: u32,
+) -> CarryingGuard {
+    STACK.with(|s| {
+        s.borrow_mut().push(Carrying {
+            construct,
+            variables,
+            file,
+            line,
+        })
+    });
+    CarryingGuard { _private: () }
+}
+
+/// Ends a [`carrying`] scope when dropped.
+#[derive(Debug)]
+pub struct CarryingGuard {
+    _private: (),
+}
+
+impl Drop for CarryingGuard {
+    fn drop(&mut self) {
+        STACK.with(|s| s.borrow_mut().pop());
+    }
+}
+
+/// The innermost construct being traced, if `#[jit]` named it.
+pub(crate) fn innermost() -> Option<Carrying> {
+    STACK.with(|s| s.borrow().last().copied())
+}
