@@ -100,6 +100,14 @@ impl Function {
         self.values[v].ty
     }
 
+    /// The instruction that defines `v`, if an instruction does (not a block parameter).
+    pub fn defining_inst(&self, v: Value) -> Option<&InstKind> {
+        match self.values[v].def {
+            ValueDef::Result(inst) => Some(&self.insts[inst].kind),
+            ValueDef::Param(..) => None,
+        }
+    }
+
     /// The terminator of a block, if it has instructions and the last one is a terminator.
     pub fn terminator(&self, block: Block) -> Option<Inst> {
         let last = *self.blocks[block].insts.last()?;

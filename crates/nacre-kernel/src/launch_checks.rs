@@ -75,7 +75,7 @@ fn guard(f: &Function, entry: Block) -> Option<(Block, Value, Value)> {
     else {
         return None;
     };
-    let InstKind::Cmp(op, a, b) = *defining(f, cond)? else {
+    let InstKind::Cmp(op, a, b) = *f.defining_inst(cond)? else {
         return None;
     };
     // `i < n` holds on entry to `body`.
@@ -103,11 +103,11 @@ fn global_check(f: &Function, inst: Inst, i: Value) -> Option<Hoisted> {
     else {
         return None;
     };
-    let InstKind::ElemPtr(ptr, index) = *defining(f, addr)? else {
+    let InstKind::ElemPtr(ptr, index) = *f.defining_inst(addr)? else {
         return None;
     };
     let widened = |v: Value| {
-        matches!(defining(f, v), Some(&InstKind::Cast(x)) if x == i)
+        matches!(f.defining_inst(v), Some(&InstKind::Cast(x)) if x == i)
             && matches!(f.value_type(v), Type::U64 | Type::I64)
     };
     let entry = f.entry()?;
@@ -141,15 +141,15 @@ fn launch_range(f: &mut Function, n: Value) -> (Value, Value) {
 
 /// True if `v` is `blockIdx.x * blockDim.x + threadIdx.x` (operands in any order).
 fn is_global_id_x(f: &Function, v: Value) -> bool {
-    let index = |v: Value, want: GpuIndex| matches!(defining(f, v), Some(&InstKind::GpuIndex(g, Dim::X)) if g == want);
-    let scaled = |v: Value| match defining(f, v) {
+    let index = |v: Value, want: GpuIndex| matches!(f.defining_inst(v), Some(&InstKind::GpuIndex(g, Dim::X)) if g == want);
+    let scaled = |v: Value| match f.defining_inst(v) {
         Some(&InstKind::Binary(BinaryOp::Mul, a, b)) => {
             (index(a, GpuIndex::BlockIdx) && index(b, GpuIndex::BlockDim))
                 || (index(b, GpuIndex::BlockIdx) && index(a, GpuIndex::BlockDim))
         }
         _ => false,
     };
-    match defining(f, v) {
+    match f.defining_inst(v) {
         Some(&InstKind::Binary(BinaryOp::Add, a, b)) => {
             (scaled(a) && index(b, GpuIndex::ThreadIdx))
                 || (scaled(b) && index(a, GpuIndex::ThreadIdx))
@@ -315,14 +315,7 @@ fn is_param(f: &Function, v: Value, entry: Block) -> bool {
 }
 
 fn is_const(f: &Function, v: Value) -> bool {
-    matches!(defining(f, v), Some(InstKind::Const(_)))
-}
-
-fn defining(f: &Function, v: Value) -> Option<&InstKind> {
-    match f.values[v].def {
-        ValueDef::Result(inst) => Some(&f.insts[inst].kind),
-        ValueDef::Param(..) => None,
-    }
+    matches!(f.defining_inst(v), Some(InstKind::Const(_)))
 }
 
 #[cfg(test)]

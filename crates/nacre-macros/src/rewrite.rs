@@ -409,24 +409,14 @@ impl Rewriter {
                 *g.expr = self.expr(take(&mut g.expr), pos);
                 Expr::Group(g)
             }
-            Expr::Match(m) if crate::pattern::lower(&m).is_some() => {
-                match crate::pattern::lower(&m).expect("checked just above") {
-                    Ok(chain) => self.expr(chain, pos),
-                    Err(e) => {
-                        self.error(e);
-                        Expr::Match(m)
-                    }
+            Expr::Match(m) => match crate::pattern::lower(&m) {
+                Some(Ok(chain)) => self.expr(chain, pos),
+                Some(Err(e)) => {
+                    self.error(e);
+                    Expr::Match(m)
                 }
-            }
-            Expr::Match(mut m) => {
-                *m.expr = self.place(take(&mut m.expr));
-                for arm in &mut m.arms {
-                    self.scopes.push(analysis::bindings(&arm.pat));
-                    *arm.body = self.expr(take(&mut arm.body), arm_pos);
-                    self.scopes.pop();
-                }
-                Expr::Match(m)
-            }
+                None => self.native_match(m, arm_pos),
+            },
             Expr::Reference(mut r) => {
                 *r.expr = self.place(take(&mut r.expr));
                 Expr::Reference(r)
@@ -629,6 +619,17 @@ impl Rewriter {
             let v = tmp("__nacre_v");
             quote!(|#pat| { let #v = #body; ::nacre::cf::Flow::Next((#tuple, #v)) })
         }
+    }
+
+    /// A `match` Rust runs: its scrutinee is a place, its arms are rewritten in place.
+    fn native_match(&mut self, mut m: syn::ExprMatch, arm_pos: Pos) -> Expr {
+        *m.expr = self.place(take(&mut m.expr));
+        for arm in &mut m.arms {
+            self.scopes.push(analysis::bindings(&arm.pat));
+            *arm.body = self.expr(take(&mut arm.body), arm_pos);
+            self.scopes.pop();
+        }
+        Expr::Match(m)
     }
 
     /// `if let` (and let chains) run natively; their branches are rewritten in place.

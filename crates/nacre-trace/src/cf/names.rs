@@ -22,33 +22,39 @@ thread_local! {
     static STACK: RefCell<Vec<Carrying>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Names the variables of the construct about to run, until the guard drops.
+/// Names the variables of the construct about to run, until the guard drops. Only while a
+/// trace is recorded (the only time the names are read); a no-op otherwise.
 pub fn carrying(
     construct: &'static str,
     variables: &'static str,
     file: &'static str,
     line: u32,
 ) -> CarryingGuard {
-    STACK.with(|s| {
-        s.borrow_mut().push(Carrying {
-            construct,
-            variables,
-            file,
-            line,
-        })
-    });
-    CarryingGuard { _private: () }
+    let pushed = crate::is_tracing();
+    if pushed {
+        STACK.with(|s| {
+            s.borrow_mut().push(Carrying {
+                construct,
+                variables,
+                file,
+                line,
+            })
+        });
+    }
+    CarryingGuard { pushed }
 }
 
 /// Ends a [`carrying`] scope when dropped.
 #[derive(Debug)]
 pub struct CarryingGuard {
-    _private: (),
+    pushed: bool,
 }
 
 impl Drop for CarryingGuard {
     fn drop(&mut self) {
-        STACK.with(|s| s.borrow_mut().pop());
+        if self.pushed {
+            STACK.with(|s| s.borrow_mut().pop());
+        }
     }
 }
 

@@ -95,7 +95,7 @@ impl CountedLoop {
         if !body.contains(&then_dest.block) || body.contains(&else_dest.block) {
             return None;
         }
-        let (index, bound) = match def_kind(func, *cond)? {
+        let (index, bound) = match func.defining_inst(*cond)? {
             InstKind::Cmp(CmpOp::Lt, a, b) => (*a, *b),
             _ => None?,
         };
@@ -159,7 +159,7 @@ impl CountedLoop {
         else {
             return None;
         };
-        let InstKind::ElemPtr(p, i) = def_kind(func, addr)? else {
+        let InstKind::ElemPtr(p, i) = func.defining_inst(addr)? else {
             return None;
         };
         let before = |v: Value| defined_before(func, dom, v, self.preheader);
@@ -251,13 +251,6 @@ fn in_loop(loops: &LoopInfo, block: Block, header: Block) -> bool {
     false
 }
 
-fn def_kind(func: &Function, v: Value) -> Option<&InstKind> {
-    match func.values[v].def {
-        ValueDef::Result(i) => Some(&func.insts[i].kind),
-        ValueDef::Param(..) => None,
-    }
-}
-
 /// The block defining `v` (an instruction's block or a parameter's).
 fn def_block(func: &Function, v: Value) -> Option<Block> {
     match func.values[v].def {
@@ -290,8 +283,9 @@ fn edge_arg(func: &Function, from: Block, to: Block, n: usize) -> Option<Value> 
 
 /// True if `next` is `index + 1`.
 fn adds_one(func: &Function, next: Value, index: Value) -> bool {
-    let is_one = |v: Value| matches!(def_kind(func, v), Some(InstKind::Const(c)) if c.bits == 1);
-    match def_kind(func, next) {
+    let is_one =
+        |v: Value| matches!(func.defining_inst(v), Some(InstKind::Const(c)) if c.bits == 1);
+    match func.defining_inst(next) {
         Some(InstKind::Binary(BinaryOp::Add, a, b)) => {
             (*a == index && is_one(*b)) || (*b == index && is_one(*a))
         }

@@ -13,7 +13,7 @@
 use crate::analysis::ranges::{GpuBounds, Interval, Ranges};
 use crate::analysis::DominatorTree;
 use crate::entities::{Block, Inst, Value};
-use crate::function::{Function, ValueDef};
+use crate::function::Function;
 use crate::instructions::InstKind;
 use std::collections::{HashMap, HashSet};
 
@@ -65,7 +65,7 @@ enum Address {
 
 impl CheckKey {
     fn new(func: &Function, addr: Value, base: Value, bytes: Value) -> CheckKey {
-        let addr = match defining(func, addr) {
+        let addr = match func.defining_inst(addr) {
             Some(InstKind::ElemPtr(p, i)) => Address::Elem(*p, *i),
             _ => Address::Value(addr),
         };
@@ -129,7 +129,7 @@ fn byte_offset(
     if addr == base {
         return Some(Interval::point(0));
     }
-    let Some(&InstKind::ElemPtr(p, i)) = defining(func, addr) else {
+    let Some(&InstKind::ElemPtr(p, i)) = func.defining_inst(addr) else {
         return None;
     };
     let elem = i128::from(func.value_type(p).pointee()?.bytes());
@@ -141,17 +141,9 @@ fn byte_offset(
     ))
 }
 
-/// The instruction that defines `v`, if an instruction does.
-fn defining(func: &Function, v: Value) -> Option<&InstKind> {
-    match func.values[v].def {
-        ValueDef::Result(inst) => Some(&func.insts[inst].kind),
-        ValueDef::Param(..) => None,
-    }
-}
-
 /// The bits of `v` if it is a constant.
 fn constant(func: &Function, v: Value) -> Option<u64> {
-    match defining(func, v)? {
+    match func.defining_inst(v)? {
         InstKind::Const(c) => Some(c.bits),
         _ => None,
     }
