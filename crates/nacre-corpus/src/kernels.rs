@@ -496,6 +496,60 @@ fn check_match_kernel(engine: &Engine, n: usize) -> Result<(), String> {
     compare("match kernel", out.as_slice(), &want)
 }
 
+/// A traced enum in a kernel: each element's operator is decoded from the low byte of `ops`
+/// and matched.
+#[kernel]
+pub fn enum_kernel(ops: Ptr<i32>, x: Ptr<i32>, out: Ptr<i32>, n: Val<u32>) {
+    use crate::cases::enums::Op;
+    let i = global_id_x();
+    if i < n {
+        let op = EnumVal::from_repr_or(ops[i].cast::<u8>(), Op::Add);
+        let v = x[i];
+        out[i] = match op {
+            Op::Add => v + 1,
+            Op::Sub | Op::Mul if v > 0 => v * 3,
+            Op::Sub => v - 1,
+            _ => v.max(Val::new(10)),
+        };
+    }
+}
+
+/// Launches [`enum_kernel`] with one thread per element.
+#[jit]
+pub fn run_enum_kernel(ops: Ptr<i32>, x: Ptr<i32>, out: Ptr<i32>, n: Val<u32>) {
+    launch(
+        enum_kernel,
+        Grid::new((n + 63) / 64),
+        Block::new(64u32),
+        (ops, x, out, n),
+    );
+}
+
+fn check_enum_kernel(engine: &Engine, n: usize) -> Result<(), String> {
+    use crate::cases::enums::Op;
+    let n = n.max(1);
+    let opv: Vec<i32> = (0..n as i32)
+        .map(|i| (i * 7) % 10 + 256 * (i % 3))
+        .collect();
+    let xv: Vec<i32> = (0..n as i32).map(|i| (i * 37) % 101 - 50).collect();
+    let ops = Array::copy_on(engine.device(), &opv).map_err(err)?;
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<i32>::alloc_on(engine.device(), n).map_err(err)?;
+    let f = engine.compile(run_enum_kernel).map_err(err)?;
+    f.call(&ops, &x, &mut out, n as u32).map_err(err)?;
+    let want: Vec<i32> = opv
+        .iter()
+        .zip(&xv)
+        .map(|(&o, &v)| match Op::decode(o as u8) {
+            Op::Add => v + 1,
+            Op::Sub | Op::Mul if v > 0 => v * 3,
+            Op::Sub => v - 1,
+            _ => v.max(10),
+        })
+        .collect();
+    compare("enum kernel", out.as_slice(), &want)
+}
+
 /// Bulk memory in a kernel: thread `r` copies 12 elements of row `r` (16 wide) from `src` to
 /// `dst` (`nacre::mem::copy`) and fills the row's last 4 with `r` (`nacre::mem::fill`).
 #[kernel]
@@ -890,6 +944,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_match_kernel,
             trace: || nacre::trace_module(&run_match_kernel),
+        },
+        KernelCase {
+            name: "enum_kernel",
+            grid_stride: false,
+            check: check_enum_kernel,
+            trace: || nacre::trace_module(&run_enum_kernel),
         },
         KernelCase {
             name: "copy_rows",

@@ -1,10 +1,12 @@
-//! The `#[jit]` and `#[kernel]` attributes and `#[derive(Carry)]` of Nacre (use them through
-//! `nacre`: `nacre::jit`, `nacre::kernel`, `nacre::Carry`).
+//! The `#[jit]` and `#[kernel]` attributes, `#[derive(Carry)]` and `#[derive(TracedEnum)]` of
+//! Nacre (use them through `nacre`: `nacre::jit`, `nacre::kernel`, `nacre::Carry`,
+//! `nacre::TracedEnum`).
 //!
 #![doc = include_str!("../REFERENCE.md")]
 
 mod analysis;
 mod carry;
+mod enums;
 mod expand;
 mod pattern;
 mod rewrite;
@@ -54,6 +56,26 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn derive_carry(item: TokenStream) -> TokenStream {
     match syn::parse::<syn::DeriveInput>(item) {
         Ok(input) => carry::derive(input).unwrap_or_else(|e| e.to_compile_error()),
+        Err(e) => e.to_compile_error(),
+    }
+    .into()
+}
+
+/// Makes a fieldless enum with an integer `#[repr(..)]` a traced value: `nacre::EnumVal<E>`
+/// holds one of its variants as the discriminant; it compares with `==`/`!=` (with another
+/// `EnumVal` or a variant), is matched in `#[jit]` (`E::A | E::B => ..`, `_`, guards), is
+/// carried through traced control flow, and is a parameter and return type (the host passes
+/// and gets the enum itself). The enum must be `Copy`.
+///
+/// ```ignore
+/// #[derive(Clone, Copy, nacre::TracedEnum)]
+/// #[repr(u8)]
+/// enum Op { Add = 1, Mul = 2 }
+/// ```
+#[proc_macro_derive(TracedEnum)]
+pub fn derive_traced_enum(item: TokenStream) -> TokenStream {
+    match syn::parse::<syn::DeriveInput>(item) {
+        Ok(input) => enums::derive(input).unwrap_or_else(|e| e.to_compile_error()),
         Err(e) => e.to_compile_error(),
     }
     .into()

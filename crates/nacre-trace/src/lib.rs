@@ -20,6 +20,7 @@
 pub mod carry;
 pub mod cf;
 mod context;
+pub mod enums;
 pub mod error;
 pub mod extern_fn;
 pub mod gpu;
@@ -30,6 +31,7 @@ pub mod signature;
 pub mod val;
 
 pub use carry::{Carry, Slot};
+pub use enums::{EnumVal, TracedEnum};
 pub use error::{TraceError, ValueOrigin};
 pub use extern_fn::ExternFn;
 pub use identity::Handle;

@@ -1,6 +1,6 @@
 //! What a safe call accepts for each parameter ([`Arg`]), and how the call passes it.
 //!
-//! A `Val<T>` parameter takes a `T`. A `Ptr<T>` parameter takes borrowed memory: `&Array<T>`,
+//! A `Val<T>` parameter takes a `T`, an `EnumVal<E>` parameter an `E`. A `Ptr<T>` parameter takes borrowed memory: `&Array<T>`,
 //! `&mut Array<T>`, `&[T]`, `&mut [T]`, `&Vec<T>` or `&mut Vec<T>`. The borrow lasts for the
 //! whole call, and a call returns only when every kernel it launched has finished, so the
 //! memory can be neither freed, nor resized, nor touched elsewhere while compiled code uses
@@ -15,7 +15,7 @@
 
 use nacre_ir::semantics::ScalarValue;
 use nacre_runtime::Array;
-use nacre_trace::{HostValue, Param, Ptr, Val};
+use nacre_trace::{EnumVal, HostValue, Param, Ptr, TracedEnum, Val};
 use std::mem::size_of;
 
 /// The memory a pointer argument lends to a call.
@@ -51,6 +51,21 @@ impl<T: ScalarValue + HostValue> Arg<Val<T>> for T {
     }
     #[inline]
     fn abi(&self) -> T::Abi {
+        self.to_abi()
+    }
+    #[inline]
+    fn lent(&self) -> Option<Lent> {
+        None
+    }
+}
+
+impl<E: TracedEnum> Arg<EnumVal<E>> for E {
+    #[inline]
+    fn bits(&self) -> u64 {
+        HostValue::to_bits(*self)
+    }
+    #[inline]
+    fn abi(&self) -> E::Abi {
         self.to_abi()
     }
     #[inline]

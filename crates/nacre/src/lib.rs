@@ -44,8 +44,10 @@ pub use options::{
 };
 pub use runtimes::{DeviceKind, RuntimeOptions};
 
-pub use nacre_macros::{jit, kernel, Carry};
-pub use nacre_trace::{cf, select, trace, Carry, Ptr, RawPtr, Slot, TraceError, Traced, Val};
+pub use nacre_macros::{jit, kernel, Carry, TracedEnum};
+pub use nacre_trace::{
+    cf, select, trace, Carry, EnumVal, Ptr, RawPtr, Slot, TraceError, Traced, TracedEnum, Val,
+};
 /// The bounds generic traced code uses: `fn f<T: Num>(a: Val<T>, b: Val<T>)` needs nothing
 /// else for arithmetic, comparisons, `select` and control flow ([`Int`] adds bitwise operators
 /// and shifts, [`Float`] `sqrt`/`floor`/`ceil`/`fma`, [`Signed`] negation).
@@ -83,6 +85,23 @@ pub mod gpu {
     }
 }
 
+/// What the derives and `#[jit]` expand to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use nacre_trace::enums::variant_from_bits;
+}
+
+/// The exhaustiveness witness of a `match` on variants that `#[jit]` lowers to a branch chain:
+/// a real `match` over the scrutinee's type with the unguarded arms' patterns, which Rust
+/// checks (see `nacre_trace::cf::Scrutinee`). Not part of the API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __exhaustive {
+    ($x:expr; $($p:pat),* $(,)?) => {
+        match $x { $( $p => {} )* }
+    };
+}
+
 /// The IR, for inspection and dumps.
 pub use nacre_ir as ir;
 pub use nacre_ir::Trap;
@@ -90,7 +109,8 @@ pub use nacre_ir::Trap;
 /// The names most programs need: `use nacre::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        jit, kernel, select, BackendKind, Compiled, Engine, Options, Ptr, RawPtr, Val,
+        jit, kernel, select, BackendKind, Compiled, Engine, EnumVal, Options, Ptr, RawPtr,
+        TracedEnum, Val,
     };
     pub use nacre_trace::cf::call;
 }

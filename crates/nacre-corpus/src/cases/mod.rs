@@ -7,6 +7,7 @@ pub mod calls;
 pub mod casts;
 pub mod compare;
 pub mod control;
+pub mod enums;
 pub mod explosion;
 
 use crate::registry::Case;
@@ -18,6 +19,7 @@ pub fn all() -> Vec<Case> {
     v.extend(casts::cases());
     v.extend(compare::cases());
     v.extend(control::cases());
+    v.extend(enums::cases());
     v.extend(calls::cases());
     v.extend(algorithms::cases());
     v.extend(explosion::cases());

@@ -43,17 +43,18 @@ pub fn function_body<R: Carry>(body: impl FnOnce() -> Flow<R>) -> R {
     value.unwrap_or_else(R::unreachable_value)
 }
 
-/// The return types of `#[jit]` functions: `Val<T>`, `Ptr<T>` and `()` (what a traced
+/// The return types of `#[jit]` functions: `Val<T>`, `Ptr<T>`, `EnumVal<E>` and `()` (what a traced
 /// function can return to compiled code, see [`crate::Ret`]; unlike `Ret`, this holds for
 /// every scalar `T`, so generic helpers need no extra bound).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a `#[jit]` function",
-    label = "not `Val<T>`, `Ptr<T>` or `()`",
-    note = "`#[jit]` functions return `Val<T>`, `Ptr<T>` or `()`; plain Rust helpers (without `#[jit]`) can return anything"
+    label = "not `Val<T>`, `Ptr<T>`, `EnumVal<E>` or `()`",
+    note = "`#[jit]` functions return `Val<T>`, `Ptr<T>`, `EnumVal<E>` or `()`; plain Rust helpers (without `#[jit]`) can return anything"
 )]
 pub trait Return: Carry {}
 impl<T: ScalarValue> Return for Val<T> {}
 impl<T: ScalarValue> Return for Ptr<T> {}
+impl<E: crate::TracedEnum> Return for crate::EnumVal<E> {}
 impl Return for () {}
 
 /// Compile-time check that `R` is a [`Return`] type; `#[jit]` names it on the declared return

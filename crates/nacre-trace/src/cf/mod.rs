@@ -31,6 +31,7 @@ mod logic;
 mod loops;
 mod names;
 mod range;
+mod scrutinee;
 
 pub use branch::{branch, if_else, Cond, CondType};
 pub use compare::{eq, ge, gt, le, lt, ne, Compare, Equality};
@@ -42,6 +43,7 @@ pub use loops::{for_loop, loop_, while_loop, IntoLoop};
 pub(crate) use names::innermost;
 pub use names::{carrying, Carrying, CarryingGuard};
 pub use range::{range, range_inclusive, HostInt, HostOne, HostRange, MakeRange, TracedRange};
+pub use scrutinee::{NativeScrutinee, Scrutinee, TracedScrutinee};
 
 /// How control leaves a block of user code.
 #[derive(Debug, Clone, Copy)]
