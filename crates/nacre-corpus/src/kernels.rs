@@ -550,6 +550,47 @@ fn check_enum_kernel(engine: &Engine, n: usize) -> Result<(), String> {
     compare("enum kernel", out.as_slice(), &want)
 }
 
+/// Function values in a kernel: each element's operator is entry `codes[i]` of
+/// [`crate::cases::functions::OPS`], called on the element and 7.
+#[kernel]
+pub fn fn_value_kernel(codes: Ptr<i32>, x: Ptr<i32>, out: Ptr<i32>, n: Val<u32>) {
+    use crate::cases::functions::OPS;
+    let i = global_id_x();
+    if i < n {
+        let op = FnVal::pick(&OPS, codes[i].cast::<u32>());
+        out[i] = op.call((x[i], Val::new(7)));
+    }
+}
+
+/// Launches [`fn_value_kernel`] with one thread per element.
+#[jit]
+pub fn run_fn_value_kernel(codes: Ptr<i32>, x: Ptr<i32>, out: Ptr<i32>, n: Val<u32>) {
+    launch(
+        fn_value_kernel,
+        Grid::new((n + 63) / 64),
+        Block::new(64u32),
+        (codes, x, out, n),
+    );
+}
+
+fn check_fn_value_kernel(engine: &Engine, n: usize) -> Result<(), String> {
+    use crate::cases::functions::reference_op;
+    let n = n.max(1);
+    let codes: Vec<i32> = (0..n as i32).map(|i| (i * 5) % 7 - 1).collect();
+    let xv: Vec<i32> = (0..n as i32).map(|i| (i * 331) % 2001 - 1000).collect();
+    let c = Array::copy_on(engine.device(), &codes).map_err(err)?;
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<i32>::alloc_on(engine.device(), n).map_err(err)?;
+    let f = engine.compile(run_fn_value_kernel).map_err(err)?;
+    f.call(&c, &x, &mut out, n as u32).map_err(err)?;
+    let want: Vec<i32> = codes
+        .iter()
+        .zip(&xv)
+        .map(|(&k, &v)| reference_op(k as u32, v, 7))
+        .collect();
+    compare("function-value kernel", out.as_slice(), &want)
+}
+
 /// Bulk memory in a kernel: thread `r` copies 12 elements of row `r` (16 wide) from `src` to
 /// `dst` (`nacre::mem::copy`) and fills the row's last 4 with `r` (`nacre::mem::fill`).
 #[kernel]
@@ -950,6 +991,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_enum_kernel,
             trace: || nacre::trace_module(&run_enum_kernel),
+        },
+        KernelCase {
+            name: "fn_value_kernel",
+            grid_stride: false,
+            check: check_fn_value_kernel,
+            trace: || nacre::trace_module(&run_fn_value_kernel),
         },
         KernelCase {
             name: "copy_rows",

@@ -219,8 +219,9 @@ pub(crate) struct Tracer {
     /// The addresses of the module's externs.
     pub linkage: Linkage,
     pub funcs: Vec<FuncState>,
-    /// Separate IR functions already traced, by the Rust function's type.
-    pub callees: HashMap<TypeId, FuncId>,
+    /// Separate IR functions already traced, by the Rust function's type (and, for a function
+    /// pointer of a function table, its address; 0 otherwise).
+    pub callees: HashMap<(TypeId, usize), FuncId>,
     /// The first error met; the trace continues (on dead values) and fails at the end.
     pub error: Option<TraceError>,
 }

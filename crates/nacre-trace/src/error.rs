@@ -71,6 +71,22 @@ pub enum TraceError {
         /// Why.
         reason: String,
     },
+    /// Two function values of different tables met where one table is needed.
+    #[error(
+        "function values of different tables cannot be {what}: pick both from one table \
+         (`FnVal::pick(&TABLE, i)`)"
+    )]
+    FunctionTableMismatch {
+        /// What was attempted ("selected between").
+        what: &'static str,
+    },
+    /// A function value names no table of its type: it was rebuilt from slots that no
+    /// function value produced.
+    #[error("a function value names no function table of type `{ty}`")]
+    UnknownFunctionTable {
+        /// The table's function type.
+        ty: &'static str,
+    },
     /// A function called through `call` is being traced re-entrantly with a different signature.
     #[error("function `{name}` was traced with two different signatures")]
     SignatureMismatch {

@@ -53,9 +53,30 @@ pub fn call<Args: CallArgs, F: TraceFn<Args>>(f: F, args: Args) -> F::Ret {
         return f.call_raw(&raws);
     }
     let id = traced_function(&f, FuncKind::Host);
+    call_traced::<Args, F>(id, &raws)
+}
+
+/// [`call`] of a function pointer `f` of a function table (see [`crate::FnVal`]): traced once
+/// per trace and address, named `name`.
+pub(crate) fn call_pointer<Args: CallArgs, F: TraceFn<Args>>(
+    f: F,
+    addr: usize,
+    name: &str,
+    args: Args,
+) -> F::Ret {
+    let raws = args.raws();
+    if !crate::is_tracing() {
+        return f.call_raw(&raws);
+    }
+    let id = traced_function_as(&f, FuncKind::Host, Some((addr, name)));
+    call_traced::<Args, F>(id, &raws)
+}
+
+/// The IR call of traced function `id` with the argument handles `raws`.
+fn call_traced<Args: CallArgs, F: TraceFn<Args>>(id: nacre_ir::FuncId, raws: &[Handle]) -> F::Ret {
     let ret_ty = F::Ret::ir_type();
     let result = with_tracer(|t| {
-        let args = operands::<Args>(t, &raws, "call argument");
+        let args = operands::<Args>(t, raws, "call argument");
         call_result(t, |b| b.call(id, args, ret_ty))
     })
     .expect("tracing");
@@ -91,8 +112,18 @@ fn call_result(
 /// first use, found in the trace's cache afterwards (for function items and non-capturing
 /// closures).
 pub(crate) fn traced_function<Args, F: TraceFn<Args>>(f: &F, kind: FuncKind) -> nacre_ir::FuncId {
-    let cacheable = std::mem::size_of::<F>() == 0;
-    let key = TypeId::of::<F>();
+    traced_function_as(f, kind, None)
+}
+
+/// [`traced_function`], for a function pointer `pointer = Some((address, name))` cached by its
+/// address and named `name`.
+fn traced_function_as<Args, F: TraceFn<Args>>(
+    f: &F,
+    kind: FuncKind,
+    pointer: Option<(usize, &str)>,
+) -> nacre_ir::FuncId {
+    let cacheable = std::mem::size_of::<F>() == 0 || pointer.is_some();
+    let key = (TypeId::of::<F>(), pointer.map_or(0, |(addr, _)| addr));
     let known = if cacheable {
         with_tracer(|t| t.callees.get(&key).copied()).flatten()
     } else {
@@ -114,7 +145,8 @@ pub(crate) fn traced_function<Args, F: TraceFn<Args>>(f: &F, kind: FuncKind) -> 
         ret: F::Ret::ir_type(),
     };
     let (id, params) = with_tracer(|t| {
-        let (id, params) = begin_function(t, fn_name::<F>(), sig, kind);
+        let name = pointer.map_or_else(fn_name::<F>, |(_, n)| n.to_string());
+        let (id, params) = begin_function(t, name, sig, kind);
         if cacheable {
             t.callees.insert(key, id);
         }

@@ -336,7 +336,7 @@ pub fn trace<Args, F: TraceFn<Args>>(f: &F) -> Result<Traced, TraceError> {
             t.module.entry = Some(id);
             // A recursive `call(f, ..)` inside `f` calls the entry itself.
             if std::mem::size_of::<F>() == 0 {
-                t.callees.insert(std::any::TypeId::of::<F>(), id);
+                t.callees.insert((std::any::TypeId::of::<F>(), 0), id);
             }
             params
         })

@@ -46,7 +46,8 @@ pub use runtimes::{DeviceKind, RuntimeOptions};
 
 pub use nacre_macros::{jit, kernel, Carry, TracedEnum};
 pub use nacre_trace::{
-    cf, select, trace, Carry, EnumVal, Ptr, RawPtr, Slot, TraceError, Traced, TracedEnum, Val,
+    cf, select, trace, Callee, Carry, EnumVal, FnPointer, FnVal, Ptr, RawPtr, Slot, TraceError,
+    Traced, TracedEnum, Val,
 };
 /// The bounds generic traced code uses: `fn f<T: Num>(a: Val<T>, b: Val<T>)` needs nothing
 /// else for arithmetic, comparisons, `select` and control flow ([`Int`] adds bitwise operators
@@ -109,7 +110,7 @@ pub use nacre_ir::Trap;
 /// The names most programs need: `use nacre::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        jit, kernel, select, BackendKind, Compiled, Engine, EnumVal, Options, Ptr, RawPtr,
+        jit, kernel, select, BackendKind, Compiled, Engine, EnumVal, FnVal, Options, Ptr, RawPtr,
         TracedEnum, Val,
     };
     pub use nacre_trace::cf::call;

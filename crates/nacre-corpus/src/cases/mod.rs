@@ -9,6 +9,7 @@ pub mod compare;
 pub mod control;
 pub mod enums;
 pub mod explosion;
+pub mod functions;
 
 use crate::registry::Case;
 
@@ -21,6 +22,7 @@ pub fn all() -> Vec<Case> {
     v.extend(control::cases());
     v.extend(enums::cases());
     v.extend(calls::cases());
+    v.extend(functions::cases());
     v.extend(algorithms::cases());
     v.extend(explosion::cases());
     v.extend(arrays::cases());
