@@ -591,6 +591,50 @@ fn check_fn_value_kernel(engine: &Engine, n: usize) -> Result<(), String> {
     compare("function-value kernel", out.as_slice(), &want)
 }
 
+/// An affine map passed by value to a kernel (one parameter per field).
+#[derive(Clone, Copy, nacre::Carry)]
+pub struct AffineMap {
+    /// The factor.
+    pub scale: Val<f32>,
+    /// The offset.
+    pub shift: Val<f32>,
+}
+
+/// A struct parameter: `out[i] = x[i] * map.scale + map.shift`.
+#[kernel]
+pub fn struct_param(map: AffineMap, x: Ptr<f32>, out: Ptr<f32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        out[i] = x[i] * map.scale + map.shift;
+    }
+}
+
+/// Launches [`struct_param`] with one thread per element.
+#[jit]
+pub fn run_struct_param(x: Ptr<f32>, out: Ptr<f32>, n: Val<u32>, scale: Val<f32>) {
+    let map = AffineMap {
+        scale,
+        shift: Val::new(0.25f32),
+    };
+    launch(
+        struct_param,
+        Grid::new((n + 127) / 128),
+        Block::new(128u32),
+        (map, x, out, n),
+    );
+}
+
+fn check_struct_param(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let xv: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
+    let f = engine.compile(run_struct_param).map_err(err)?;
+    f.call(&x, &mut out, n as u32, 1.5).map_err(err)?;
+    let want: Vec<f32> = xv.iter().map(|&v| v * 1.5 + 0.25).collect();
+    compare_f32("struct parameter", out.as_slice(), &want, 1e-6)
+}
+
 /// Bulk memory in a kernel: thread `r` copies 12 elements of row `r` (16 wide) from `src` to
 /// `dst` (`nacre::mem::copy`) and fills the row's last 4 with `r` (`nacre::mem::fill`).
 #[kernel]
@@ -997,6 +1041,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_fn_value_kernel,
             trace: || nacre::trace_module(&run_fn_value_kernel),
+        },
+        KernelCase {
+            name: "struct_param",
+            grid_stride: false,
+            check: check_struct_param,
+            trace: || nacre::trace_module(&run_struct_param),
         },
         KernelCase {
             name: "copy_rows",

@@ -4,12 +4,15 @@
 
 use crate::context::{with_tracer, Tracer};
 use crate::identity::Handle;
-use crate::signature::{begin_function, end_function, fn_name, HostValue, Param, Ret, TraceFn};
+use crate::signature::{
+    begin_function, end_function, fn_name, Flat, HostValue, Param, Ret, TraceFn,
+};
 use nacre_backend::{DynCall, ExternAddr};
 use nacre_ir::{FuncKind, Signature, Type, Value};
 use std::any::TypeId;
 
-/// Arguments of [`call`] and [`invoke`]: a tuple of `Val`s and `Ptr`s.
+/// Arguments of [`call`] and [`invoke`]: a tuple of `Val`s, `Ptr`s and other [`Flat`] values
+/// (flattened into one IR argument per scalar).
 pub trait CallArgs: Copy {
     /// The handles of the arguments.
     fn raws(&self) -> Vec<Handle>;
@@ -19,14 +22,19 @@ pub trait CallArgs: Copy {
 
 macro_rules! call_args {
     ($($a:ident),*) => {
-        impl<$($a: Param),*> CallArgs for ($($a,)*) {
-            #[allow(non_snake_case)]
+        impl<$($a: Flat),*> CallArgs for ($($a,)*) {
+            #[allow(non_snake_case, unused_mut)]
             fn raws(&self) -> Vec<Handle> {
                 let ($($a,)*) = *self;
-                vec![$($a.raw_param()),*]
+                let mut out = Vec::new();
+                $($a.handles(&mut out);)*
+                out
             }
+            #[allow(unused_mut)]
             fn types() -> Vec<Type> {
-                vec![$($a::ir_type()),*]
+                let mut out = Vec::new();
+                $($a::ir_types(&mut out);)*
+                out
             }
         }
     };

@@ -18,7 +18,7 @@ use crate::cf::{if_else, Equality, Flow};
 use crate::context::with_tracer;
 use crate::error::TraceError;
 use crate::extern_fn::{call_pointer, invoke, CallArgs, ExternRet, ExternValue};
-use crate::signature::{Param, Ret};
+use crate::signature::{Flat, Ret};
 use crate::val::{select, IntoVal, Val};
 use std::any::Any;
 use std::marker::PhantomData;
@@ -42,12 +42,12 @@ pub trait Callee<Args: CallArgs>: FnPointer {
 
 macro_rules! callee {
     ($($a:ident, $x:ident);*) => {
-        impl<R: Ret, $($a: Param),*> FnPointer for fn($($a),*) -> R {
+        impl<R: Ret, $($a: Flat),*> FnPointer for fn($($a),*) -> R {
             fn addr(self) -> usize {
                 self as usize
             }
         }
-        impl<R: Ret, $($a: Param),*> Callee<($($a,)*)> for fn($($a),*) -> R {
+        impl<R: Ret, $($a: Flat),*> Callee<($($a,)*)> for fn($($a),*) -> R {
             type Ret = R;
             fn call_entry(self, name: &str, args: ($($a,)*)) -> R {
                 call_pointer(self, self as usize, name, args)

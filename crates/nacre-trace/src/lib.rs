@@ -39,7 +39,7 @@ pub use fn_val::{Callee, FnPointer, FnVal};
 pub use identity::Handle;
 pub use ptr::{Ptr, RawPtr};
 pub use region::Region;
-pub use signature::{direct_call, trace, HostValue, Param, Ret, TraceFn, Traced};
+pub use signature::{direct_call, trace, Flat, HostValue, Param, Ret, TraceFn, Traced};
 pub use val::{select, Arith, Bits, Float, Index, Int, IntoVal, Num, Signed, Val};
 
 /// Whether a trace is being recorded on this thread (otherwise values are concrete).

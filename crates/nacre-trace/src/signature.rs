@@ -128,6 +128,70 @@ impl<T: ScalarValue> Param for Ptr<T> {
     }
 }
 
+/// A value passed to a traced function as IR parameters: every [`Param`] (one parameter), a
+/// struct with `#[derive(Carry)]` whose fields are all `Flat` (one parameter per field, in
+/// declaration order), and arrays and tuples of `Flat` values. Functions traced by
+/// [`crate::cf::call`] and kernels take them; a compiled entry takes [`Param`]s only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed to a traced function",
+    note = "traced functions take `Val<T>`, `Ptr<T>`, `EnumVal<E>`, structs of them with `#[derive(Carry)]`, and arrays and tuples of them; a plain field (`u8`) must become a `Val`"
+)]
+pub trait Flat: Copy + 'static {
+    /// Appends the IR types of its parameters.
+    fn ir_types(out: &mut Vec<Type>);
+    /// Builds the value from the handles of its parameters (as many as [`Flat::ir_types`]
+    /// gives).
+    fn from_handles(raws: &mut std::slice::Iter<'_, Handle>) -> Self;
+    /// Appends the handles of its parameters.
+    fn handles(self, out: &mut Vec<Handle>);
+}
+
+impl<P: Param> Flat for P {
+    fn ir_types(out: &mut Vec<Type>) {
+        out.push(P::ir_type());
+    }
+    fn from_handles(raws: &mut std::slice::Iter<'_, Handle>) -> Self {
+        P::from_raw_param(raws.next().copied().unwrap_or(Handle::direct(0)))
+    }
+    fn handles(self, out: &mut Vec<Handle>) {
+        out.push(self.raw_param());
+    }
+}
+
+impl<F: Flat, const N: usize> Flat for [F; N] {
+    fn ir_types(out: &mut Vec<Type>) {
+        (0..N).for_each(|_| F::ir_types(out));
+    }
+    fn from_handles(raws: &mut std::slice::Iter<'_, Handle>) -> Self {
+        std::array::from_fn(|_| F::from_handles(raws))
+    }
+    fn handles(self, out: &mut Vec<Handle>) {
+        self.into_iter().for_each(|f| f.handles(out));
+    }
+}
+
+macro_rules! tuple_flat {
+    ($($n:ident),+) => {
+        impl<$($n: Flat),+> Flat for ($($n,)+) {
+            fn ir_types(out: &mut Vec<Type>) {
+                $($n::ir_types(out);)+
+            }
+            fn from_handles(raws: &mut std::slice::Iter<'_, Handle>) -> Self {
+                ($($n::from_handles(raws),)+)
+            }
+            #[allow(non_snake_case)]
+            fn handles(self, out: &mut Vec<Handle>) {
+                let ($($n,)+) = self;
+                $($n.handles(out);)+
+            }
+        }
+    };
+}
+tuple_flat!(A);
+tuple_flat!(A, B);
+tuple_flat!(A, B, C);
+tuple_flat!(A, B, C, D);
+
 /// A return type of a traced function: `Val<T>`, `Ptr<T>` or `()`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a traced function",
@@ -186,7 +250,7 @@ impl Ret for () {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be traced: a parameter or the return type is not a traced type",
     label = "not a function of traced values",
-    note = "parameters must be `Val<T>` (T: bool, i8..i64, u8..u64, f32, f64) or `Ptr<T>`, at most 8 of them; the return type one of those or `()`",
+    note = "parameters must be `Val<T>` (T: bool, i8..i64, u8..u64, f32, f64), `Ptr<T>`, `EnumVal<E>` or (for functions traced by `call` and kernels) `#[derive(Carry)]` structs of them, at most 8 of them; the return type one of `Val<T>`, `Ptr<T>`, `EnumVal<E>` or `()`",
     note = "a host integer such as `usize` becomes `Val<u64>` (or `Val<i64>`); a reference `&[T]` becomes `Ptr<T>`, lent at the call"
 )]
 pub trait TraceFn<Args>: Send + Sync + 'static {
@@ -200,18 +264,21 @@ pub trait TraceFn<Args>: Send + Sync + 'static {
 
 macro_rules! trace_fn_impl {
     ($($a:ident),*) => {
-        impl<Func, R: Ret, $($a: Param),*> TraceFn<($($a,)*)> for Func
+        impl<Func, R: Ret, $($a: Flat),*> TraceFn<($($a,)*)> for Func
         where
             Func: Fn($($a),*) -> R + Send + Sync + 'static,
         {
             type Ret = R;
+            #[allow(unused_mut)]
             fn param_types() -> Vec<Type> {
-                vec![$($a::ir_type()),*]
+                let mut out = Vec::new();
+                $($a::ir_types(&mut out);)*
+                out
             }
             #[allow(unused_variables, unused_mut, non_snake_case)]
             fn call_raw(&self, raws: &[Handle]) -> R {
                 let mut it = raws.iter();
-                $(let $a = $a::from_raw_param(*it.next().unwrap_or(&Handle::direct(0)));)*
+                $(let $a = $a::from_handles(&mut it);)*
                 self($($a),*)
             }
         }

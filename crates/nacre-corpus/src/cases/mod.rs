@@ -10,6 +10,7 @@ pub mod control;
 pub mod enums;
 pub mod explosion;
 pub mod functions;
+pub mod structs;
 
 use crate::registry::Case;
 
@@ -23,6 +24,7 @@ pub fn all() -> Vec<Case> {
     v.extend(enums::cases());
     v.extend(calls::cases());
     v.extend(functions::cases());
+    v.extend(structs::cases());
     v.extend(algorithms::cases());
     v.extend(explosion::cases());
     v.extend(arrays::cases());

@@ -43,19 +43,38 @@ pub fn function_body<R: Carry>(body: impl FnOnce() -> Flow<R>) -> R {
     value.unwrap_or_else(R::unreachable_value)
 }
 
-/// The return types of `#[jit]` functions: `Val<T>`, `Ptr<T>`, `EnumVal<E>` and `()` (what a traced
-/// function can return to compiled code, see [`crate::Ret`]; unlike `Ret`, this holds for
-/// every scalar `T`, so generic helpers need no extra bound).
+/// The return types of `#[jit]` functions: traced values (`Val<T>`, `Ptr<T>`, `EnumVal<E>`,
+/// `FnVal<F>`), `()`, structs with `#[derive(Carry)]`, and tuples and arrays of these. A
+/// function compiled as an entry (or traced by `cf::call`) returns one value (see
+/// [`crate::Ret`]); a `#[jit]` helper called from traced code can return several. Unlike
+/// `Ret`, this holds for every scalar `T`, so generic helpers need no extra bound. A plain
+/// scalar (`i32`) is not a return type: it would be a constant of the trace.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a `#[jit]` function",
-    label = "not `Val<T>`, `Ptr<T>`, `EnumVal<E>` or `()`",
-    note = "`#[jit]` functions return `Val<T>`, `Ptr<T>`, `EnumVal<E>` or `()`; plain Rust helpers (without `#[jit]`) can return anything"
+    label = "not a traced value, a `#[derive(Carry)]` struct, or a tuple or array of them",
+    note = "`#[jit]` functions return `Val<T>`, `Ptr<T>`, `EnumVal<E>`, `FnVal<F>`, `()`, `#[derive(Carry)]` structs, or tuples and arrays of them; plain Rust helpers (without `#[jit]`) can return anything"
 )]
 pub trait Return: Carry {}
 impl<T: ScalarValue> Return for Val<T> {}
 impl<T: ScalarValue> Return for Ptr<T> {}
 impl<E: crate::TracedEnum> Return for crate::EnumVal<E> {}
+impl<F: 'static> Return for crate::FnVal<F> {}
 impl Return for () {}
+impl<R: Return, const N: usize> Return for [R; N] {}
+
+macro_rules! tuple_return {
+    ($($n:ident),+) => {
+        impl<$($n: Return),+> Return for ($($n,)+) {}
+    };
+}
+tuple_return!(A);
+tuple_return!(A, B);
+tuple_return!(A, B, C);
+tuple_return!(A, B, C, D);
+tuple_return!(A, B, C, D, E);
+tuple_return!(A, B, C, D, E, F);
+tuple_return!(A, B, C, D, E, F, G);
+tuple_return!(A, B, C, D, E, F, G, H);
 
 /// Compile-time check that `R` is a [`Return`] type; `#[jit]` names it on the declared return
 /// type of every function it rewrites.

@@ -7,8 +7,8 @@ fn plain_return(x: Val<i32>) -> i32 {
 }
 
 #[jit]
-fn tuple_return(x: Val<i32>) -> (Val<i32>, Val<i32>) {
-    (x, x)
+fn vec_return(x: Val<i32>) -> Vec<Val<i32>> {
+    vec![x, x]
 }
 
 fn main() {}
