@@ -635,6 +635,79 @@ fn check_struct_param(engine: &Engine, n: usize) -> Result<(), String> {
     compare_f32("struct parameter", out.as_slice(), &want, 1e-6)
 }
 
+/// A particle in memory: a `#[repr(C)]` record reached through `Ptr<Particle>`.
+#[derive(Clone, Copy, Debug, PartialEq, nacre::Record)]
+#[repr(C)]
+pub struct Particle {
+    /// Position.
+    pub x: f32,
+    /// Velocity.
+    pub v: f32,
+    /// Mass.
+    pub mass: f32,
+    /// Identifier.
+    pub id: u32,
+}
+
+/// Records in a kernel: each thread moves one particle by `v * dt` and bounces it off 0,
+/// reading and writing its fields through `fields()`.
+#[kernel]
+pub fn record_kernel(ps: Ptr<Particle>, n: Val<u32>, dt: Val<f32>) {
+    let i = global_id_x();
+    if i < n {
+        let p = ps.offset(i).fields();
+        let x = p.x.read() + p.v.read() * dt;
+        if x < 0.0f32 {
+            p.x.write(-x);
+            p.v.write(-p.v.read());
+        } else {
+            p.x.write(x);
+        }
+        p.id.write(p.id.read() ^ i);
+    }
+}
+
+/// Launches [`record_kernel`] with one thread per particle.
+#[jit]
+pub fn run_record_kernel(ps: Ptr<Particle>, n: Val<u32>, dt: Val<f32>) {
+    launch(
+        record_kernel,
+        Grid::new((n + 63) / 64),
+        Block::new(64u32),
+        (ps, n, dt),
+    );
+}
+
+fn check_record_kernel(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let ps: Vec<Particle> = (0..n as u32)
+        .map(|i| Particle {
+            x: (i % 17) as f32 * 0.25,
+            v: (i % 11) as f32 - 5.0,
+            mass: 1.0 + i as f32,
+            id: i.wrapping_mul(2_654_435_761),
+        })
+        .collect();
+    let mut arr = Array::copy_on(engine.device(), &ps).map_err(err)?;
+    let f = engine.compile(run_record_kernel).map_err(err)?;
+    f.call(&mut arr, n as u32, 0.125).map_err(err)?;
+    let want: Vec<Particle> = ps
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let x = p.x + p.v * 0.125;
+            let (x, v) = if x < 0.0 { (-x, -p.v) } else { (x, p.v) };
+            Particle {
+                x,
+                v,
+                mass: p.mass,
+                id: p.id ^ i as u32,
+            }
+        })
+        .collect();
+    compare("record kernel", arr.as_slice(), &want)
+}
+
 /// Bulk memory in a kernel: thread `r` copies 12 elements of row `r` (16 wide) from `src` to
 /// `dst` (`nacre::mem::copy`) and fills the row's last 4 with `r` (`nacre::mem::fill`).
 #[kernel]
@@ -1047,6 +1120,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_struct_param,
             trace: || nacre::trace_module(&run_struct_param),
+        },
+        KernelCase {
+            name: "record_kernel",
+            grid_stride: false,
+            check: check_record_kernel,
+            trace: || nacre::trace_module(&run_record_kernel),
         },
         KernelCase {
             name: "copy_rows",

@@ -187,7 +187,8 @@ pub enum InstKind {
     Cmp(CmpOp, Value, Value),
     /// A numeric conversion with Rust `as` semantics to the result type (float to int
     /// saturates, NaN gives 0; int to int truncates or extends by the source signedness;
-    /// `bool` converts to 0/1, and to `bool` means `!= 0`). Also pointer to `u64`/`i64` and back.
+    /// `bool` converts to 0/1, and to `bool` means `!= 0`). Also pointer to `u64`/`i64` and back,
+    /// and pointer to pointer of another element type (the same address: a record's field).
     Cast(Value),
     /// `if cond { a } else { b }` without branching.
     Select(Value, Value, Value),

@@ -1,6 +1,6 @@
-//! The `#[jit]` and `#[kernel]` attributes, `#[derive(Carry)]` and `#[derive(TracedEnum)]` of
-//! Nacre (use them through `nacre`: `nacre::jit`, `nacre::kernel`, `nacre::Carry`,
-//! `nacre::TracedEnum`).
+//! The `#[jit]` and `#[kernel]` attributes and the derives `Carry`, `TracedEnum` and `Record`
+//! of Nacre (use them through `nacre`: `nacre::jit`, `nacre::kernel`, `nacre::Carry`,
+//! `nacre::TracedEnum`, `nacre::Record`).
 //!
 #![doc = include_str!("../REFERENCE.md")]
 
@@ -9,6 +9,7 @@ mod carry;
 mod enums;
 mod expand;
 mod pattern;
+mod record;
 mod rewrite;
 mod state;
 
@@ -76,6 +77,27 @@ pub fn derive_carry(item: TokenStream) -> TokenStream {
 pub fn derive_traced_enum(item: TokenStream) -> TokenStream {
     match syn::parse::<syn::DeriveInput>(item) {
         Ok(input) => enums::derive(input).unwrap_or_else(|e| e.to_compile_error()),
+        Err(e) => e.to_compile_error(),
+    }
+    .into()
+}
+
+/// Makes a `#[repr(C)]` struct of scalars reachable through pointers: `Ptr<S>` (a parameter
+/// taking `&[S]`, `&mut [S]`, `Vec<S>` or `Array<S>`), offset by whole records, with
+/// `p.fields()` giving one `Ptr` per field (in a generated `{Name}Fields` struct) to read,
+/// write or offset. Every field must be a scalar and the fields must fill the struct (no
+/// padding), checked at compile time. The struct must be `Copy`.
+///
+/// ```ignore
+/// #[derive(Clone, Copy, nacre::Record)]
+/// #[repr(C)]
+/// struct Order { price: f64, qty: i32, side: u32 }
+/// // in traced code: let o = orders.offset(i).fields(); let total = o.price.read() * ..;
+/// ```
+#[proc_macro_derive(Record)]
+pub fn derive_record(item: TokenStream) -> TokenStream {
+    match syn::parse::<syn::DeriveInput>(item) {
+        Ok(input) => record::derive(input).unwrap_or_else(|e| e.to_compile_error()),
         Err(e) => e.to_compile_error(),
     }
     .into()

@@ -15,8 +15,7 @@
 use crate::device::{CpuDevice, Device};
 use crate::error::MemoryError;
 use crate::memory::{self, Entry};
-use nacre_ir::semantics::ScalarValue;
-use nacre_trace::RawPtr;
+use nacre_trace::{Element, RawPtr};
 use std::fmt;
 use std::mem::{align_of, size_of, ManuallyDrop};
 use std::ptr::NonNull;
@@ -24,7 +23,7 @@ use std::sync::Arc;
 
 /// A buffer of `len` elements of `T` in unified memory, registered in the size table while
 /// it lives.
-pub struct Array<T: ScalarValue> {
+pub struct Array<T: Element> {
     ptr: NonNull<T>,
     len: usize,
     device: Arc<dyn Device>,
@@ -33,10 +32,10 @@ pub struct Array<T: ScalarValue> {
 
 // SAFETY: an array owns (or, when wrapped, was vouched by `wrap`'s caller to exclusively
 // represent) its memory; moving it to another thread moves that access with it. `T` is
-// `Send + Sync` (a `ScalarValue` bound), the device is `Send + Sync`.
-unsafe impl<T: ScalarValue + Send> Send for Array<T> {}
+// `Send + Sync` (an `Element` bound), the device is `Send + Sync`.
+unsafe impl<T: Element + Send> Send for Array<T> {}
 // SAFETY: shared access only reads through `as_slice`; writes need `&mut self`.
-unsafe impl<T: ScalarValue + Sync> Sync for Array<T> {}
+unsafe impl<T: Element + Sync> Sync for Array<T> {}
 
 /// The size in bytes of `len` elements of `T`, or an error if it overflows.
 fn byte_len<T>(len: usize) -> Result<usize, MemoryError> {
@@ -48,7 +47,7 @@ fn byte_len<T>(len: usize) -> Result<usize, MemoryError> {
         })
 }
 
-impl<T: ScalarValue> Array<T> {
+impl<T: Element> Array<T> {
     /// Allocates `len` zeroed elements on the default device (the host).
     pub fn alloc_unified(len: usize) -> Result<Array<T>, MemoryError> {
         Array::alloc_on(CpuDevice::shared(), len)
@@ -95,8 +94,8 @@ impl<T: ScalarValue> Array<T> {
     /// Allocates an array on `device` holding a copy of `data`.
     pub fn copy_on(device: Arc<dyn Device>, data: &[T]) -> Result<Array<T>, MemoryError> {
         let bytes = byte_len::<T>(data.len())?;
-        // SAFETY: `data` is `bytes` initialised bytes: `ScalarValue` is sealed to Rust's scalar
-        // types, which have no padding.
+        // SAFETY: `data` is `bytes` initialised bytes: an `Element` has no padding (its
+        // contract: a scalar, or a record whose fields fill it).
         let raw_data = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), bytes) };
         let raw = device.alloc_unified_copy(raw_data)?;
         Array::adopt(device, raw, data.len(), bytes)
@@ -218,7 +217,7 @@ impl<T: ScalarValue> Array<T> {
     }
 }
 
-impl<T: ScalarValue> Drop for Array<T> {
+impl<T: Element> Drop for Array<T> {
     fn drop(&mut self) {
         // An entry that is already gone means the memory was released by other means; not
         // freeing it again is the only safe choice, and a destructor cannot report.
@@ -226,7 +225,7 @@ impl<T: ScalarValue> Drop for Array<T> {
     }
 }
 
-impl<T: ScalarValue> fmt::Debug for Array<T> {
+impl<T: Element> fmt::Debug for Array<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Array")
             .field("ptr", &self.ptr)

@@ -120,7 +120,7 @@ impl<T: ScalarValue> Carry for Val<T> {
     }
 }
 
-impl<T: ScalarValue> Carry for Ptr<T> {
+impl<T: crate::ptr::Element> Carry for Ptr<T> {
     fn flatten(&self, out: &mut Vec<Slot>) {
         self.flatten_as(out, CARRIED);
     }

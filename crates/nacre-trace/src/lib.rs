@@ -37,7 +37,7 @@ pub use error::{TraceError, ValueOrigin};
 pub use extern_fn::ExternFn;
 pub use fn_val::{Callee, FnPointer, FnVal};
 pub use identity::Handle;
-pub use ptr::{Ptr, RawPtr};
+pub use ptr::{Element, Ptr, RawPtr, Record};
 pub use region::Region;
 pub use signature::{direct_call, trace, Flat, HostValue, Param, Ret, TraceFn, Traced};
 pub use val::{select, Arith, Bits, Float, Index, Int, IntoVal, Num, Signed, Val};

@@ -19,30 +19,68 @@ use crate::context::with_tracer;
 use crate::identity::Handle;
 use crate::val::{compare_name, Index, IntoVal, Val};
 use nacre_ir::semantics::{self, ScalarValue};
-use nacre_ir::{CmpOp, Type};
+use nacre_ir::{BinaryOp, CmpOp, Const, Scalar, Type};
 use std::fmt;
 use std::marker::PhantomData;
 
+/// What a [`Ptr<T>`] points to: a scalar, or a `#[repr(C)]` struct of scalars
+/// (`#[derive(Record)]`, see [`Record`]).
+///
+/// # Safety
+/// Compiled code reads and writes the memory of `T`s only as the scalars of `POINTEE`-typed
+/// pointers `STRIDE` elements apart and, for a record, as its fields at their offsets with
+/// their types ([`Record`]): every value it can store there must be a valid `T`, `T` must have
+/// no interior mutability, and no padding (arrays of it are copied and zeroed as bytes).
+/// `#[derive(Record)]` checks this for a struct.
+pub unsafe trait Element: Copy + Send + Sync + 'static {
+    /// The IR element type of a pointer to a `T` (a record's pointers are byte pointers).
+    const POINTEE: Scalar;
+    /// How many IR elements one `T` spans (1 for a scalar, a record's size in bytes).
+    const STRIDE: u32;
+}
+
+// SAFETY: a scalar is read and written as itself; every bit pattern compiled code stores is a
+// valid value of it (a `bool` is only stored as 0 or 1).
+unsafe impl<T: ScalarValue> Element for T {
+    const POINTEE: Scalar = T::SCALAR;
+    const STRIDE: u32 = 1;
+}
+
+/// A `#[repr(C)]` struct of scalars in memory: `Ptr<S>` points to one, [`Ptr::fields`] gives
+/// a pointer to each field (read, written and offset like any `Ptr`). Implement it with
+/// `#[derive(Record)]`, which also generates the `Fields` struct (`{Name}Fields`, one `Ptr`
+/// per field, named like the fields).
+///
+/// # Safety
+/// `fields` must give each field's pointer at its offset (`core::mem::offset_of!`) with its
+/// type, and the fields must all be scalars.
+pub unsafe trait Record: Element {
+    /// One pointer per field.
+    type Fields: Copy;
+    /// The field pointers of the record `p` points to.
+    fn fields(p: Ptr<Self>) -> Self::Fields;
+}
+
 /// A traced pointer to elements of type `T`, tied to the trace that made it (see the
 /// [module docs](self)).
-pub struct Ptr<T: ScalarValue> {
+pub struct Ptr<T: Element> {
     h: Handle,
     _t: PhantomData<fn() -> T>,
 }
 
-impl<T: ScalarValue> Clone for Ptr<T> {
+impl<T: Element> Clone for Ptr<T> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T: ScalarValue> Copy for Ptr<T> {}
+impl<T: Element> Copy for Ptr<T> {}
 
-impl<T: ScalarValue> fmt::Debug for Ptr<T> {
+impl<T: Element> fmt::Debug for Ptr<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.h.trace() == 0 {
             write!(f, "Ptr({:#x})", self.h.bits("debug"))
         } else {
-            write!(f, "Ptr<{}>({:?})", T::SCALAR, self.h)
+            write!(f, "Ptr<{}>({:?})", std::any::type_name::<T>(), self.h)
         }
     }
 }
@@ -83,7 +121,7 @@ impl<T> RawPtr<T> {
     }
 }
 
-impl<T: ScalarValue> Ptr<T> {
+impl<T: Element> Ptr<T> {
     /// Wraps a handle (an IR value of one trace, or a direct address).
     #[inline]
     pub(crate) fn from_handle(h: Handle) -> Ptr<T> {
@@ -105,7 +143,7 @@ impl<T: ScalarValue> Ptr<T> {
 
     /// The IR type of this pointer.
     pub fn ir_type() -> Type {
-        Type::ptr(T::SCALAR)
+        Type::ptr(T::POINTEE)
     }
 
     /// The pointer `index` elements further.
@@ -119,14 +157,57 @@ impl<T: ScalarValue> Ptr<T> {
         let h = with_tracer(|t| {
             let p = t.value(self.h, operation, Self::ir_type);
             let i = t.value(index_h, "pointer index", || index.index_type());
-            t.build(|b| b.elem_ptr(p, i))
+            t.build(|b| {
+                let i = match T::STRIDE {
+                    1 => i,
+                    // A record's pointer is a byte pointer: scale the index by its size.
+                    stride => {
+                        let wide = b.cast(i, Type::I64);
+                        let size = b.constant(Const {
+                            ty: Type::I64,
+                            bits: u64::from(stride),
+                        });
+                        b.binary(BinaryOp::Mul, wide, size)
+                    }
+                };
+                b.elem_ptr(p, i)
+            })
         });
         Ptr::from_handle(h.unwrap_or_else(|| {
-            let bytes = (index.index_direct() as u64).wrapping_mul(T::SCALAR.bytes() as u64);
+            let size = u64::from(T::STRIDE) * T::POINTEE.bytes() as u64;
+            let bytes = (index.index_direct() as u64).wrapping_mul(size);
             Handle::direct(self.bits(operation).wrapping_add(bytes))
         }))
     }
+}
 
+impl<S: Record> Ptr<S> {
+    /// A pointer to each field of the record this points to.
+    pub fn fields(self) -> S::Fields {
+        S::fields(self)
+    }
+
+    /// The pointer to the field of type `F` at byte `offset` of the record this points to
+    /// (what `#[derive(Record)]`'s `fields` is made of).
+    ///
+    /// # Safety
+    /// `S` must have a field of type `F` at byte `offset`.
+    pub unsafe fn field<F: ScalarValue>(self, offset: u32) -> Ptr<F> {
+        let h = with_tracer(|t| {
+            let p = t.value(self.h, "field", Self::ir_type);
+            t.build(|b| {
+                let off = b.const_u64(u64::from(offset));
+                let at = b.elem_ptr(p, off);
+                b.cast(at, Ptr::<F>::ir_type())
+            })
+        });
+        Ptr::from_handle(
+            h.unwrap_or_else(|| Handle::direct(self.bits("field").wrapping_add(u64::from(offset)))),
+        )
+    }
+}
+
+impl<T: ScalarValue> Ptr<T> {
     /// Loads the element at `index`.
     pub fn load(self, index: impl Index) -> Val<T> {
         let p = self.offset_for(index, "load");

@@ -115,7 +115,7 @@ impl<T: ScalarValue + HostValue> Param for Val<T> {
     }
 }
 
-impl<T: ScalarValue> Param for Ptr<T> {
+impl<T: crate::ptr::Element> Param for Ptr<T> {
     type Host = RawPtr<T>;
     fn ir_type() -> Type {
         Ptr::<T>::ir_type()
@@ -221,7 +221,7 @@ impl<T: ScalarValue + HostValue> Ret for Val<T> {
     }
 }
 
-impl<T: ScalarValue> Ret for Ptr<T> {
+impl<T: crate::ptr::Element> Ret for Ptr<T> {
     type Host = RawPtr<T>;
     fn ir_type() -> Option<Type> {
         Some(Ptr::<T>::ir_type())

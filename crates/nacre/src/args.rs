@@ -15,7 +15,7 @@
 
 use nacre_ir::semantics::ScalarValue;
 use nacre_runtime::Array;
-use nacre_trace::{EnumVal, HostValue, Param, Ptr, TracedEnum, Val};
+use nacre_trace::{Element, EnumVal, HostValue, Param, Ptr, TracedEnum, Val};
 use std::mem::size_of;
 
 /// The memory a pointer argument lends to a call.
@@ -77,7 +77,7 @@ impl<E: TracedEnum> Arg<EnumVal<E>> for E {
 /// Implements [`Arg`] for a pointer parameter over a borrow that derefs to a slice.
 macro_rules! lend {
     ($ty:ty, $writable:expr, |$s:ident| $slice:expr) => {
-        impl<T: ScalarValue> Arg<Ptr<T>> for $ty {
+        impl<T: Element> Arg<Ptr<T>> for $ty {
             #[inline]
             fn bits(&self) -> u64 {
                 let $s = self;
@@ -110,7 +110,7 @@ lend!(&mut Vec<T>, true, |s| s.as_slice());
 /// which would move the pages of a GPU array back to the host).
 macro_rules! lend_array {
     ($ty:ty, $writable:expr) => {
-        impl<T: ScalarValue> Arg<Ptr<T>> for $ty {
+        impl<T: Element> Arg<Ptr<T>> for $ty {
             #[inline]
             fn bits(&self) -> u64 {
                 self.as_ptr() as usize as u64

@@ -44,10 +44,10 @@ pub use options::{
 };
 pub use runtimes::{DeviceKind, RuntimeOptions};
 
-pub use nacre_macros::{jit, kernel, Carry, TracedEnum};
+pub use nacre_macros::{jit, kernel, Carry, Record, TracedEnum};
 pub use nacre_trace::{
-    cf, select, trace, Callee, Carry, EnumVal, Flat, FnPointer, FnVal, Handle, Ptr, RawPtr, Slot,
-    TraceError, Traced, TracedEnum, Val,
+    cf, select, trace, Callee, Carry, Element, EnumVal, Flat, FnPointer, FnVal, Handle, Ptr,
+    RawPtr, Record, Slot, TraceError, Traced, TracedEnum, Val,
 };
 /// The bounds generic traced code uses: `fn f<T: Num>(a: Val<T>, b: Val<T>)` needs nothing
 /// else for arithmetic, comparisons, `select` and control flow ([`Int`] adds bitwise operators

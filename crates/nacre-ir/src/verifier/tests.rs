@@ -547,14 +547,6 @@ fn rejects_memory_and_cast_type_errors() {
         InstKind::Cast(p[0])
     }));
     assert_err(&e, K::Type, &["(cast)", "cannot cast ptr<i32> to i32"]);
-
-    let e = error(one_inst(
-        &[ptr],
-        Some(Type::ptr(Scalar::U8)),
-        Some(Type::ptr(Scalar::U8)),
-        |p| InstKind::Cast(p[0]),
-    ));
-    assert_err(&e, K::Type, &["cannot cast ptr<i32> to ptr<u8>"]);
 }
 
 #[test]

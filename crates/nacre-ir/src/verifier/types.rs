@@ -287,12 +287,13 @@ impl TypeCheck<'_> {
             (Type::Ptr(..), Type::Scalar(s)) | (Type::Scalar(s), Type::Ptr(..)) => {
                 matches!(s, Scalar::I64 | Scalar::U64)
             }
-            (Type::Ptr(..), Type::Ptr(..)) => false,
+            // A pointer reinterpreted as another element type (a record's field).
+            (Type::Ptr(..), Type::Ptr(..)) => true,
         };
         if !ok {
             return Err(self.type_err(format!(
                 "cannot cast {from} to {to} (scalars convert to scalars, \
-                 pointers to and from 64-bit integers)"
+                 pointers to pointers and to and from 64-bit integers)"
             )));
         }
         Ok(())

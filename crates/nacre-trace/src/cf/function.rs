@@ -56,7 +56,7 @@ pub fn function_body<R: Carry>(body: impl FnOnce() -> Flow<R>) -> R {
 )]
 pub trait Return: Carry {}
 impl<T: ScalarValue> Return for Val<T> {}
-impl<T: ScalarValue> Return for Ptr<T> {}
+impl<T: crate::ptr::Element> Return for Ptr<T> {}
 impl<E: crate::TracedEnum> Return for crate::EnumVal<E> {}
 impl<F: 'static> Return for crate::FnVal<F> {}
 impl Return for () {}
