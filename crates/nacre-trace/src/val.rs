@@ -279,6 +279,37 @@ pub fn select<T: ScalarValue>(
     }))
 }
 
+/// Never implemented: the reason Rust's comparison operators on `Val`s do not compile outside
+/// `#[jit]` (where `#[jit]` rewrites them to traced comparisons), as the compiler reports it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be compared with `{Rhs}` by Rust's operators outside `#[jit]`",
+    label = "a comparison of traced values",
+    note = "inside a `#[jit]` function, `a < b` and `a == b` on `Val`s are traced comparisons giving `Val<bool>`; elsewhere call `a.lt(b)`, `a.eq(b)`, ... and choose with `nacre::select` (or put the code in a `#[jit]` function)"
+)]
+pub trait UseJitForOperators<Rhs: ?Sized> {}
+
+/// Makes `a == b` on a `Val` outside `#[jit]` an error that says what to do (see
+/// [`UseJitForOperators`]); it never applies.
+impl<T: ScalarValue, R> PartialEq<R> for Val<T>
+where
+    Val<T>: UseJitForOperators<R>,
+{
+    fn eq(&self, _: &R) -> bool {
+        unreachable!("`UseJitForOperators` has no implementations")
+    }
+}
+
+/// Makes `a < b` on a `Val` outside `#[jit]` an error that says what to do (see
+/// [`UseJitForOperators`]); it never applies.
+impl<T: ScalarValue, R> PartialOrd<R> for Val<T>
+where
+    Val<T>: UseJitForOperators<R>,
+{
+    fn partial_cmp(&self, _: &R) -> Option<std::cmp::Ordering> {
+        unreachable!("`UseJitForOperators` has no implementations")
+    }
+}
+
 /// Values that convert to a `Val<T>`: the `Val` itself or a plain `T` (which becomes a constant).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a `Val<{T}>` or a `{T}`",
