@@ -37,12 +37,14 @@ pub(crate) fn derive(input: DeriveInput) -> Result<TokenStream, Error> {
         clause.predicates.push(parse_quote!(#bound));
     }
     let flat = flat_impl(&input, data, &members);
+    let field_types: Vec<&syn::Type> = data.fields.iter().map(|f| &f.ty).collect();
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let carry = quote!(::nacre::Carry);
     Ok(quote! {
         #flat
         impl #impl_generics ::nacre::cf::Return for #name #ty_generics #where_clause {}
         impl #impl_generics #carry for #name #ty_generics #where_clause {
+            const SLOTS: usize = 0 #( + <#field_types as #carry>::SLOTS )*;
             fn flatten(&self, out: &mut ::std::vec::Vec<::nacre::Slot>) {
                 #( #carry::flatten(&self.#members, out); )*
             }

@@ -92,7 +92,11 @@ fn named_call(construct: &str, state: &[Ident], span: Span, call: TokenStream) -
     let guard = tmp("__nacre_carrying");
     let file = quote_spanned!(span=> ::core::file!());
     let line = quote_spanned!(span=> ::core::line!());
-    quote!({ let #guard = ::nacre::cf::carrying(#construct, #names, #file, #line); #call })
+    let slots = state.iter().map(|v| quote!(::nacre::cf::slot_count(&#v)));
+    quote!({
+        let #guard = ::nacre::cf::carrying(#construct, #names, &[#( #slots ),*], #file, #line);
+        #call
+    })
 }
 
 fn tmp(name: &str) -> Ident {

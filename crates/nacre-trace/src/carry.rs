@@ -35,6 +35,8 @@ pub enum Slot {
     note = "carriable types are `Val<T>`, `Ptr<T>`, plain scalars (`i32`, `bool`, `usize`, ...), tuples and arrays of them, and structs of them with `#[derive(nacre::Carry)]`"
 )]
 pub trait Carry: Copy + 'static {
+    /// How many slots [`Carry::flatten`] appends (the same for every value of the type).
+    const SLOTS: usize;
     /// Appends this value's slots.
     fn flatten(&self, out: &mut Vec<Slot>);
     /// [`Carry::flatten`] on behalf of `operation` ("carried into a loop", "return value",
@@ -106,6 +108,7 @@ fn slot_raw(slot: Slot) -> u64 {
 }
 
 impl<T: ScalarValue> Carry for Val<T> {
+    const SLOTS: usize = 1;
     fn flatten(&self, out: &mut Vec<Slot>) {
         self.flatten_as(out, CARRIED);
     }
@@ -121,6 +124,7 @@ impl<T: ScalarValue> Carry for Val<T> {
 }
 
 impl<T: crate::ptr::Element> Carry for Ptr<T> {
+    const SLOTS: usize = 1;
     fn flatten(&self, out: &mut Vec<Slot>) {
         self.flatten_as(out, CARRIED);
     }
@@ -138,6 +142,7 @@ impl<T: crate::ptr::Element> Carry for Ptr<T> {
 macro_rules! host_carry {
     ($($t:ty),*) => {$(
         impl Carry for $t {
+            const SLOTS: usize = 1;
             fn flatten(&self, out: &mut Vec<Slot>) {
                 out.push(Slot::Bits(ScalarValue::to_bits(*self)));
             }
@@ -153,6 +158,7 @@ macro_rules! host_carry {
 host_carry!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 
 impl Carry for usize {
+    const SLOTS: usize = 1;
     fn flatten(&self, out: &mut Vec<Slot>) {
         out.push(Slot::Bits(*self as u64));
     }
@@ -165,6 +171,7 @@ impl Carry for usize {
 }
 
 impl Carry for isize {
+    const SLOTS: usize = 1;
     fn flatten(&self, out: &mut Vec<Slot>) {
         out.push(Slot::Bits(*self as u64));
     }
@@ -177,12 +184,14 @@ impl Carry for isize {
 }
 
 impl Carry for () {
+    const SLOTS: usize = 0;
     fn flatten(&self, _: &mut Vec<Slot>) {}
     fn rebuild(_: &mut std::slice::Iter<'_, Slot>) -> Self {}
     fn unreachable_value() -> Self {}
 }
 
 impl<C: Carry, const N: usize> Carry for [C; N] {
+    const SLOTS: usize = C::SLOTS * N;
     fn flatten(&self, out: &mut Vec<Slot>) {
         self.iter().for_each(|c| c.flatten(out));
     }
@@ -200,6 +209,7 @@ impl<C: Carry, const N: usize> Carry for [C; N] {
 macro_rules! tuple_carry {
     ($($n:ident),+) => {
         impl<$($n: Carry),+> Carry for ($($n,)+) {
+            const SLOTS: usize = 0 $(+ $n::SLOTS)+;
             #[allow(non_snake_case)]
             fn flatten(&self, out: &mut Vec<Slot>) {
                 let ($($n,)+) = self;
@@ -235,3 +245,9 @@ tuple_carry!(A, B, C, D, E, F, G, H, I, J, K, L, M);
 tuple_carry!(A, B, C, D, E, F, G, H, I, J, K, L, M, N);
 tuple_carry!(A, B, C, D, E, F, G, H, I, J, K, L, M, N, O);
 tuple_carry!(A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P);
+
+/// The slot count of `c`'s type ([`Carry::SLOTS`]), for code that names a value but not its
+/// type (`#[jit]`'s [`crate::cf::carrying`]).
+pub fn slot_count<C: Carry>(_: &C) -> usize {
+    C::SLOTS
+}

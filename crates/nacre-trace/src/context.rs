@@ -186,11 +186,11 @@ fn check_layout(expected: &[SlotKind], got: &[SlotKind]) -> Result<(), TraceErro
             detail: format!("{} values expected, {} given", expected.len(), got.len()),
         });
     }
-    for (e, g) in expected.iter().zip(got) {
+    for (k, (e, g)) in expected.iter().zip(got).enumerate() {
         match (e, g) {
             (SlotKind::Value(a), SlotKind::Value(b)) if a == b => {}
             (SlotKind::Bits(a), SlotKind::Bits(b)) if a == b => {}
-            (SlotKind::Bits(_), SlotKind::Bits(_)) => return Err(host_value_diverges()),
+            (SlotKind::Bits(_), SlotKind::Bits(_)) => return Err(host_value_diverges(k)),
             (a, b) => {
                 return Err(TraceError::CarryMismatch {
                     detail: format!("expected {a:?}, got {b:?}"),
@@ -201,13 +201,21 @@ fn check_layout(expected: &[SlotKind], got: &[SlotKind]) -> Result<(), TraceErro
     Ok(())
 }
 
-/// [`TraceError::HostValueDiverges`] naming the innermost construct `#[jit]` named.
-fn host_value_diverges() -> TraceError {
+/// [`TraceError::HostValueDiverges`] for slot `k` of the state of the innermost construct
+/// `#[jit]` named: the variable it belongs to, the construct and its line.
+fn host_value_diverges(k: usize) -> TraceError {
     let location = match crate::cf::innermost() {
-        Some(c) => format!(
-            "one of `{}`, carried by the traced `{}` at {}:{}",
-            c.variables, c.construct, c.file, c.line
-        ),
+        Some(c) => {
+            let what = match c.variable_of_slot(k) {
+                Some(v) if c.variables.contains(", ") => format!("`{v}` (of `{}`)", c.variables),
+                Some(v) => format!("`{v}`"),
+                None => format!("the value (carrying `{}`)", c.variables),
+            };
+            format!(
+                "{what}, carried by the traced `{}` at {}:{}",
+                c.construct, c.file, c.line
+            )
+        }
         None => "it is assigned inside a traced `if` or loop".to_string(),
     };
     TraceError::HostValueDiverges { location }

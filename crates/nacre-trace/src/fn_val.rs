@@ -200,6 +200,7 @@ impl<F: FnPointer> Equality<&FnVal<F>> for &FnVal<F> {
 }
 
 impl<F: 'static> Carry for FnVal<F> {
+    const SLOTS: usize = 2;
     fn flatten(&self, out: &mut Vec<Slot>) {
         self.table.flatten(out);
         self.index.flatten(out);

@@ -230,16 +230,18 @@ fn trace_errors_are_reported() {
     #[jit]
     fn diverging_host_value(a: Val<i32>) -> Val<i32> {
         let mut count = 0u32;
+        let mut b = a;
         if a > 7 {
+            b = a + 1;
             count = 1;
         }
-        a + count as i32
+        b + count as i32
     }
     let engine = Engine::new(Options::default()).unwrap();
     match engine.compile(diverging_host_value) {
         Err(Error::Trace(nacre::TraceError::HostValueDiverges { location })) => {
             assert!(
-                location.contains("one of `count`, carried by the traced `if` at"),
+                location.contains("`count` (of `b, count`), carried by the traced `if` at"),
                 "{location}"
             );
             let line = 1 + include_str!("engine.rs")

@@ -33,6 +33,7 @@ mod names;
 mod range;
 mod scrutinee;
 
+pub use crate::carry::slot_count;
 pub use branch::{branch, if_else, Cond, CondType};
 pub use compare::{eq, ge, gt, le, lt, ne, Compare, Equality};
 pub use exit::{brk, cont, ret};

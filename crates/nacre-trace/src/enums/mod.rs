@@ -141,6 +141,7 @@ impl<E: TracedEnum> Equality<&EnumVal<E>> for &EnumVal<E> {
 }
 
 impl<E: TracedEnum> Carry for EnumVal<E> {
+    const SLOTS: usize = 1;
     fn flatten(&self, out: &mut Vec<Slot>) {
         self.repr.flatten(out);
     }
