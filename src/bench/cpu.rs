@@ -39,6 +39,10 @@ pub struct CpuArgs {
     /// Write the results as JSON (`{"unit": "ns", "results": {name: median}}`) to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Draw each benchmark's ratio to its peers (hand-written Rust, rayon, PyTorch, ...) as an
+    /// SVG bar chart in this file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Sample briefly (about 30 ms per benchmark instead of 0.5 s): a rough run in seconds.
     #[arg(long)]
     pub quick: bool,
@@ -142,6 +146,7 @@ pub fn run(args: &CpuArgs) -> Result<()> {
     suite::exec_suite(&mut h).context("exec benchmarks")?;
     suite::tiered_suite(&mut h).context("tiered benchmarks")?;
 
+    h.results.done();
     report::ensure_matched(&args.filter, &h.results.rows)?;
     let wall = started.elapsed();
     report::print(&h.results.rows);
@@ -154,6 +159,11 @@ pub fn run(args: &CpuArgs) -> Result<()> {
         report::write_json(path, &h.results.rows)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("results written to {}", path.display());
+    }
+    if let Some(path) = &args.plot {
+        let medians = report::medians(&h.results.rows);
+        super::plot::draw(&super::plot::bars(&medians), "nacre bench cpu", path)?;
+        eprintln!("plot written to {}", path.display());
     }
     Ok(())
 }

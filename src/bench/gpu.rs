@@ -112,6 +112,10 @@ pub struct GpuArgs {
     /// Write the results as JSON (`{"unit": "ns", "results": {name: median}}`) to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Draw each benchmark's ratio to its peers (hand-written Rust, rayon, PyTorch, ...) as an
+    /// SVG bar chart in this file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Sample briefly (about 30 ms per benchmark instead of 0.5 s): a rough run in seconds.
     #[arg(long)]
     pub quick: bool,
@@ -148,6 +152,7 @@ impl GpuArgs {
             backend: GpuBackend::Cpu,
             mode: Mode::Grid,
             json: None,
+            plot: None,
             quick: false,
             filter: Vec::new(),
             blocks: None,
@@ -729,6 +734,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     s.compile("blocksum", |e| e.compile(run_block_sum))?;
     s.compile("logistic", |e| e.compile(run_logistic))?;
 
+    s.h.results.done();
     report::ensure_matched(&args.filter, &s.h.results.rows)?;
     let wall = started.elapsed();
     print_report(&s, threads);
@@ -754,6 +760,15 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         report::write_document(path, &doc)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("results written to {}", path.display());
+    }
+    if let Some(path) = &args.plot {
+        let medians = report::medians(&s.h.results.rows);
+        let title = format!(
+            "nacre bench gpu --backend {}",
+            s.options.runtime.device().name()
+        );
+        super::plot::draw(&super::plot::bars(&medians), &title, path)?;
+        eprintln!("plot written to {}", path.display());
     }
     Ok(())
 }

@@ -10,6 +10,7 @@
 pub mod cpu;
 pub mod gpu;
 pub mod measure;
+pub mod plot;
 pub mod report;
 pub mod seed_figures;
 
@@ -26,19 +27,37 @@ pub enum Suite {
     /// compiles) on a GPU runtime backend: cpu (against hand-written rayon) or cuda (with the
     /// CPU beside it and, with --peers, PyTorch, CuPy and Triton); metal is not in this build.
     Gpu(gpu::GpuArgs),
+    /// Draws a committed JSON report's ratios to its peers as an SVG bar chart.
+    Plot(PlotArgs),
+}
+
+/// `nacre bench plot`.
+#[derive(clap::Args, Debug)]
+pub struct PlotArgs {
+    /// The JSON report (of `nacre bench cpu|gpu --json`).
+    pub report: std::path::PathBuf,
+    /// The SVG file to write.
+    pub svg: std::path::PathBuf,
+    /// The chart's title (the report's path by default).
+    #[arg(long)]
+    pub title: Option<String>,
 }
 
 /// Runs a benchmark suite.
 pub fn run(suite: &Suite) -> Result<()> {
-    let json = match suite {
-        Suite::Cpu(args) => &args.json,
-        Suite::Gpu(args) => &args.json,
+    let (json, plot) = match suite {
+        Suite::Cpu(args) => (&args.json, &args.plot),
+        Suite::Gpu(args) => (&args.json, &args.plot),
+        Suite::Plot(args) => {
+            return plot::from_report(&args.report, &args.svg, args.title.as_deref())
+        }
     };
-    if let Some(path) = json {
+    for path in [json, plot].into_iter().flatten() {
         report::check_writable(path)?;
     }
     match suite {
         Suite::Cpu(args) => cpu::run(args),
         Suite::Gpu(args) => gpu::run(args),
+        Suite::Plot(_) => Ok(()),
     }
 }

@@ -5,8 +5,10 @@
 use super::measure::Stats;
 use super::seed_figures::{counterparts, figure};
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Map, Value};
 use std::path::Path;
+use std::time::Duration;
 
 /// One measured benchmark.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,33 +19,49 @@ pub struct Row {
     pub stats: Stats,
 }
 
-/// The rows of a run as they are measured: which benchmarks the filter selects, and each
-/// measurement printed to stderr as it is recorded.
-#[derive(Debug, Default)]
+/// The rows of a run as they are measured: which benchmarks the filter selects, each
+/// measurement printed to stderr as it is recorded, and a spinner naming the benchmark being
+/// measured (drawn only when stderr is a terminal).
+#[derive(Debug)]
 pub struct Results {
     filter: Vec<String>,
     /// The rows recorded so far, in order.
     pub rows: Vec<Row>,
+    progress: ProgressBar,
 }
 
 impl Results {
     /// No rows yet; `filter` selects the benchmarks whose names contain one of its strings
     /// (all of them when empty).
     pub fn new(filter: Vec<String>) -> Results {
+        let progress = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        progress.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        progress.enable_steady_tick(Duration::from_millis(120));
         Results {
             filter,
             rows: Vec::new(),
+            progress,
         }
     }
 
-    /// Whether the filter selects benchmark `name`.
+    /// Whether the filter selects benchmark `name` (the spinner then names it: suites ask
+    /// just before measuring).
     pub fn wants(&self, name: &str) -> bool {
-        self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()))
+        let wanted =
+            self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()));
+        if wanted {
+            self.progress
+                .set_message(format!("{name} ({} measured)", self.rows.len()));
+        }
+        wanted
     }
 
     /// Prints and keeps `stats` as row `name`; `detail` ends the printed line's parenthesis.
     pub fn record(&mut self, name: &str, stats: Stats, detail: &str) {
-        eprintln!(
+        let line = format!(
             "{:>4} {name:<36} {:>11}  ±{:>5.1}%  ({} samples × {}{detail})",
             self.rows.len() + 1,
             format_ns(stats.median_ns),
@@ -51,11 +69,32 @@ impl Results {
             stats.samples,
             stats.batch
         );
+        self.progress.suspend(|| eprintln!("{line}"));
         self.rows.push(Row {
             name: name.to_string(),
             stats,
         });
     }
+}
+
+impl Results {
+    /// Clears the spinner (before the report is printed).
+    pub fn done(&self) {
+        self.progress.finish_and_clear();
+    }
+}
+
+impl Drop for Results {
+    fn drop(&mut self) {
+        self.progress.finish_and_clear();
+    }
+}
+
+/// The median of each row, by name (what [`super::plot`] pairs).
+pub fn medians(rows: &[Row]) -> std::collections::BTreeMap<String, f64> {
+    rows.iter()
+        .map(|r| (r.name.clone(), r.stats.median_ns))
+        .collect()
 }
 
 /// Formats nanoseconds with four significant digits and a fitting unit.

@@ -878,8 +878,9 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     };
 
     let wall = started.elapsed();
+    s.results.done();
     let outcome = Outcome {
-        rows: s.results.rows,
+        rows: std::mem::take(&mut s.results.rows),
         peers,
         notes: s.notes,
         failures: s.failures,
@@ -901,6 +902,13 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         super::super::report::write_document(path, &doc)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("results written to {}", path.display());
+    }
+    if let Some(path) = &args.plot {
+        let doc = super::cuda_report::to_json(&outcome, args);
+        let medians = super::super::plot::medians_of(&doc)?;
+        let bars = super::super::plot::bars(&medians);
+        super::super::plot::draw(&bars, "nacre bench gpu --backend cuda", path)?;
+        eprintln!("plot written to {}", path.display());
     }
     if !outcome.failures.is_empty() {
         bail!(
