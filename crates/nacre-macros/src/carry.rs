@@ -13,7 +13,7 @@ pub(crate) fn derive(input: DeriveInput) -> Result<TokenStream, Error> {
     let Data::Struct(data) = &input.data else {
         return Err(Error::new_spanned(
             &input.ident,
-            "`#[derive(Carry)]` supports structs only: carry an enum as its integer `Val`",
+            "`#[derive(Carry)]` supports structs only: a fieldless enum derives `TracedEnum` (traced as `EnumVal<E>`)",
         ));
     };
     let name = &input.ident;
