@@ -657,6 +657,11 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 UnaryOp::Not => format!("({t})~{a}"),
                 UnaryOp::Abs if s.is_signed_int() => format!("{a} < 0 ? ({t})-({w}){a} : {a}"),
                 UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => a,
+                UnaryOp::CountOnes
+                | UnaryOp::LeadingZeros
+                | UnaryOp::TrailingZeros
+                | UnaryOp::SwapBytes
+                | UnaryOp::ReverseBits => format!("{}({a})", self.helper(Helper::Bits(op, s))),
             }
         } else {
             let math = |f| format!("{}({a})", self.math(f, s));
@@ -667,6 +672,12 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 UnaryOp::Sqrt => math(MathFn::Sqrt),
                 UnaryOp::Floor => math(MathFn::Floor),
                 UnaryOp::Ceil => math(MathFn::Ceil),
+                // Integer bit operations are not defined on floats (the verifier refuses them).
+                UnaryOp::CountOnes
+                | UnaryOp::LeadingZeros
+                | UnaryOp::TrailingZeros
+                | UnaryOp::SwapBytes
+                | UnaryOp::ReverseBits => a,
             }
         }
     }

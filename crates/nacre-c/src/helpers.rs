@@ -1,11 +1,12 @@
 //! Helper functions of the generated source: operations whose exact Rust semantics need more
-//! than one C expression (saturating float-to-int casts, NaN-ignoring min/max, float bit casts).
+//! than one C expression (saturating float-to-int casts, NaN-ignoring min/max, float bit casts,
+//! integer bit operations).
 //!
 //! The printer records which helpers a module uses and emits only those, in a fixed order, so
 //! the output stays small and deterministic.
 
 use crate::dialect::Dialect;
-use nacre_ir::Scalar;
+use nacre_ir::{Scalar, UnaryOp};
 
 /// A helper function.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
@@ -25,6 +26,9 @@ pub enum Helper {
     FromBits(Scalar),
     /// Reinterprets a float as integer bits (`f32::to_bits`, `f64::to_bits`).
     ToBits(Scalar),
+    /// An integer bit operation ([`UnaryOp::is_bit_op`]) on an integer type, in plain C
+    /// (shifts and masks: the same definition on every target).
+    Bits(UnaryOp, Scalar),
 }
 
 impl Helper {
@@ -36,6 +40,7 @@ impl Helper {
             Helper::Max(s) => format!("nacre_max_{s}"),
             Helper::FromBits(s) => format!("nacre_{s}_from_bits"),
             Helper::ToBits(s) => format!("nacre_{s}_to_bits"),
+            Helper::Bits(op, s) => format!("nacre_{}_{s}", op.name()),
         }
     }
 }
@@ -54,6 +59,68 @@ fn power_of_two(s: Scalar, exp: u32, negative: bool) -> String {
     let sign = if negative { "-" } else { "" };
     let suffix = if s == Scalar::F32 { "f" } else { "" };
     format!("{sign}{}.0{suffix}", 1u128 << exp)
+}
+
+/// The unsigned integer type of an integer type's width.
+fn unsigned_of(s: Scalar) -> Scalar {
+    match s.bits() {
+        8 => Scalar::U8,
+        16 => Scalar::U16,
+        32 => Scalar::U32,
+        _ => Scalar::U64,
+    }
+}
+
+/// The C definition of bit operation `op` on integer type `s` (Rust's `count_ones`,
+/// `leading_zeros`, `trailing_zeros`, `swap_bytes`, `reverse_bits`): loops over the bits of the
+/// unsigned value, in any C-family dialect.
+pub fn bits_definition(
+    d: &(impl Dialect + ?Sized),
+    qualifier: &str,
+    op: UnaryOp,
+    s: Scalar,
+) -> String {
+    let name = Helper::Bits(op, s).name();
+    let t = d.scalar_type(s);
+    let u = d.scalar_type(unsigned_of(s));
+    let w = s.bits();
+    let top = format!("(({u})1 << {})", w - 1);
+    let body = match op {
+        UnaryOp::CountOnes => "    int n = 0;
+    while (u) { u &= u - 1; n++; }
+    return n;"
+            .to_string(),
+        UnaryOp::LeadingZeros => format!(
+            "    int n = 0;
+    if (u == 0) return {w};
+    while (!(u & {top})) {{ u <<= 1; n++; }}
+    return n;"
+        ),
+        UnaryOp::TrailingZeros => format!(
+            "    int n = 0;
+    if (u == 0) return {w};
+    while (!(u & 1)) {{ u >>= 1; n++; }}
+    return n;"
+        ),
+        UnaryOp::SwapBytes => format!(
+            "    {u} r = 0;
+    for (int i = 0; i < {}; i++) {{ r = ({u})((r << 8) | (u & 0xff)); u >>= 8; }}
+    return ({t})r;",
+            w / 8
+        ),
+        _ => format!(
+            "    {u} r = 0;
+    for (int i = 0; i < {w}; i++) {{ r = ({u})((r << 1) | (u & 1)); u >>= 1; }}
+    return ({t})r;"
+        ),
+    };
+    format!(
+        "{qualifier}{t} {name}({t} x) {{
+    {u} u = ({u})x;
+{body}
+}}
+"
+    )
 }
 
 /// The C definition of `helper`, for dialects that have `<stdint.h>` limits and `memcpy`.
@@ -106,6 +173,7 @@ pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper
             let u = d.scalar_type(bits_type(s));
             format!("{qualifier}{u} {name}({f} x) {{\n    {u} b;\n    memcpy(&b, &x, sizeof b);\n    return b;\n}}\n")
         }
+        Helper::Bits(op, s) => bits_definition(d, qualifier, op, s),
     }
 }
 

@@ -588,6 +588,17 @@ impl<'a, 'f> Body<'a, 'f> {
                 UnaryOp::Floor,
                 UnaryOp::Ceil,
             ]
+        } else if s.is_int() {
+            &[
+                UnaryOp::Neg,
+                UnaryOp::Not,
+                UnaryOp::Abs,
+                UnaryOp::CountOnes,
+                UnaryOp::LeadingZeros,
+                UnaryOp::TrailingZeros,
+                UnaryOp::SwapBytes,
+                UnaryOp::ReverseBits,
+            ]
         } else {
             &[UnaryOp::Neg, UnaryOp::Not, UnaryOp::Abs]
         };

@@ -708,6 +708,55 @@ fn check_record_kernel(engine: &Engine, n: usize) -> Result<(), String> {
     compare("record kernel", arr.as_slice(), &want)
 }
 
+/// Integer bit operations in a kernel: counts, byte and bit reversal and rotations of each
+/// element as `i32`, `u32` and `u8`.
+#[kernel]
+pub fn bits_kernel(x: Ptr<i32>, out: Ptr<u32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        let v = x[i];
+        let u = v.cast::<u32>();
+        let b = v.cast::<u8>();
+        let counts = u.count_ones() + (v.leading_zeros() << 6u32) + (u.trailing_zeros() << 12u32);
+        let small = b.reverse_bits().rotate_left(i).cast::<u32>() + (b.leading_zeros() << 8u32);
+        out[i] =
+            counts ^ u.swap_bytes() ^ v.rotate_right(i * 7u32).cast::<u32>() ^ (small << 20u32);
+    }
+}
+
+/// Launches [`bits_kernel`] with one thread per element.
+#[jit]
+pub fn run_bits_kernel(x: Ptr<i32>, out: Ptr<u32>, n: Val<u32>) {
+    launch(
+        bits_kernel,
+        Grid::new((n + 127) / 128),
+        Block::new(128u32),
+        (x, out, n),
+    );
+}
+
+fn check_bits_kernel(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let xv: Vec<i32> = (0..n as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> (i % 29)) as i32)
+        .collect();
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), n).map_err(err)?;
+    let f = engine.compile(run_bits_kernel).map_err(err)?;
+    f.call(&x, &mut out, n as u32).map_err(err)?;
+    let want: Vec<u32> = xv
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let (i, u, b) = (i as u32, v as u32, v as u8);
+            let counts = u.count_ones() + (v.leading_zeros() << 6) + (u.trailing_zeros() << 12);
+            let small = u32::from(b.reverse_bits().rotate_left(i)) + (b.leading_zeros() << 8);
+            counts ^ u.swap_bytes() ^ v.rotate_right(i.wrapping_mul(7)) as u32 ^ (small << 20)
+        })
+        .collect();
+    compare("bits kernel", out.as_slice(), &want)
+}
+
 /// Bulk memory in a kernel: thread `r` copies 12 elements of row `r` (16 wide) from `src` to
 /// `dst` (`nacre::mem::copy`) and fills the row's last 4 with `r` (`nacre::mem::fill`).
 #[kernel]
@@ -1126,6 +1175,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_record_kernel,
             trace: || nacre::trace_module(&run_record_kernel),
+        },
+        KernelCase {
+            name: "bits_kernel",
+            grid_stride: false,
+            check: check_bits_kernel,
+            trace: || nacre::trace_module(&run_bits_kernel),
         },
         KernelCase {
             name: "copy_rows",

@@ -499,12 +499,16 @@ impl Lowerer<'_, '_> {
                 _ => x,
             };
         }
+        if s.is_int() && op.is_bit_op() {
+            return self.bit_op(op, s, x);
+        }
+        let ins = self.b.ins();
         if s.is_int() {
             return match op {
                 UnaryOp::Neg => ins.ineg(x),
                 UnaryOp::Not => ins.bnot(x),
                 UnaryOp::Abs if s.is_signed_int() => ins.iabs(x),
-                UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => x,
+                _ => x,
             };
         }
         match op {
@@ -513,8 +517,48 @@ impl Lowerer<'_, '_> {
             UnaryOp::Sqrt => ins.sqrt(x),
             UnaryOp::Floor => ins.floor(x),
             UnaryOp::Ceil => ins.ceil(x),
-            UnaryOp::Not => x,
+            _ => x,
         }
+    }
+
+    /// An integer bit operation: on 32 and 64 bits Cranelift's own instruction; narrower types
+    /// work on the value zero-extended to 32 bits and adjust the result.
+    fn bit_op(&mut self, op: UnaryOp, s: Scalar, x: clif::Value) -> clif::Value {
+        let w = s.bits();
+        if w >= 32 {
+            let ins = self.b.ins();
+            return match op {
+                UnaryOp::CountOnes => ins.popcnt(x),
+                UnaryOp::LeadingZeros => ins.clz(x),
+                UnaryOp::TrailingZeros => ins.ctz(x),
+                UnaryOp::SwapBytes => ins.bswap(x),
+                _ => ins.bitrev(x),
+            };
+        }
+        let narrow = abi::scalar_type(s);
+        let wide = self.b.ins().uextend(types::I32, x);
+        let r = match op {
+            UnaryOp::CountOnes => self.b.ins().popcnt(wide),
+            UnaryOp::LeadingZeros => {
+                let n = self.b.ins().clz(wide);
+                self.b.ins().iadd_imm_s(n, -(32 - i64::from(w)))
+            }
+            UnaryOp::TrailingZeros => {
+                // A one just above the type's bits makes zero count as the width.
+                let guarded = self.b.ins().bor_imm_u(wide, 1i64 << w);
+                self.b.ins().ctz(guarded)
+            }
+            UnaryOp::SwapBytes if w == 8 => wide,
+            UnaryOp::SwapBytes => {
+                let r = self.b.ins().bswap(wide);
+                self.b.ins().ushr_imm_u(r, 16)
+            }
+            _ => {
+                let r = self.b.ins().bitrev(wide);
+                self.b.ins().ushr_imm_u(r, 32 - i64::from(w))
+            }
+        };
+        self.b.ins().ireduce(narrow, r)
     }
 
     fn binary(&mut self, op: BinaryOp, ty: Type, x: clif::Value, y: clif::Value) -> clif::Value {

@@ -347,11 +347,7 @@ fn same(s: Scalar, got: u64, want: u64) -> bool {
 }
 
 fn unary_ok(op: UnaryOp, s: Scalar) -> bool {
-    match op {
-        UnaryOp::Not => !s.is_float(),
-        UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => s.is_float(),
-        UnaryOp::Neg | UnaryOp::Abs => true,
-    }
+    op.accepts(s)
 }
 
 /// Every valid operator, comparison, select and cast, on edge values.

@@ -287,6 +287,12 @@ fn lower_unary(op: UnaryOp, s: Scalar, r: R2) -> Op {
             UnaryOp::Not => pick(w, [Op::INot8, Op::INot16, Op::INot32, Op::INot64], r),
             UnaryOp::Abs if s.is_signed_int() => generic,
             UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => Op::Mov(r),
+            // Bit operations run through the reference semantics.
+            UnaryOp::CountOnes
+            | UnaryOp::LeadingZeros
+            | UnaryOp::TrailingZeros
+            | UnaryOp::SwapBytes
+            | UnaryOp::ReverseBits => generic,
         };
     }
     let f64 = s == Scalar::F64;
@@ -314,6 +320,12 @@ fn lower_unary(op: UnaryOp, s: Scalar, r: R2) -> Op {
         }
         UnaryOp::Not => Op::Mov(r),
         UnaryOp::Floor | UnaryOp::Ceil => generic,
+        // Integer bit operations are not defined on floats (the verifier refuses them).
+        UnaryOp::CountOnes
+        | UnaryOp::LeadingZeros
+        | UnaryOp::TrailingZeros
+        | UnaryOp::SwapBytes
+        | UnaryOp::ReverseBits => Op::Mov(r),
     }
 }
 

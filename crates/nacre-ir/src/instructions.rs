@@ -19,7 +19,7 @@ pub struct Const {
 }
 
 /// Unary operators.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub enum UnaryOp {
     /// Arithmetic negation (wrapping for integers).
     Neg,
@@ -33,6 +33,16 @@ pub enum UnaryOp {
     Floor,
     /// Round towards positive infinity (floats).
     Ceil,
+    /// The number of one bits (integers; the count, in the operand's type).
+    CountOnes,
+    /// The number of zero bits above the highest one bit (integers; the width for zero).
+    LeadingZeros,
+    /// The number of zero bits below the lowest one bit (integers; the width for zero).
+    TrailingZeros,
+    /// The bytes in reverse order (integers).
+    SwapBytes,
+    /// The bits in reverse order (integers).
+    ReverseBits,
 }
 
 /// Binary operators. Both operands have the result's type, except the shift amount of
@@ -429,14 +439,47 @@ impl InstKind {
 
 impl UnaryOp {
     /// All unary operators, in declaration order.
-    pub const ALL: [UnaryOp; 6] = [
+    pub const ALL: [UnaryOp; 11] = [
         UnaryOp::Neg,
         UnaryOp::Not,
         UnaryOp::Abs,
         UnaryOp::Sqrt,
         UnaryOp::Floor,
         UnaryOp::Ceil,
+        UnaryOp::CountOnes,
+        UnaryOp::LeadingZeros,
+        UnaryOp::TrailingZeros,
+        UnaryOp::SwapBytes,
+        UnaryOp::ReverseBits,
     ];
+
+    /// Whether the operator is defined on scalar type `s` (the verifier's rule): `Not` on
+    /// integers and `bool`, `Sqrt`/`Floor`/`Ceil` on floats, the bit operations on integers,
+    /// `Neg` and `Abs` on every type.
+    pub const fn accepts(self, s: Scalar) -> bool {
+        match self {
+            UnaryOp::Not => !s.is_float(),
+            UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => s.is_float(),
+            UnaryOp::Neg | UnaryOp::Abs => true,
+            UnaryOp::CountOnes
+            | UnaryOp::LeadingZeros
+            | UnaryOp::TrailingZeros
+            | UnaryOp::SwapBytes
+            | UnaryOp::ReverseBits => s.is_int(),
+        }
+    }
+
+    /// True for the integer bit operations (`CountOnes` .. `ReverseBits`).
+    pub const fn is_bit_op(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::CountOnes
+                | UnaryOp::LeadingZeros
+                | UnaryOp::TrailingZeros
+                | UnaryOp::SwapBytes
+                | UnaryOp::ReverseBits
+        )
+    }
 
     /// The printer's name of the operator.
     pub const fn name(self) -> &'static str {
@@ -447,6 +490,11 @@ impl UnaryOp {
             UnaryOp::Sqrt => "sqrt",
             UnaryOp::Floor => "floor",
             UnaryOp::Ceil => "ceil",
+            UnaryOp::CountOnes => "count_ones",
+            UnaryOp::LeadingZeros => "leading_zeros",
+            UnaryOp::TrailingZeros => "trailing_zeros",
+            UnaryOp::SwapBytes => "swap_bytes",
+            UnaryOp::ReverseBits => "reverse_bits",
         }
     }
 }
@@ -562,6 +610,11 @@ mod tests {
             UnaryOp::Sqrt => 3,
             UnaryOp::Floor => 4,
             UnaryOp::Ceil => 5,
+            UnaryOp::CountOnes => 6,
+            UnaryOp::LeadingZeros => 7,
+            UnaryOp::TrailingZeros => 8,
+            UnaryOp::SwapBytes => 9,
+            UnaryOp::ReverseBits => 10,
         });
     }
 

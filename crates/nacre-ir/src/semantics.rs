@@ -182,6 +182,11 @@ pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
             UnaryOp::Not => !x,
             UnaryOp::Abs => if x < 0 as T { x.wrapping_neg() } else { x },
             UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => x,
+            UnaryOp::CountOnes => x.count_ones() as T,
+            UnaryOp::LeadingZeros => x.leading_zeros() as T,
+            UnaryOp::TrailingZeros => x.trailing_zeros() as T,
+            UnaryOp::SwapBytes => x.swap_bytes(),
+            UnaryOp::ReverseBits => x.reverse_bits(),
         };
         enc(r)
     }, else with_float!(s, T => {
@@ -193,6 +198,12 @@ pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
             UnaryOp::Sqrt => x.sqrt(),
             UnaryOp::Floor => x.floor(),
             UnaryOp::Ceil => x.ceil(),
+            // Integer bit operations are not defined on floats (the verifier refuses them).
+            UnaryOp::CountOnes
+            | UnaryOp::LeadingZeros
+            | UnaryOp::TrailingZeros
+            | UnaryOp::SwapBytes
+            | UnaryOp::ReverseBits => x,
         };
         enc(r)
     }, else a))

@@ -170,7 +170,7 @@ impl Dialect for MslDialect {
                 let (f, u) = (self.scalar_type(s), self.scalar_type(bits_type(s)));
                 format!("inline {u} {name}({f} x) {{\n    return as_type<{u}>(x);\n}}\n")
             }
-            Helper::FloatToInt { .. } | Helper::Min(_) | Helper::Max(_) => {
+            Helper::FloatToInt { .. } | Helper::Min(_) | Helper::Max(_) | Helper::Bits(..) => {
                 helpers::c_definition(self, "inline ", helper)
             }
         }

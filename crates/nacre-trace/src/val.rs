@@ -279,6 +279,160 @@ pub fn select<T: ScalarValue>(
     }))
 }
 
+/// Integer bit operations and explicit wrapping and saturating arithmetic, with the names and
+/// meaning of Rust's integer methods (`count_ones` and the other counts give `Val<u32>`, as in
+/// Rust; shift and rotate amounts are taken modulo the width).
+impl<T: Int> Val<T> {
+    /// The width of `T` in bits.
+    fn width() -> u32 {
+        T::SCALAR.bits()
+    }
+
+    /// The number of one bits.
+    pub fn count_ones(self) -> Val<u32> {
+        self.unary(UnaryOp::CountOnes).cast::<u32>()
+    }
+
+    /// The number of zero bits.
+    pub fn count_zeros(self) -> Val<u32> {
+        (!self).count_ones()
+    }
+
+    /// The number of zero bits above the highest one bit (the width for zero).
+    pub fn leading_zeros(self) -> Val<u32> {
+        self.unary(UnaryOp::LeadingZeros).cast::<u32>()
+    }
+
+    /// The number of zero bits below the lowest one bit (the width for zero).
+    pub fn trailing_zeros(self) -> Val<u32> {
+        self.unary(UnaryOp::TrailingZeros).cast::<u32>()
+    }
+
+    /// The number of one bits above the highest zero bit.
+    pub fn leading_ones(self) -> Val<u32> {
+        (!self).leading_zeros()
+    }
+
+    /// The number of one bits below the lowest zero bit.
+    pub fn trailing_ones(self) -> Val<u32> {
+        (!self).trailing_zeros()
+    }
+
+    /// The bytes in reverse order.
+    pub fn swap_bytes(self) -> Val<T> {
+        self.unary(UnaryOp::SwapBytes)
+    }
+
+    /// The bits in reverse order.
+    pub fn reverse_bits(self) -> Val<T> {
+        self.unary(UnaryOp::ReverseBits)
+    }
+
+    /// The bits rotated left by `n` (modulo the width).
+    pub fn rotate_left(self, n: impl IntoVal<u32>) -> Val<T> {
+        let w = Self::width();
+        let s = (n.into_val() & (w - 1)).cast::<T>();
+        let back = (Val::new(w).cast::<T>() - s) & <T as ScalarValue>::from_bits(u64::from(w - 1));
+        // The bits shifted back in, masked: a signed `>>` copies the sign bit.
+        let low = (Val::new(T::ONE) << s) - T::ONE;
+        (self << s) | ((self >> back) & low)
+    }
+
+    /// The bits rotated right by `n` (modulo the width).
+    pub fn rotate_right(self, n: impl IntoVal<u32>) -> Val<T> {
+        let w = Self::width();
+        let s = n.into_val() & (w - 1);
+        self.rotate_left((Val::new(w) - s) & (w - 1))
+    }
+
+    /// `self + rhs`, wrapping (as `+` on `Val` does).
+    pub fn wrapping_add(self, rhs: impl IntoVal<T>) -> Val<T> {
+        self + rhs.into_val()
+    }
+
+    /// `self - rhs`, wrapping (as `-` on `Val` does).
+    pub fn wrapping_sub(self, rhs: impl IntoVal<T>) -> Val<T> {
+        self - rhs.into_val()
+    }
+
+    /// `self * rhs`, wrapping (as `*` on `Val` does).
+    pub fn wrapping_mul(self, rhs: impl IntoVal<T>) -> Val<T> {
+        self * rhs.into_val()
+    }
+
+    /// `self` to the power `exp` (a plain exponent: unrolled by squaring), wrapping.
+    pub fn wrapping_pow(self, exp: u32) -> Val<T> {
+        let (mut acc, mut base, mut e) = (Val::new(T::ONE), self, exp);
+        while e > 0 {
+            if e & 1 == 1 {
+                acc = acc * base;
+            }
+            e >>= 1;
+            if e > 0 {
+                base = base * base;
+            }
+        }
+        acc
+    }
+
+    /// `self` to the power `exp`, wrapping on overflow (Rust's `pow` in a release build).
+    pub fn pow(self, exp: u32) -> Val<T> {
+        self.wrapping_pow(exp)
+    }
+
+    /// `self + rhs`, clamped to the type's range.
+    pub fn saturating_add(self, rhs: impl IntoVal<T>) -> Val<T> {
+        let rhs = rhs.into_val();
+        let sum = self + rhs;
+        if T::SCALAR.is_signed_int() {
+            // Overflow iff both operands have the sign the sum lacks.
+            let zero = Val::new(T::ZERO);
+            let overflow = ((self ^ sum) & (rhs ^ sum)).lt(zero);
+            let limit = select(self.lt(zero), Self::min_value(), Self::max_value());
+            select(overflow, limit, sum)
+        } else {
+            select(sum.lt(self), Self::max_value(), sum)
+        }
+    }
+
+    /// `self - rhs`, clamped to the type's range.
+    pub fn saturating_sub(self, rhs: impl IntoVal<T>) -> Val<T> {
+        let rhs = rhs.into_val();
+        let diff = self - rhs;
+        if T::SCALAR.is_signed_int() {
+            // Overflow iff the operands' signs differ and the result's differs from `self`'s.
+            let zero = Val::new(T::ZERO);
+            let overflow = ((self ^ rhs) & (self ^ diff)).lt(zero);
+            let limit = select(self.lt(zero), Self::min_value(), Self::max_value());
+            select(overflow, limit, diff)
+        } else {
+            select(rhs.gt(self), Val::new(T::ZERO), diff)
+        }
+    }
+
+    /// The type's largest value.
+    fn max_value() -> Val<T> {
+        let w = Self::width();
+        let bits = if T::SCALAR.is_signed_int() {
+            (1u64 << (w - 1)) - 1
+        } else {
+            u64::MAX >> (64 - w)
+        };
+        Val::new(<T as ScalarValue>::from_bits(bits))
+    }
+
+    /// The type's smallest value.
+    fn min_value() -> Val<T> {
+        let w = Self::width();
+        let bits = if T::SCALAR.is_signed_int() {
+            1u64 << (w - 1)
+        } else {
+            0
+        };
+        Val::new(<T as ScalarValue>::from_bits(bits))
+    }
+}
+
 /// Never implemented: the reason Rust's comparison operators on `Val`s do not compile outside
 /// `#[jit]` (where `#[jit]` rewrites them to traced comparisons), as the compiler reports it.
 #[diagnostic::on_unimplemented(

@@ -3,6 +3,7 @@
 pub mod algorithms;
 pub mod arith;
 pub mod arrays;
+pub mod bits;
 pub mod calls;
 pub mod casts;
 pub mod compare;
@@ -18,6 +19,7 @@ use crate::registry::Case;
 pub fn all() -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(arith::cases());
+    v.extend(bits::cases());
     v.extend(casts::cases());
     v.extend(compare::cases());
     v.extend(control::cases());

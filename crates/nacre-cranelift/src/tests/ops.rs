@@ -184,12 +184,7 @@ fn unary_ops_match_semantics() {
         let mut bad = Mismatches::default();
         for op in UnaryOp::ALL {
             for s in Scalar::ALL {
-                let defined = match op {
-                    UnaryOp::Not => !s.is_float(),
-                    UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => s.is_float(),
-                    UnaryOp::Neg | UnaryOp::Abs => true,
-                };
-                if !defined {
+                if !op.accepts(s) {
                     continue;
                 }
                 let ty = Type::Scalar(s);

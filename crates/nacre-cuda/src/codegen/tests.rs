@@ -91,12 +91,7 @@ fn ops_kernel(s: Scalar) -> Function {
             slot += 1;
         };
         for op in UnaryOp::ALL {
-            let ok = match op {
-                UnaryOp::Not => !s.is_float(),
-                UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => s.is_float(),
-                UnaryOp::Neg | UnaryOp::Abs => true,
-            };
-            if ok {
+            if op.accepts(s) {
                 let v = b.unary(op, x);
                 put(b, v);
             }

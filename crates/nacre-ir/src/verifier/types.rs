@@ -231,12 +231,7 @@ impl TypeCheck<'_> {
             self.need_result()?,
             self.ty(a),
         )?;
-        let ok = match op {
-            UnaryOp::Not => !s.is_float(),
-            UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => s.is_float(),
-            UnaryOp::Neg | UnaryOp::Abs => true,
-        };
-        if !ok {
+        if !op.accepts(s) {
             return Err(self.type_err(format!("not defined on {s}")));
         }
         Ok(())
