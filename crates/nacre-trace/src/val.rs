@@ -365,11 +365,11 @@ impl<T: Int> Val<T> {
         let (mut acc, mut base, mut e) = (Val::new(T::ONE), self, exp);
         while e > 0 {
             if e & 1 == 1 {
-                acc = acc * base;
+                acc *= base;
             }
             e >>= 1;
             if e > 0 {
-                base = base * base;
+                base *= base;
             }
         }
         acc
