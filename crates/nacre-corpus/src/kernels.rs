@@ -3,8 +3,9 @@
 //! every check allocates its arrays on the engine's device (`Engine::device`).
 
 use nacre::gpu::{
-    block_dim, block_dim_x, block_idx, block_idx_x, global_id_x, global_size_x, grid_dim_x, launch,
-    shared_array, sync_threads, thread_idx, thread_idx_x, Array, Block, Grid,
+    block_dim_x, block_idx, block_idx_x, global_id_x, global_id_y, global_id_z, global_size_x,
+    global_size_y, grid_dim_x, launch, shared_array, sync_threads, thread_idx, thread_idx_x, Array,
+    Block, Grid,
 };
 use nacre::prelude::*;
 use nacre::{kernel, Engine};
@@ -107,18 +108,12 @@ fn check_index_queries(engine: &Engine, n: usize) -> Result<(), String> {
     compare("index queries", out.as_slice(), &want)
 }
 
-/// The global thread index, 3D: each thread writes its linear id at its 3D position.
+/// The global thread index, 3D: each thread writes its linear id at its 3D position
+/// (`global_id_x/y/z`, `global_size_x/y`).
 #[kernel]
 pub fn index_3d(out: Ptr<u32>) {
-    let t = thread_idx();
-    let b = block_idx();
-    let bd = block_dim();
-    let gd = nacre::gpu::grid_dim();
-    let x = b.x * bd.x + t.x;
-    let y = b.y * bd.y + t.y;
-    let z = b.z * bd.z + t.z;
-    let width = gd.x * bd.x;
-    let height = gd.y * bd.y;
+    let (x, y, z) = (global_id_x(), global_id_y(), global_id_z());
+    let (width, height) = (global_size_x(), global_size_y());
     out[(z * height + y) * width + x] = x + y * 1000 + z * 1_000_000;
 }
 

@@ -154,6 +154,37 @@ pub fn global_size_x() -> Val<u32> {
     grid_dim_x() * block_dim_x()
 }
 
+/// The global thread index in y: `blockIdx.y * blockDim.y + threadIdx.y`.
+pub fn global_id_y() -> Val<u32> {
+    global_id(Dim::Y)
+}
+
+/// The global thread index in z: `blockIdx.z * blockDim.z + threadIdx.z`.
+pub fn global_id_z() -> Val<u32> {
+    global_id(Dim::Z)
+}
+
+/// The total number of threads in y: `gridDim.y * blockDim.y`.
+pub fn global_size_y() -> Val<u32> {
+    global_size(Dim::Y)
+}
+
+/// The total number of threads in z: `gridDim.z * blockDim.z`.
+pub fn global_size_z() -> Val<u32> {
+    global_size(Dim::Z)
+}
+
+/// The global thread index in `dim`.
+fn global_id(dim: Dim) -> Val<u32> {
+    index(GpuIndex::BlockIdx, dim) * index(GpuIndex::BlockDim, dim)
+        + index(GpuIndex::ThreadIdx, dim)
+}
+
+/// The total number of threads in `dim`.
+fn global_size(dim: Dim) -> Val<u32> {
+    index(GpuIndex::GridDim, dim) * index(GpuIndex::BlockDim, dim)
+}
+
 /// Block-wide barrier (`__syncthreads()`): every thread of the block arrives before any
 /// continues; shared-memory writes before it are visible after it.
 pub fn sync_threads() {
