@@ -752,6 +752,50 @@ fn check_bits_kernel(engine: &Engine, n: usize) -> Result<(), String> {
     compare("bits kernel", out.as_slice(), &want)
 }
 
+/// The transposed matrix's width and height (the input is `TRANSPOSE_H` × `TRANSPOSE_W`).
+const TRANSPOSE_W: u32 = 24;
+/// The input's height.
+const TRANSPOSE_H: u32 = 16;
+
+/// A 2D shared tile: each 8×8 block loads a tile of the `TRANSPOSE_H × TRANSPOSE_W` input with
+/// `tile[(y, x)]`, synchronises, and writes it transposed, reading `tile[(x, y)]`.
+#[kernel]
+pub fn transpose_tile(input: Ptr<f32>, out: Ptr<f32>) {
+    let tile = nacre::gpu::shared_array_2d::<f32, 8, 8>();
+    let (tx, ty) = (thread_idx().x, thread_idx().y);
+    let (bx, by) = (block_idx().x, block_idx().y);
+    let (x, y) = (global_id_x(), global_id_y());
+    tile[(ty, tx)] = input[y * TRANSPOSE_W + x];
+    sync_threads();
+    // Thread (tx, ty) writes element (bx * 8 + ty, by * 8 + tx) of the transposed matrix.
+    out[(bx * 8u32 + ty) * TRANSPOSE_H + by * 8u32 + tx] = tile[(tx, ty)];
+}
+
+/// Launches [`transpose_tile`] on a 3×2 grid of 8×8 blocks.
+#[jit]
+pub fn run_transpose_tile(input: Ptr<f32>, out: Ptr<f32>) {
+    launch(
+        transpose_tile,
+        Grid::new3(TRANSPOSE_W / 8, TRANSPOSE_H / 8, 1u32),
+        Block::new3(8u32, 8u32, 1u32),
+        (input, out),
+    );
+}
+
+fn check_transpose_tile(engine: &Engine, _: usize) -> Result<(), String> {
+    let (w, h) = (TRANSPOSE_W as usize, TRANSPOSE_H as usize);
+    let xv: Vec<f32> = (0..w * h).map(|i| i as f32 * 0.5).collect();
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), w * h).map_err(err)?;
+    let f = engine.compile(run_transpose_tile).map_err(err)?;
+    f.call(&x, &mut out).map_err(err)?;
+    let want: Vec<f32> = (0..w)
+        .flat_map(|c| (0..h).map(move |r| (r, c)))
+        .map(|(r, c)| xv[r * w + c])
+        .collect();
+    compare("2D shared transpose", out.as_slice(), &want)
+}
+
 /// Bulk memory in a kernel: thread `r` copies 12 elements of row `r` (16 wide) from `src` to
 /// `dst` (`nacre::mem::copy`) and fills the row's last 4 with `r` (`nacre::mem::fill`).
 #[kernel]
@@ -1176,6 +1220,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_bits_kernel,
             trace: || nacre::trace_module(&run_bits_kernel),
+        },
+        KernelCase {
+            name: "transpose_tile",
+            grid_stride: false,
+            check: check_transpose_tile,
+            trace: || nacre::trace_module(&run_transpose_tile),
         },
         KernelCase {
             name: "copy_rows",

@@ -236,6 +236,7 @@ pub fn spec(case: &str) -> Vec<Arg> {
         // 300 particles of four 4-byte fields.
         "record_kernel" => vec![F32s(1200), U32(300), F32(0.125)],
         "bits_kernel" => vec![I32s(300), U32s(300), U32(300)],
+        "transpose_tile" => vec![F32s(384), F32s(384)],
         "transpose" => vec![F32s(20 * 36), F32s(20 * 36), U32(20), U32(36)],
         "saxpy_grid_stride" => vec![F32(1.5), F32s(1000), F32s(1000), U32(998), U32(2)],
         "saxpy_offsets" => vec![F32(1.5), F32s(1000), F32s(1000), U32(985), U32(1), U32(3)],

@@ -13,6 +13,7 @@ use crate::error::TraceError;
 use crate::extern_fn::{operands, traced_function, CallArgs};
 use crate::identity::Handle;
 use crate::ptr::Ptr;
+pub use crate::shared::{shared_array_2d, shared_array_3d, Shared2, Shared3};
 use crate::signature::{fn_name, Ret, TraceFn};
 use crate::val::{IntoVal, Val};
 use nacre_ir::semantics::ScalarValue;
@@ -199,7 +200,13 @@ pub fn sync_threads() {
 /// A block-shared array of `N` elements of `T` (`__shared__ T a[N]` / `threadgroup T a[N]`).
 /// Several per kernel are allowed; each call site is its own array.
 pub fn shared_array<T: ScalarValue, const N: usize>() -> Ptr<T> {
-    let len = u32::try_from(N).unwrap_or(u32::MAX);
+    shared_alloc::<T>(N)
+}
+
+/// A block-shared array of `n` elements of `T` (what [`shared_array`] and the 2D and 3D
+/// arrays are made of).
+pub(crate) fn shared_alloc<T: ScalarValue>(n: usize) -> Ptr<T> {
+    let len = u32::try_from(n).unwrap_or(u32::MAX);
     let traced = with_tracer(|t| t.build(|b| b.shared_alloc(T::SCALAR, len)));
     if let Some(h) = traced {
         return Ptr::from_handle(h);
@@ -209,7 +216,7 @@ pub fn shared_array<T: ScalarValue, const N: usize>() -> Ptr<T> {
         let i = d.next_shared;
         d.next_shared += 1;
         // Outside a direct call no access can succeed, so a null pointer serves.
-        let addr = crate::region::shared_array(i, N * T::SCALAR.bytes() as usize).unwrap_or(0);
+        let addr = crate::region::shared_array(i, n * T::SCALAR.bytes() as usize).unwrap_or(0);
         Ptr::from_handle(Handle::direct(addr as u64))
     })
 }

@@ -28,6 +28,7 @@ pub mod gpu;
 pub mod identity;
 pub mod ptr;
 pub mod region;
+pub mod shared;
 pub mod signature;
 pub mod val;
 
