@@ -410,6 +410,77 @@ impl<T: Int> Val<T> {
         }
     }
 
+    /// `self * rhs`, clamped to the type's range.
+    pub fn saturating_mul(self, rhs: impl IntoVal<T>) -> Val<T> {
+        let rhs = rhs.into_val();
+        let (product, overflow) = self.overflowing_mul(rhs);
+        let zero = Val::new(T::ZERO);
+        // The exact product is negative iff exactly one operand is.
+        let negative = self.lt(zero) ^ rhs.lt(zero);
+        let limit = select(negative, Self::min_value(), Self::max_value());
+        select(overflow, limit, product)
+    }
+
+    /// `self + rhs` wrapped, and whether it overflowed (Rust's `overflowing_add`).
+    pub fn overflowing_add(self, rhs: impl IntoVal<T>) -> (Val<T>, Val<bool>) {
+        let rhs = rhs.into_val();
+        let sum = self + rhs;
+        let overflow = if T::SCALAR.is_signed_int() {
+            ((self ^ sum) & (rhs ^ sum)).lt(Val::new(T::ZERO))
+        } else {
+            sum.lt(self)
+        };
+        (sum, overflow)
+    }
+
+    /// `self - rhs` wrapped, and whether it overflowed (Rust's `overflowing_sub`).
+    pub fn overflowing_sub(self, rhs: impl IntoVal<T>) -> (Val<T>, Val<bool>) {
+        let rhs = rhs.into_val();
+        let diff = self - rhs;
+        let overflow = if T::SCALAR.is_signed_int() {
+            ((self ^ rhs) & (self ^ diff)).lt(Val::new(T::ZERO))
+        } else {
+            rhs.gt(self)
+        };
+        (diff, overflow)
+    }
+
+    /// `self * rhs` wrapped, and whether it overflowed (Rust's `overflowing_mul`): the
+    /// product divided back by a non-zero `self` must give `rhs`, and for signed types
+    /// `MIN * -1` (which that test misses) overflows.
+    pub fn overflowing_mul(self, rhs: impl IntoVal<T>) -> (Val<T>, Val<bool>) {
+        let rhs = rhs.into_val();
+        let product = self * rhs;
+        let zero = Val::new(T::ZERO);
+        let divisor = select(self.eq(zero), Val::new(T::ONE), self);
+        let mut overflow = self.ne(zero) & (product / divisor).ne(rhs);
+        if T::SCALAR.is_signed_int() {
+            let minus_one = zero - T::ONE;
+            let (a_min, b_min) = (self.eq(Self::min_value()), rhs.eq(Self::min_value()));
+            overflow = overflow | (a_min & rhs.eq(minus_one)) | (b_min & self.eq(minus_one));
+        }
+        (product, overflow)
+    }
+
+    /// `self + rhs` and whether it is exact (no overflow): Rust's `checked_add` as a value and
+    /// a traced flag (the value wraps when the flag is false).
+    pub fn checked_add(self, rhs: impl IntoVal<T>) -> (Val<T>, Val<bool>) {
+        let (v, overflow) = self.overflowing_add(rhs);
+        (v, !overflow)
+    }
+
+    /// `self - rhs` and whether it is exact (see [`Val::checked_add`]).
+    pub fn checked_sub(self, rhs: impl IntoVal<T>) -> (Val<T>, Val<bool>) {
+        let (v, overflow) = self.overflowing_sub(rhs);
+        (v, !overflow)
+    }
+
+    /// `self * rhs` and whether it is exact (see [`Val::checked_add`]).
+    pub fn checked_mul(self, rhs: impl IntoVal<T>) -> (Val<T>, Val<bool>) {
+        let (v, overflow) = self.overflowing_mul(rhs);
+        (v, !overflow)
+    }
+
     /// The type's largest value.
     fn max_value() -> Val<T> {
         let w = Self::width();

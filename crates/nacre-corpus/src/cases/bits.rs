@@ -1,7 +1,8 @@
 //! Integer bit operations and explicit wrapping and saturating arithmetic, with Rust's names:
 //! `count_ones`, `count_zeros`, `leading_zeros`, `trailing_zeros`, `leading_ones`,
 //! `trailing_ones`, `swap_bytes`, `reverse_bits`, `rotate_left`, `rotate_right`, `pow`,
-//! `saturating_add`, `saturating_sub`, on every width and signedness.
+//! `saturating_add`, `saturating_sub`, `saturating_mul`, `checked_*` and `overflowing_*`, on every
+//! width and signedness.
 
 use crate::registry::{scalar_case, Case};
 use nacre::prelude::*;
@@ -55,6 +56,49 @@ pub fn saturating_mix(a: Val<i32>, b: Val<i32>, c: Val<u16>, d: Val<u16>) -> Val
     s + (u << 2i64) + p
 }
 
+/// Overflow-checked arithmetic on a signed and an unsigned type: each result folded with its
+/// flag.
+macro_rules! checked_mix {
+    ($name:ident, $t:ty) => {
+        #[doc = concat!("`checked_*`, `overflowing_*` and `saturating_mul` on `", stringify!($t), "`.")]
+        #[jit]
+        pub fn $name(a: Val<$t>, b: Val<$t>) -> Val<i64> {
+            let (s, s_ok) = a.checked_add(b);
+            let (d, d_ok) = a.checked_sub(b);
+            let (p, p_over) = a.overflowing_mul(b);
+            let (_, p_ok) = a.checked_mul(b);
+            let flags = s_ok.cast::<i64>()
+                + d_ok.cast::<i64>() * 2
+                + p_over.cast::<i64>() * 4
+                + p_ok.cast::<i64>() * 8;
+            let sat = a.saturating_mul(b).cast::<i64>();
+            ((s.cast::<i64>() ^ d.cast::<i64>() ^ p.cast::<i64>()) << 4i64) + flags + (sat << 1i64)
+        }
+    };
+}
+checked_mix!(checked_i32, i32);
+checked_mix!(checked_u64, u64);
+checked_mix!(checked_i64, i64);
+checked_mix!(checked_u8, u8);
+
+/// What [`checked_mix`] computes, in plain Rust.
+macro_rules! checked_reference {
+    ($t:ty) => {
+        |a: $t, b: $t| -> Result<i64, nacre::Trap> {
+            let (s, s_ok) = (a.wrapping_add(b), a.checked_add(b).is_some());
+            let (d, d_ok) = (a.wrapping_sub(b), a.checked_sub(b).is_some());
+            let (p, p_over) = a.overflowing_mul(b);
+            let p_ok = a.checked_mul(b).is_some();
+            let flags =
+                i64::from(s_ok) + i64::from(d_ok) * 2 + i64::from(p_over) * 4 + i64::from(p_ok) * 8;
+            let sat = a.saturating_mul(b) as i64;
+            Ok((((s as i64) ^ (d as i64) ^ (p as i64)) << 4)
+                .wrapping_add(flags)
+                .wrapping_add(sat << 1))
+        }
+    };
+}
+
 /// The cases of this module.
 pub fn cases() -> Vec<Case> {
     vec![
@@ -62,6 +106,10 @@ pub fn cases() -> Vec<Case> {
         scalar_case("bits_i16", bits_i16, bit_mix_reference!(i16)),
         scalar_case("bits_u32", bits_u32, bit_mix_reference!(u32)),
         scalar_case("bits_i64", bits_i64, bit_mix_reference!(i64)),
+        scalar_case("checked_i32", checked_i32, checked_reference!(i32)),
+        scalar_case("checked_u64", checked_u64, checked_reference!(u64)),
+        scalar_case("checked_i64", checked_i64, checked_reference!(i64)),
+        scalar_case("checked_u8", checked_u8, checked_reference!(u8)),
         scalar_case(
             "saturating_mix",
             saturating_mix,
