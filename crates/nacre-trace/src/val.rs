@@ -345,6 +345,14 @@ impl<T: Int> Val<T> {
         self.rotate_left((Val::new(w) - s) & (w - 1))
     }
 
+    /// `|self - other|`, as the unsigned type of the same width (exact for every pair).
+    pub fn abs_diff(self, other: impl IntoVal<T>) -> Val<T::Unsigned> {
+        let other = other.into_val();
+        let d = select(self.gt(other), self - other, other - self);
+        // The wrapped difference, read as unsigned, is the exact distance.
+        d.cast::<T::Unsigned>()
+    }
+
     /// `self + rhs`, wrapping (as `+` on `Val` does).
     pub fn wrapping_add(self, rhs: impl IntoVal<T>) -> Val<T> {
         self + rhs.into_val()
@@ -583,7 +591,10 @@ pub trait Num: Arith + HostValue {
     const ONE: Self;
 }
 /// Integer types: [`Num`] with bitwise operators and shifts.
-pub trait Int: Num + Bits {}
+pub trait Int: Num + Bits {
+    /// The unsigned integer type of the same width (what `abs_diff` returns).
+    type Unsigned: Int;
+}
 /// Float types: [`Num`] with sqrt, floor, ceil and fma.
 pub trait Float: Num {}
 /// Types with negation: signed integers and floats.
@@ -605,7 +616,10 @@ macro_rules! markers {
 }
 markers!(Arith: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 markers!(Bits: bool, i8, i16, i32, i64, u8, u16, u32, u64);
-markers!(Int: i8, i16, i32, i64, u8, u16, u32, u64);
+macro_rules! ints {
+    ($($t:ty => $u:ty),*) => { $(impl Int for $t { type Unsigned = $u; })* };
+}
+ints!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, u8 => u8, u16 => u16, u32 => u32, u64 => u64);
 markers!(Float: f32, f64);
 markers!(Signed: i8, i16, i32, i64, f32, f64);
 

@@ -1,7 +1,7 @@
 //! Integer bit operations and explicit wrapping and saturating arithmetic, with Rust's names:
 //! `count_ones`, `count_zeros`, `leading_zeros`, `trailing_zeros`, `leading_ones`,
 //! `trailing_ones`, `swap_bytes`, `reverse_bits`, `rotate_left`, `rotate_right`, `pow`,
-//! `saturating_add`, `saturating_sub`, `saturating_mul`, `checked_*` and `overflowing_*`, on every
+//! `saturating_add`, `saturating_sub`, `saturating_mul`, `abs_diff`, `checked_*` and `overflowing_*`, on every
 //! width and signedness.
 
 use crate::registry::{scalar_case, Case};
@@ -60,7 +60,7 @@ pub fn saturating_mix(a: Val<i32>, b: Val<i32>, c: Val<u16>, d: Val<u16>) -> Val
 /// flag.
 macro_rules! checked_mix {
     ($name:ident, $t:ty) => {
-        #[doc = concat!("`checked_*`, `overflowing_*` and `saturating_mul` on `", stringify!($t), "`.")]
+        #[doc = concat!("`checked_*`, `overflowing_*`, `saturating_mul` and `abs_diff` on `", stringify!($t), "`.")]
         #[jit]
         pub fn $name(a: Val<$t>, b: Val<$t>) -> Val<i64> {
             let (s, s_ok) = a.checked_add(b);
@@ -71,7 +71,7 @@ macro_rules! checked_mix {
                 + d_ok.cast::<i64>() * 2
                 + p_over.cast::<i64>() * 4
                 + p_ok.cast::<i64>() * 8;
-            let sat = a.saturating_mul(b).cast::<i64>();
+            let sat = a.saturating_mul(b).cast::<i64>() ^ a.abs_diff(b).cast::<i64>();
             ((s.cast::<i64>() ^ d.cast::<i64>() ^ p.cast::<i64>()) << 4i64) + flags + (sat << 1i64)
         }
     };
@@ -91,7 +91,7 @@ macro_rules! checked_reference {
             let p_ok = a.checked_mul(b).is_some();
             let flags =
                 i64::from(s_ok) + i64::from(d_ok) * 2 + i64::from(p_over) * 4 + i64::from(p_ok) * 8;
-            let sat = a.saturating_mul(b) as i64;
+            let sat = a.saturating_mul(b) as i64 ^ a.abs_diff(b) as i64;
             Ok((((s as i64) ^ (d as i64) ^ (p as i64)) << 4)
                 .wrapping_add(flags)
                 .wrapping_add(sat << 1))
