@@ -12,7 +12,8 @@
 use crate::enums::{EnumVal, TracedEnum};
 use crate::val::Val;
 
-/// A `match`'s scrutinee, borrowed (see the [module docs](self)).
+/// A `match`'s scrutinee, borrowed: `#[jit]` asks it whether it matches each arm
+/// ([`TracedScrutinee`] for a traced enum, [`NativeScrutinee`] for any other value).
 pub struct Scrutinee<'a, T>(pub &'a T);
 
 /// The traced answer: an [`EnumVal`] is one of the variants `pick` accepts.
