@@ -38,6 +38,33 @@ inline thread_local std::barrier<> *nacre_emulated_barrier = nullptr;
 
 inline void __syncthreads() { nacre_emulated_barrier->arrive_and_wait(); }
 
+// The integer intrinsics of the bit operations, as CUDA defines them.
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; i++, x >>= 1) r = (r << 1) | (x & 1);
+    return r;
+}
+inline unsigned long long __brevll(unsigned long long x) {
+    unsigned long long r = 0;
+    for (int i = 0; i < 64; i++, x >>= 1) r = (r << 1) | (x & 1);
+    return r;
+}
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    unsigned long long both = ((unsigned long long)y << 32) | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned sel = (s >> (4 * i)) & 7;
+        r |= (unsigned)((both >> (8 * sel)) & 0xff) << (8 * i);
+    }
+    return r;
+}
+
 inline float __int_as_float(int x) {
     float f;
     std::memcpy(&f, &x, sizeof f);

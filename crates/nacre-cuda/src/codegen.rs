@@ -37,7 +37,7 @@ use nacre_backend::BackendError;
 use nacre_c::dialect::{DialectError, KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{CDialect, Dialect};
-use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Scalar, VerifiedModule};
+use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Scalar, UnaryOp, VerifiedModule};
 use nacre_kernel::{specialised_for_launches, Specialised};
 
 /// The CUDA C of one kernel.
@@ -123,7 +123,11 @@ impl Dialect for CudaDialect {
     }
 
     fn helper_definition(&self, helper: Helper) -> String {
-        helpers::c_definition(self, "static __device__ __forceinline__ ", helper)
+        let qualifier = "static __device__ __forceinline__ ";
+        match helper {
+            Helper::Bits(op, s) => bits_definition(self, qualifier, op, s),
+            _ => helpers::c_definition(self, qualifier, helper),
+        }
     }
 
     fn gpu_index(&self, index: GpuIndex, dim: Dim) -> Result<String, DialectError> {
@@ -235,3 +239,44 @@ pub(crate) fn print_kernel(
 
 #[cfg(test)]
 mod tests;
+
+/// A bit operation with CUDA's intrinsics (`__popc`, `__clz`, `__ffs`, `__byte_perm`,
+/// `__brev` and their 64-bit forms) on the unsigned value, narrow types widened to 32 bits.
+fn bits_definition(d: &CudaDialect, qualifier: &str, op: UnaryOp, s: Scalar) -> String {
+    let name = Helper::Bits(op, s).name();
+    let t = d.scalar_type(s);
+    let w = s.bits();
+    let wide = w == 64;
+    let u = d.scalar_type(if wide { Scalar::U64 } else { Scalar::U32 });
+    let narrow = if wide {
+        String::new()
+    } else {
+        format!(
+            "({})",
+            d.scalar_type(match w {
+                8 => Scalar::U8,
+                16 => Scalar::U16,
+                _ => Scalar::U32,
+            })
+        )
+    };
+    let body = match (op, wide) {
+        (UnaryOp::CountOnes, false) => "return __popc(u);".to_string(),
+        (UnaryOp::CountOnes, true) => "return __popcll(u);".to_string(),
+        (UnaryOp::LeadingZeros, false) => format!("return __clz((int)u) - {};", 32 - w),
+        (UnaryOp::LeadingZeros, true) => "return __clzll((long long)u);".to_string(),
+        (UnaryOp::TrailingZeros, false) => format!("return u == 0 ? {w} : __ffs((int)u) - 1;"),
+        (UnaryOp::TrailingZeros, true) => "return u == 0 ? 64 : __ffsll((long long)u) - 1;".to_string(),
+        (UnaryOp::SwapBytes, false) => match w {
+            8 => "return u;".to_string(),
+            16 => "return __byte_perm(u, 0, 0x0001);".to_string(),
+            _ => "return __byte_perm(u, 0, 0x0123);".to_string(),
+        },
+        (UnaryOp::SwapBytes, true) => format!(
+            "return (({u})__byte_perm((unsigned)u, 0, 0x0123) << 32) | __byte_perm((unsigned)(u >> 32), 0, 0x0123);"
+        ),
+        (_, false) => format!("return __brev(u) >> {};", 32 - w),
+        (_, true) => "return __brevll(u);".to_string(),
+    };
+    format!("{qualifier}{t} {name}({t} x) {{\n    {u} u = ({u}){narrow}x;\n    {body}\n}}\n")
+}
