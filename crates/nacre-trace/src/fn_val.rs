@@ -218,12 +218,15 @@ impl<F: 'static> Carry for FnVal<F> {
     }
     fn unreachable_value() -> Self {
         FnVal {
-            table: u32::MAX,
+            table: NO_TABLE,
             index: Val::unreachable_value(),
             _f: PhantomData,
         }
     }
 }
+
+/// The table of [`Carry::unreachable_value`]'s function value: none, for code that never runs.
+const NO_TABLE: u32 = u32::MAX;
 
 /// Every function table used so far, by id: a `&'static [F]`, boxed once per table.
 type Table = &'static (dyn Any + Send + Sync);
@@ -247,6 +250,10 @@ fn register<F: FnPointer>(table: &'static [F]) -> u32 {
 /// The entries of table `id`, or none (after failing the trace) if no table of entry type
 /// `F` has that id.
 fn entries<F: FnPointer>(id: u32) -> &'static [F] {
+    if id == NO_TABLE {
+        // A value of code that never runs (`Carry::unreachable_value`): nothing to call.
+        return &[];
+    }
     let found = {
         let tables = TABLES.lock().unwrap_or_else(PoisonError::into_inner);
         tables

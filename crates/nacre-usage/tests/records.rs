@@ -61,6 +61,17 @@ fn fields_are_read_and_written_through_a_record_pointer() {
 }
 
 #[test]
+fn writing_a_field_needs_a_mutable_borrow() {
+    let engine = Engine::new(Options::default()).unwrap();
+    let f = engine.compile(buy_value).unwrap();
+    let rows = orders();
+    // `buy_value` writes `side` through a field pointer: a shared borrow is refused.
+    let e = f.call(&rows, 50).unwrap_err();
+    assert!(matches!(e, nacre::Error::ReadOnlyArgument { .. }), "{e:?}");
+    assert_eq!(rows, orders());
+}
+
+#[test]
 fn a_record_access_past_the_end_traps() {
     let engine = Engine::new(Options::default()).unwrap();
     let f = engine.compile(buy_value).unwrap();
