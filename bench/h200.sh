@@ -9,6 +9,7 @@
 # writes into OUT:
 #   h200_tests.txt   the CUDA test executables (the corpus on the GPU, the disk cache, a kernel
 #                    fault, the facade's devices, every operator against nacre_ir::semantics)
+#   cuda_math_ulps.md the math functions' largest ulps from libm, accurate and fast math
 #                    and compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
 #                    the corpus test
 #   demo.txt         `nacre` without arguments: the demo, on the best device there (CUDA)
@@ -32,6 +33,8 @@ wants tests && {
         echo "== $t"
         case $t in
             corpus) .carry/corpus cuda_kernels:: 2>&1 ;;
+            device_semantics)
+                NACRE_ACCURACY_OUT="$out/cuda_math_ulps.md" .carry/device_semantics 2>&1 ;;
             *) ".carry/$t" 2>&1 ;;
         esac
     done

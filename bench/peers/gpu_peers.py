@@ -392,6 +392,9 @@ def planned_names(cfg):
         names.append(f"peer_{fw}_launch_latency")
         if fw != "torch":
             names += [f"peer_{fw}_compile_{k}" for k in KERNELS if k != "tiny"]
+        else:
+            rows, cols = SOFTMAX_SHAPE
+            names += [f"peer_torch_softmax_{rows}x{cols}", f"peer_torch_gelu_{GELU_SIZE}"]
     return [n for n in names if cfg.wants(n)]
 
 
@@ -844,6 +847,66 @@ def fmt_ns(ns):
     return f"{ns:.1f} ns"
 
 
+# ---- kernel-language benchmarks (PyTorch only) ------------------------------------------------
+
+#: Rows and columns of the softmax benchmark.
+SOFTMAX_SHAPE = (4096, 4096)
+#: Elements of the GELU benchmark.
+GELU_SIZE = 1 << 24
+#: Check tolerance of softmax (relative to the row's largest probability) and GELU.
+SOFTMAX_TOLERANCE = 1e-5
+GELU_TOLERANCE = 1e-5
+
+
+def softmax_reference(x):
+    """Row softmax in float64."""
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def gelu_reference(x):
+    """GELU's tanh form in float64."""
+    x = x.astype(np.float64)
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def run_language(run, peer, rng):
+    """`peer_torch_softmax_4096x4096` (`torch.softmax(x, dim=1)`) and
+    `peer_torch_gelu_16777216` (`torch.nn.functional.gelu(x, approximate="tanh")`), each
+    checked against float64 NumPy and timed with CUDA events."""
+    torch, cfg = peer.torch, run.cfg
+    rows, cols = SOFTMAX_SHAPE
+    cases = [
+        (f"peer_torch_softmax_{rows}x{cols}",
+         lambda: (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(3.0)),
+         lambda t: torch.softmax(t, dim=1),
+         lambda x, got: (np.abs(got - softmax_reference(x)).max(axis=1)
+                         / softmax_reference(x).max(axis=1)).max(),
+         SOFTMAX_TOLERANCE),
+        (f"peer_torch_gelu_{GELU_SIZE}",
+         lambda: random_floats(rng, GELU_SIZE, -6.0, 6.0),
+         lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+         lambda x, got: (np.abs(got - gelu_reference(x)) / (1.0 + np.abs(gelu_reference(x)))).max(),
+         GELU_TOLERANCE),
+    ]
+    for name, make, op, error, tol in cases:
+        if not cfg.wants(name):
+            continue
+
+        def bench():
+            x = make()
+            t = torch.from_numpy(x).cuda()
+            got = op(t).cpu().numpy()
+            err = float(error(x, got))
+            run.record_check(name, err <= tol, err, tol)
+            if err <= tol:
+                run.record(name, time_events(peer.clock, lambda: op(t), cfg.runs, cfg.warmup))
+
+        guarded(run, name, bench)
+        free_memory(peer)
+
+
 def free_memory(peer):
     """Returns cached device memory between benchmarks."""
     try:
@@ -1089,6 +1152,9 @@ def main(argv=None):
                 continue
             guarded(run, bench.name(peer.name), lambda: run_bench(run, peer, bench, inputs))
             free_memory(peer)
+    for peer in peers:
+        if peer.name == "torch":
+            run_language(run, peer, rng)
     for peer in peers:
         name = f"peer_{peer.name}_launch_latency"
         if cfg.wants(name):

@@ -37,7 +37,7 @@ pub struct LaneGroup {
 }
 
 /// A math-library function the printer calls on floats.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub enum MathFn {
     /// Absolute value (`fabs`).
     Abs,
@@ -51,6 +51,16 @@ pub enum MathFn {
     Fma,
     /// Floating-point remainder with the sign of the dividend (`fmod`).
     Rem,
+    /// Round towards zero (`trunc`).
+    Trunc,
+    /// Round to nearest, halfway cases away from zero (`round`).
+    Round,
+    /// Magnitude of the first operand, sign of the second (`copysign`).
+    Copysign,
+    /// A math-library function of one argument (`exp`, `log1p`, ...).
+    Lib(nacre_ir::MathFn),
+    /// A math-library function of two arguments (`pow`, `atan2`, `hypot`).
+    Lib2(nacre_ir::MathFn2),
 }
 
 impl MathFn {
@@ -63,6 +73,11 @@ impl MathFn {
             MathFn::Ceil => "ceil",
             MathFn::Fma => "fma",
             MathFn::Rem => "fmod",
+            MathFn::Trunc => "trunc",
+            MathFn::Round => "round",
+            MathFn::Copysign => "copysign",
+            MathFn::Lib(f) => f.c_name(),
+            MathFn::Lib2(f) => f.c_name(),
         }
     }
 }
@@ -159,6 +174,13 @@ pub trait Dialect {
     fn pointer_type(&self, elem: Scalar, space: AddressSpace) -> Result<String, DialectError> {
         let qualifier = self.address_space_qualifier(space)?;
         Ok(format!("{qualifier}{} *", self.scalar_type(elem)))
+    }
+
+    /// Whether the target's math library lacks `f` ([`MathFn::Lib`] or [`MathFn::Lib2`]), so
+    /// that the printer calls the portable definition [`Helper::Math`] instead; a function
+    /// that has neither is refused. The default has every function.
+    fn lacks_math_function(&self, _f: MathFn) -> Result<bool, DialectError> {
+        Ok(false)
     }
 
     /// Refuses scalar types the target lacks (for example `f64` on a GPU without doubles).

@@ -69,6 +69,17 @@ pub enum DialectError {
         /// The target, as people write it (`CUDA`, `Metal`).
         target: &'static str,
     },
+    /// A math-library function the target has neither in its library nor as a portable
+    /// definition ([`Dialect::lacks_math_function`]).
+    ///
+    /// [`Dialect::lacks_math_function`]: crate::Dialect::lacks_math_function
+    #[error("the math function `{name}` ({target} has no such function; compute it on the host or use a CUDA or CPU backend)")]
+    MathFunction {
+        /// The function's Rust name (`erf`).
+        name: &'static str,
+        /// The target, as people write it (`Metal`).
+        target: &'static str,
+    },
     /// Values of a scalar type the target does not have ([`Dialect::check_scalar`]), for
     /// example `f64` in Metal.
     ///

@@ -379,6 +379,17 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         self.ctx.dialect.math_function(f, s)
     }
 
+    /// The function that computes library function `f` on `s`: the target's own or, where it
+    /// lacks one, the portable helper.
+    fn library(&mut self, f: MathFn, s: Scalar) -> Result<String, BackendError> {
+        let lacks = (self.ctx.dialect.lacks_math_function(f)).map_err(|e| self.ctx.refused(e))?;
+        Ok(if lacks {
+            self.helper(Helper::Math(f, s))
+        } else {
+            self.math(f, s)
+        })
+    }
+
     /// Marks the values defined in the function's layout (the verifier guarantees that each
     /// is defined once) and records its GPU operations.
     fn collect(&mut self) -> Result<(), BackendError> {
@@ -563,6 +574,15 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             InstKind::Unary(op, a) => self.unary(*op, *a),
             InstKind::Binary(op, a, b) => self.binary(out, *op, *a, *b),
             InstKind::Fma(a, b, c) => self.fma(*a, *b, *c),
+            InstKind::Math(f, a) => {
+                format!("{}({a})", self.library(MathFn::Lib(*f), self.scalar(*a))?)
+            }
+            InstKind::Math2(f, a, b) => {
+                format!(
+                    "{}({a}, {b})",
+                    self.library(MathFn::Lib2(*f), self.scalar(*a))?
+                )
+            }
             // The verifier checks that both operands have the same type.
             InstKind::Cmp(op, a, b) if self.ty(*a).is_ptr() => {
                 let addr = self.ctx.dialect.address_type();
@@ -656,7 +676,12 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 UnaryOp::Neg => format!("({t})-({w}){a}"),
                 UnaryOp::Not => format!("({t})~{a}"),
                 UnaryOp::Abs if s.is_signed_int() => format!("{a} < 0 ? ({t})-({w}){a} : {a}"),
-                UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => a,
+                UnaryOp::Abs
+                | UnaryOp::Sqrt
+                | UnaryOp::Floor
+                | UnaryOp::Ceil
+                | UnaryOp::Trunc
+                | UnaryOp::Round => a,
                 UnaryOp::CountOnes
                 | UnaryOp::LeadingZeros
                 | UnaryOp::TrailingZeros
@@ -672,6 +697,8 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 UnaryOp::Sqrt => math(MathFn::Sqrt),
                 UnaryOp::Floor => math(MathFn::Floor),
                 UnaryOp::Ceil => math(MathFn::Ceil),
+                UnaryOp::Trunc => math(MathFn::Trunc),
+                UnaryOp::Round => math(MathFn::Round),
                 // Integer bit operations are not defined on floats (the verifier refuses them).
                 UnaryOp::CountOnes
                 | UnaryOp::LeadingZeros
@@ -728,7 +755,11 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 BinaryOp::And | BinaryOp::Mul | BinaryOp::Min => format!("{a} & {b}"),
                 BinaryOp::Or | BinaryOp::Max => format!("{a} | {b}"),
                 BinaryOp::Xor | BinaryOp::Add | BinaryOp::Sub => format!("{a} ^ {b}"),
-                BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr => a,
+                BinaryOp::Div
+                | BinaryOp::Rem
+                | BinaryOp::Shl
+                | BinaryOp::Shr
+                | BinaryOp::Copysign => a,
             };
         }
         if s.is_float() {
@@ -740,6 +771,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 BinaryOp::Rem => format!("{}({a}, {b})", self.math(MathFn::Rem, s)),
                 BinaryOp::Min => format!("{}({a}, {b})", self.helper(Helper::Min(s))),
                 BinaryOp::Max => format!("{}({a}, {b})", self.helper(Helper::Max(s))),
+                BinaryOp::Copysign => format!("{}({a}, {b})", self.math(MathFn::Copysign, s)),
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => a,
             };
         }
@@ -780,6 +812,8 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             BinaryOp::Shr => format!("({t})({a} >> ({b} & {mask}))"),
             BinaryOp::Min => format!("{a} < {b} ? {a} : {b}"),
             BinaryOp::Max => format!("{a} > {b} ? {a} : {b}"),
+            // Defined on floats only (the verifier refuses it on integers).
+            BinaryOp::Copysign => a,
         }
     }
 

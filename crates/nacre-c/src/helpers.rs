@@ -6,6 +6,7 @@
 //! the output stays small and deterministic.
 
 use crate::dialect::Dialect;
+use crate::dialect::MathFn;
 use nacre_ir::{Scalar, UnaryOp};
 
 /// A helper function.
@@ -29,6 +30,9 @@ pub enum Helper {
     /// An integer bit operation ([`UnaryOp::is_bit_op`]) on an integer type, in plain C
     /// (shifts and masks: the same definition on every target).
     Bits(UnaryOp, Scalar),
+    /// A math-library function that the target lacks ([`Dialect::lacks_math_function`]), in
+    /// terms of functions it has (see [`math_definition`] for which and how accurate).
+    Math(MathFn, Scalar),
 }
 
 impl Helper {
@@ -41,6 +45,7 @@ impl Helper {
             Helper::FromBits(s) => format!("nacre_{s}_from_bits"),
             Helper::ToBits(s) => format!("nacre_{s}_to_bits"),
             Helper::Bits(op, s) => format!("nacre_{}_{s}", op.name()),
+            Helper::Math(f, s) => format!("nacre_{}_{s}", f.c_name()),
         }
     }
 }
@@ -174,7 +179,69 @@ pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper
             format!("{qualifier}{u} {name}({f} x) {{\n    {u} b;\n    memcpy(&b, &x, sizeof b);\n    return b;\n}}\n")
         }
         Helper::Bits(op, s) => bits_definition(d, qualifier, op, s),
+        Helper::Math(f, s) => math_definition(d, qualifier, f, s),
     }
+}
+
+/// The portable definition of math function `f` on `s`, in terms of `exp`, `log`, `pow`,
+/// `sqrt` and `fabs` as the dialect spells them, for a target that lacks `f`:
+///
+/// - `expm1` and `log1p` with Kahan's correction (`(e^x - 1) * x / ln(e^x)` and
+///   `ln(1 + x) * x / ((1 + x) - 1)`), within a few ulps of the exact result;
+/// - `cbrt` as `pow(|x|, 1/3)` with the sign of `x`, refined by one Newton step;
+/// - `hypot` as `a * sqrt(1 + (b/a)^2)` with `a` the larger magnitude (no undue overflow).
+///
+/// Other functions are never lacking (a dialect refuses them instead); they get a definition
+/// that calls the library function by its name.
+pub fn math_definition(
+    d: &(impl Dialect + ?Sized),
+    qualifier: &str,
+    f: MathFn,
+    s: Scalar,
+) -> String {
+    let name = Helper::Math(f, s).name();
+    let t = d.scalar_type(s);
+    let k = |v: &str| {
+        if s == Scalar::F32 {
+            format!("{v}f")
+        } else {
+            v.to_string()
+        }
+    };
+    let call = |g| d.math_function(g, s);
+    let (exp, log, pow, sqrt, abs) = (
+        call(MathFn::Lib(nacre_ir::MathFn::Exp)),
+        call(MathFn::Lib(nacre_ir::MathFn::Ln)),
+        call(MathFn::Lib2(nacre_ir::MathFn2::Pow)),
+        call(MathFn::Sqrt),
+        call(MathFn::Abs),
+    );
+    let (one, zero) = (k("1.0"), k("0.0"));
+    let body = match f {
+        MathFn::Lib(nacre_ir::MathFn::ExpM1) => format!(
+            "{t} u = {exp}(x);\n    if (u == {one}) return x;\n    {t} m = u - {one};\n    if (m == -{one}) return -{one};\n    if (u - u != {zero}) return u;\n    return m * (x / {log}(u));"
+        ),
+        MathFn::Lib(nacre_ir::MathFn::Ln1p) => format!(
+            "{t} u = {one} + x;\n    if (u == {one}) return x;\n    if (u - u != {zero}) return {log}(u);\n    return {log}(u) * (x / (u - {one}));"
+        ),
+        MathFn::Lib(nacre_ir::MathFn::Cbrt) => format!(
+            "if (x == {zero} || x - x != {zero}) return x;\n    {t} y = {pow}({abs}(x), {one} / {three});\n    y = x < {zero} ? -y : y;\n    return y - (y - x / (y * y)) / {three};",
+            three = k("3.0")
+        ),
+        MathFn::Lib2(nacre_ir::MathFn2::Hypot) => format!(
+            "{t} a = {abs}(x), b = {abs}(y);\n    if (a != {zero} && a + a == a) return a;\n    if (b != {zero} && b + b == b) return b;\n    if (a < b) {{ {t} c = a; a = b; b = c; }}\n    if (a == {zero}) return a;\n    {t} r = b / a;\n    return a * {sqrt}({one} + r * r);"
+        ),
+        other => {
+            let args = if matches!(other, MathFn::Lib2(_)) { "x, y" } else { "x" };
+            format!("return {}({args});", call(other))
+        }
+    };
+    let params = if matches!(f, MathFn::Lib2(_)) {
+        format!("{t} x, {t} y")
+    } else {
+        format!("{t} x")
+    };
+    format!("{qualifier}{t} {name}({params}) {{\n    {body}\n}}\n")
 }
 
 #[cfg(test)]
@@ -213,5 +280,101 @@ mod tests {
     fn names() {
         assert_eq!(Helper::Min(Scalar::F32).name(), "nacre_min_f32");
         assert_eq!(Helper::FromBits(Scalar::F64).name(), "nacre_f64_from_bits");
+    }
+
+    /// The portable definitions of the functions Metal lacks, compiled as plain C and run on
+    /// inputs across the range, stay within 8 ulps of the reference (`f32` and `f64`).
+    #[test]
+    fn portable_math_definitions_are_accurate() {
+        use nacre_ir::semantics;
+        use nacre_ir::{MathFn as F, MathFn2 as F2};
+        let lacking = [
+            MathFn::Lib(F::ExpM1),
+            MathFn::Lib(F::Ln1p),
+            MathFn::Lib(F::Cbrt),
+            MathFn::Lib2(F2::Hypot),
+        ];
+        let mut inputs = vec![
+            0.0, -0.0, 1.0, -1.0, 1e-30, -3e-8, 5e-5, 0.3, -0.7, 2.5, 88.0, -100.0,
+        ];
+        inputs.extend([
+            1e30,
+            3e38,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1e-39,
+            1e-310,
+        ]);
+        inputs.extend((0..200).map(|i| ((i as f64) * 0.731).sin() * 10f64.powi(i % 9 - 4)));
+        let dir = std::env::temp_dir().join(format!("nacre_math_helpers_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for s in [Scalar::F32, Scalar::F64] {
+            let t = CDialect.scalar_type(s);
+            let mut src =
+                String::from("#include <math.h>\n#include <stdio.h>\n#include <stdint.h>\n");
+            for f in lacking {
+                src.push_str(&c_definition(&CDialect, "static ", Helper::Math(f, s)));
+            }
+            src.push_str(&format!("int main(void) {{\n    {t} xs[] = {{"));
+            for x in &inputs {
+                src.push_str(&format!(
+                    "{}, ",
+                    if x.is_nan() {
+                        "NAN".into()
+                    } else if x.is_infinite() {
+                        format!("{}INFINITY", if *x < 0.0 { "-" } else { "" })
+                    } else {
+                        format!("{x:e}")
+                    }
+                ));
+            }
+            src.push_str(
+                "};\n    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++) {\n        ",
+            );
+            src.push_str(&format!(
+                "{t} x = xs[i], y = xs[(i * 7 + 3) % (sizeof xs / sizeof xs[0])];\n        "
+            ));
+            let names: Vec<String> = lacking.iter().map(|&f| Helper::Math(f, s).name()).collect();
+            src.push_str(&format!(
+                "printf(\"%.17g %.17g %.17g %.17g %.17g %.17g\\n\", (double)x, (double)y, (double){}(x), (double){}(x), (double){}(x), (double){}(x, y));\n    }}\n    return 0;\n}}\n",
+                names[0], names[1], names[2], names[3]
+            ));
+            let c = dir.join(format!("m_{s}.c"));
+            let exe = dir.join(format!("m_{s}"));
+            std::fs::write(&c, &src).unwrap();
+            let built = std::process::Command::new("cc")
+                .arg("-O1")
+                .arg(&c)
+                .arg("-o")
+                .arg(&exe)
+                .arg("-lm")
+                .status()
+                .expect("cc runs");
+            assert!(built.success(), "{src}");
+            let out = std::process::Command::new(&exe).output().expect("runs");
+            for line in String::from_utf8(out.stdout).unwrap().lines() {
+                let v: Vec<f64> = line.split(' ').map(|w| w.parse().unwrap()).collect();
+                let bits = |x: f64| {
+                    if s == Scalar::F32 {
+                        u64::from((x as f32).to_bits())
+                    } else {
+                        x.to_bits()
+                    }
+                };
+                let (x, y) = (bits(v[0]), bits(v[1]));
+                let want = [
+                    semantics::math(F::ExpM1, s, x),
+                    semantics::math(F::Ln1p, s, x),
+                    semantics::math(F::Cbrt, s, x),
+                    semantics::math2(F2::Hypot, s, x, y),
+                ];
+                for (k, &w) in want.iter().enumerate() {
+                    let d = semantics::ulps(s, bits(v[2 + k]), w);
+                    assert!(d <= 8, "{} on {s}: {line}: {d} ulps", names[k]);
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

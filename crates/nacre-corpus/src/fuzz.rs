@@ -555,20 +555,11 @@ impl<'a, 'f> Body<'a, 'f> {
 
     fn binary_stmt(&mut self) {
         let s = self.any_type();
-        let ops: &[BinaryOp] = if s.is_float() {
-            &[
-                BinaryOp::Add,
-                BinaryOp::Sub,
-                BinaryOp::Mul,
-                BinaryOp::Div,
-                BinaryOp::Rem,
-                BinaryOp::Min,
-                BinaryOp::Max,
-            ]
-        } else {
-            &BinaryOp::ALL
-        };
-        let op = self.rng.pick(ops);
+        let ops: Vec<BinaryOp> = BinaryOp::ALL
+            .into_iter()
+            .filter(|op| op.accepts(s))
+            .collect();
+        let op = self.rng.pick(&ops);
         let a = self.operand(s);
         let mut b = self.operand(s);
         if matches!(op, BinaryOp::Div | BinaryOp::Rem) {
@@ -587,6 +578,8 @@ impl<'a, 'f> Body<'a, 'f> {
                 UnaryOp::Sqrt,
                 UnaryOp::Floor,
                 UnaryOp::Ceil,
+                UnaryOp::Trunc,
+                UnaryOp::Round,
             ]
         } else if s.is_int() {
             &[
@@ -2662,6 +2655,8 @@ pub fn census(module: &Module) -> std::collections::BTreeMap<String, usize> {
                     K::Unary(op, a) => format!("unary.{}.{}", op.name(), ty(*a)),
                     K::Binary(op, a, _) => format!("binary.{}.{}", op.name(), ty(*a)),
                     K::Fma(a, ..) => format!("fma.{}", ty(*a)),
+                    K::Math(m, a) => format!("math.{}.{}", m.name(), ty(*a)),
+                    K::Math2(m, a, _) => format!("math.{}.{}", m.name(), ty(*a)),
                     K::Cmp(op, a, _) => {
                         let t = f.values[*a].ty;
                         let t = if t.is_ptr() {

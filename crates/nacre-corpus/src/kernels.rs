@@ -719,6 +719,265 @@ pub fn bits_kernel(x: Ptr<i32>, out: Ptr<u32>, n: Val<u32>) {
     }
 }
 
+/// The math functions in a kernel: thread `i` computes function `i % 23` (every one-argument
+/// function but `erf`, which Metal lacks, then `powf`, `atan2` and `hypot` with the roundings)
+/// of element `i` and of `y = x * 0.37 + 0.25`.
+#[kernel]
+pub fn math_kernel(x: Ptr<f32>, out: Ptr<f32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        let v = x[i];
+        let y = v * 0.37f32 + 0.25f32;
+        out[i] = match i % 23u32 {
+            0 => v.exp(),
+            1 => v.exp2(),
+            2 => v.exp_m1(),
+            3 => v.ln(),
+            4 => v.log2(),
+            5 => v.log10(),
+            6 => v.ln_1p(),
+            7 => v.sin(),
+            8 => v.cos(),
+            9 => v.tan(),
+            10 => y.asin(),
+            11 => y.acos(),
+            12 => v.atan(),
+            13 => v.sinh(),
+            14 => v.cosh(),
+            15 => v.tanh(),
+            16 => v.asinh(),
+            17 => v.acosh(),
+            18 => y.atanh(),
+            19 => v.cbrt(),
+            20 => v.powf(y),
+            21 => v.atan2(y),
+            _ => v.hypot(y) + v.round() * 0.5f32 + v.trunc() * 0.25f32,
+        };
+    }
+}
+
+/// What thread `i` of [`math_kernel`] computes, with the reference functions.
+pub fn math_kernel_reference(i: usize, v: f32) -> f32 {
+    use nacre::ir::semantics::{math2_f32, math_f32};
+    use nacre::ir::{MathFn, MathFn2};
+    let y = v * 0.37 + 0.25;
+    let k = i % 23;
+    match k {
+        10 | 11 | 18 => math_f32(MathFn::ALL[k], y),
+        0..=19 => math_f32(MathFn::ALL[k], v),
+        20 => math2_f32(MathFn2::Pow, v, y),
+        21 => math2_f32(MathFn2::Atan2, v, y),
+        _ => math2_f32(MathFn2::Hypot, v, y) + v.round() * 0.5 + v.trunc() * 0.25,
+    }
+}
+
+/// Launches [`math_kernel`] with one thread per element.
+#[jit]
+pub fn run_math_kernel(x: Ptr<f32>, out: Ptr<f32>, n: Val<u32>) {
+    launch(
+        math_kernel,
+        Grid::new((n + 127) / 128),
+        Block::new(128u32),
+        (x, out, n),
+    );
+}
+
+/// Inputs for the math kernel: every float range the functions care about (tiny, negative,
+/// near 1, large) and the edge values.
+pub fn math_inputs(n: usize) -> Vec<f32> {
+    let edges = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-40,
+        f32::MAX,
+        88.8,
+    ];
+    (0..n)
+        .map(|i| match i % 3 {
+            0 => edges[(i / 3) % edges.len()],
+            1 => (i as f32 * 0.731).sin() * 12.0,
+            _ => (i as f32 * 0.173).cos() * 0.999,
+        })
+        .collect()
+}
+
+fn check_math_kernel(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let xv = math_inputs(n);
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
+    let f = engine.compile(run_math_kernel).map_err(err)?;
+    f.call(&x, &mut out, n as u32).map_err(err)?;
+    for (i, (&v, &got)) in xv.iter().zip(out.as_slice()).enumerate() {
+        let want = math_kernel_reference(i, v);
+        let d = nacre::ir::semantics::ulps(
+            nacre::ir::Scalar::F32,
+            got.to_bits().into(),
+            want.to_bits().into(),
+        );
+        if d > crate::cases::math::LIBRARY_ULPS {
+            return Err(format!(
+                "thread {i} (function {}) of x = {v:e}: {got:e}, expected {want:e} ({d} ulps)",
+                i % 23
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Threads per block of [`softmax_rows`].
+pub const SOFTMAX_BLOCK: u32 = 256;
+
+/// Reduces `red[0..256]` in place to `red[0]` by a tree of maxima (`max`) or sums, with
+/// barriers; every thread of the block calls it.
+#[jit]
+fn reduce_block(red: Ptr<f32>, t: Val<u32>, max: bool) {
+    sync_threads();
+    let mut s = Val::new(SOFTMAX_BLOCK / 2);
+    while s > 0u32 {
+        if t < s {
+            let (a, b) = (red[t], red[t + s]);
+            red[t] = if max { a.max(b) } else { a + b };
+        }
+        sync_threads();
+        s /= 2u32;
+    }
+}
+
+/// The numerically stable softmax of each row of a row-major matrix with `cols` columns:
+/// one block of [`SOFTMAX_BLOCK`] threads per row finds the row's maximum, then the sum of
+/// `exp(x - max)`, each by a shared-memory tree, and writes `exp(x - max) / sum`.
+#[kernel]
+pub fn softmax_rows(x: Ptr<f32>, out: Ptr<f32>, cols: Val<u32>) {
+    let red = shared_array::<f32, 256>();
+    let t = thread_idx_x();
+    let row = block_idx_x() * cols;
+    let mut m = Val::new(f32::NEG_INFINITY);
+    let mut j = t;
+    while j < cols {
+        m = m.max(x[row + j]);
+        j += SOFTMAX_BLOCK;
+    }
+    red[t] = m;
+    reduce_block(red, t, true);
+    let m = red[0u32];
+    sync_threads();
+    let mut sum = Val::new(0.0f32);
+    j = t;
+    while j < cols {
+        sum += (x[row + j] - m).exp();
+        j += SOFTMAX_BLOCK;
+    }
+    red[t] = sum;
+    reduce_block(red, t, false);
+    let inv = red[0u32].recip();
+    j = t;
+    while j < cols {
+        out[row + j] = (x[row + j] - m).exp() * inv;
+        j += SOFTMAX_BLOCK;
+    }
+}
+
+/// Launches [`softmax_rows`] with one block per row of a `rows × cols` matrix.
+#[jit]
+pub fn run_softmax_rows(x: Ptr<f32>, out: Ptr<f32>, rows: Val<u32>, cols: Val<u32>) {
+    launch(
+        softmax_rows,
+        Grid::new(rows),
+        Block::new(SOFTMAX_BLOCK),
+        (x, out, cols),
+    );
+}
+
+/// The row softmax in plain Rust, in `f64` (the reference of the benchmark's check).
+pub fn softmax_reference(x: &[f32], cols: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks(cols) {
+        let m = row
+            .iter()
+            .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+        let sum: f64 = row.iter().map(|&v| (f64::from(v) - m).exp()).sum();
+        out.extend(row.iter().map(|&v| ((f64::from(v) - m).exp() / sum) as f32));
+    }
+    out
+}
+
+/// Whether a softmax result is within `1e-5` of the reference relative to the row's largest
+/// probability (the order of the sums differs); `Err` names the first element that is not.
+pub fn check_softmax(got: &[f32], want: &[f32], cols: usize) -> Result<(), String> {
+    for (r, (g, w)) in got.chunks(cols).zip(want.chunks(cols)).enumerate() {
+        let scale = w.iter().fold(0.0f32, |a, &b| a.max(b));
+        for (c, (&a, &b)) in g.iter().zip(w).enumerate() {
+            if !((a - b).abs() <= 1e-5 * scale) {
+                return Err(format!("row {r}, column {c}: {a:e}, expected {b:e}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_softmax_rows(engine: &Engine, n: usize) -> Result<(), String> {
+    let cols = 300;
+    let rows = n.div_ceil(cols).max(1);
+    let mut xv = random_f32(rows * cols, 23);
+    xv.iter_mut().for_each(|v| *v *= 30.0);
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), rows * cols).map_err(err)?;
+    let f = engine.compile(run_softmax_rows).map_err(err)?;
+    f.call(&x, &mut out, rows as u32, cols as u32)
+        .map_err(err)?;
+    check_softmax(out.as_slice(), &softmax_reference(&xv, cols), cols)
+}
+
+/// `sqrt(2 / pi)`, the scale of GELU's tanh form.
+pub const GELU_SCALE: f32 = 0.797_884_6;
+/// The cubic coefficient of GELU's tanh form.
+pub const GELU_CUBIC: f32 = 0.044_715;
+
+/// GELU in its tanh form, `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, over `n`
+/// elements in a grid-stride loop.
+#[kernel]
+pub fn gelu(x: Ptr<f32>, out: Ptr<f32>, n: Val<u32>) {
+    let stride = global_size_x();
+    let mut i = global_id_x();
+    while i < n {
+        let v = x[i];
+        let inner = (v + v * v * v * GELU_CUBIC) * GELU_SCALE;
+        out[i] = v * 0.5f32 * (inner.tanh() + 1.0f32);
+        i += stride;
+    }
+}
+
+/// Launches [`gelu`] on `blocks` × 256 threads.
+#[jit]
+pub fn run_gelu(x: Ptr<f32>, out: Ptr<f32>, n: Val<u32>, blocks: Val<u32>) {
+    launch(gelu, Grid::new(blocks), Block::new(256u32), (x, out, n));
+}
+
+/// GELU's tanh form on one value, with the reference `tanh` (what [`gelu`] computes).
+pub fn gelu_reference(v: f32) -> f32 {
+    let inner = (v + v * v * v * GELU_CUBIC) * GELU_SCALE;
+    let t = nacre::ir::semantics::math_f32(nacre::ir::MathFn::Tanh, inner);
+    v * 0.5 * (t + 1.0)
+}
+
+fn check_gelu(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let mut xv = random_f32(n, 29);
+    xv.iter_mut().for_each(|v| *v *= 6.0);
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), n).map_err(err)?;
+    let f = engine.compile(run_gelu).map_err(err)?;
+    f.call(&x, &mut out, n as u32, 3).map_err(err)?;
+    let want: Vec<f32> = xv.iter().map(|&v| gelu_reference(v)).collect();
+    compare_f32("gelu", out.as_slice(), &want, 1e-6)
+}
+
 /// Launches [`bits_kernel`] with one thread per element.
 #[jit]
 pub fn run_bits_kernel(x: Ptr<i32>, out: Ptr<u32>, n: Val<u32>) {
@@ -1220,6 +1479,24 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_bits_kernel,
             trace: || nacre::trace_module(&run_bits_kernel),
+        },
+        KernelCase {
+            name: "softmax_rows",
+            grid_stride: false,
+            check: check_softmax_rows,
+            trace: || nacre::trace_module(&run_softmax_rows),
+        },
+        KernelCase {
+            name: "gelu",
+            grid_stride: true,
+            check: check_gelu,
+            trace: || nacre::trace_module(&run_gelu),
+        },
+        KernelCase {
+            name: "math_kernel",
+            grid_stride: false,
+            check: check_math_kernel,
+            trace: || nacre::trace_module(&run_math_kernel),
         },
         KernelCase {
             name: "transpose_tile",

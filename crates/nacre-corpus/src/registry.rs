@@ -27,6 +27,9 @@ pub enum CaseKind {
         compile: CompileFn,
         /// The plain-Rust reference.
         reference: ReferenceFn,
+        /// How far a float result may be from the reference, in ulps (0: bit for bit). Math
+        /// functions are not exact on every backend (see [`Case::within_ulps`]).
+        ulps: u64,
     },
     /// A function over an `i32` array (through pointers), checked by its own routine that
     /// compiles it, runs it on the data and compares with plain Rust.
@@ -84,6 +87,7 @@ impl Case {
                 ret,
                 compile,
                 reference,
+                ulps,
                 ..
             } => {
                 let f =
@@ -98,7 +102,7 @@ impl Case {
                         Ok(v) => Outcome::Value(canonical(*ret, v)),
                         Err(t) => Outcome::Trap(t),
                     };
-                    if got != want {
+                    if got != want && !close(*ret, *ulps, got, want) {
                         return Err(format!(
                             "{} on {}: got {got:?}, expected {want:?}",
                             self.name,
@@ -112,6 +116,15 @@ impl Case {
                 .map(|()| 1)
                 .map_err(|e| format!("{}: {e}", self.name)),
         }
+    }
+
+    /// The case with float results accepted within `n` ulps of the reference (a math
+    /// function's result differs by an ulp or two between C libraries).
+    pub fn within_ulps(mut self, n: u64) -> Case {
+        if let CaseKind::Scalar { ulps, .. } = &mut self.kind {
+            *ulps = n;
+        }
+        self
     }
 
     /// Parameter types of a scalar case (empty for array cases).
@@ -137,6 +150,16 @@ impl Case {
             out.truncate(limit);
         }
         out
+    }
+}
+
+/// Whether two float results are within `ulps` of each other.
+fn close(ret: Option<Scalar>, ulps: u64, got: Outcome, want: Outcome) -> bool {
+    match (ret, got, want) {
+        (Some(s), Outcome::Value(a), Outcome::Value(b)) if s.is_float() => {
+            nacre::ir::semantics::ulps(s, a, b) <= ulps
+        }
+        _ => false,
     }
 }
 
@@ -177,6 +200,7 @@ pub fn edge_values(s: Scalar) -> Vec<u64> {
             -1.5,
             2.75,
             1e10,
+            1e-40,
             f32::NAN,
             f32::INFINITY,
             f32::NEG_INFINITY,
@@ -189,6 +213,7 @@ pub fn edge_values(s: Scalar) -> Vec<u64> {
             -1.5,
             2.75,
             1e300,
+            -4e-320,
             f64::NAN,
             f64::INFINITY,
             f64::NEG_INFINITY,
@@ -251,6 +276,7 @@ where
             ret,
             compile: Box::new(compile),
             reference: Box::new(move |args: &[u64]| reference.call_bits(args)),
+            ulps: 0,
         },
     }
 }

@@ -228,6 +228,7 @@ fn broken_source_is_a_compile_error_with_the_log() {
         source: "extern \"C\" __global__ void f_broken(float *v0, unsigned *status) {\n    \
                  v0[0] = undeclared_value;\n}\n"
             .to_string(),
+        fast_math: false,
     };
     for result in [
         nvrtc::compile_cubin(&broken, SM_90).map(|_| ()),
@@ -264,6 +265,7 @@ fn unknown_architecture_is_an_nvrtc_error() {
     let kernel = KernelSource {
         name: "f_empty".to_string(),
         source: "extern \"C\" __global__ void f_empty(unsigned *status) {}\n".to_string(),
+        fast_math: false,
     };
     match nvrtc::compile_cubin(&kernel, Arch::new(1, 0)) {
         Err(NvrtcError::Call { call, message }) => {

@@ -30,8 +30,11 @@ fn emulation_source(k: &KernelSource, params: &[Param]) -> String {
         .iter()
         .enumerate()
         .map(|(i, p)| match *p {
-            Param::Buffer(s) => format!("({} *)args[{i}]", CudaDialect.scalar_type(s)),
-            Param::Scalar(s) => format!("*(const {} *)args[{i}]", CudaDialect.scalar_type(s)),
+            Param::Buffer(s) => format!("({} *)args[{i}]", CudaDialect::default().scalar_type(s)),
+            Param::Scalar(s) => format!(
+                "*(const {} *)args[{i}]",
+                CudaDialect::default().scalar_type(s)
+            ),
         })
         .collect();
     args.push("(uint32_t *)status".to_string());

@@ -115,7 +115,7 @@ pub(crate) fn lower_function(
         status: clif::Value::reserved_value(),
         ret: func.signature.ret.map(|ty| abi::clif_type(ty, env.pointer)),
         propagate: None,
-        fmod_sigs: [None; 2],
+        float_fn_sigs: [[None; 2]; 2],
         launch_slot: None,
         launch_sig: None,
     };
@@ -189,7 +189,9 @@ struct Lowerer<'e, 'f> {
     /// The cold block that returns after a callee trapped, once needed.
     propagate: Option<clif::Block>,
     /// Signatures of the `f32`/`f64` remainder helpers, once imported.
-    fmod_sigs: [Option<clif::SigRef>; 2],
+    /// Signatures of the float helpers called through [`Lowerer::float_fn`], by arity (1 or
+    /// 2, at 0 and 1) and type (`f32`, `f64`).
+    float_fn_sigs: [[Option<clif::SigRef>; 2]; 2],
     /// The stack slot holding the sizes and arguments of a launch, once needed, and how many
     /// arguments it has room for.
     launch_slot: Option<(clif::StackSlot, usize)>,
@@ -331,6 +333,17 @@ impl Lowerer<'_, '_> {
                 let (x, ty) = self.operand(*a)?;
                 let (y, z) = (self.value(*b)?, self.value(*c)?);
                 Some(self.fma(ty, x, y, z))
+            }
+            InstKind::Math(f, a) => {
+                let (x, ty) = self.operand(*a)?;
+                let addr = runtime::math_fn(*f, ty == Type::F64);
+                Some(self.float_fn(ty, addr, &[x]))
+            }
+            InstKind::Math2(f, a, b) => {
+                let (x, ty) = self.operand(*a)?;
+                let y = self.value(*b)?;
+                let addr = runtime::math_fn2(*f, ty == Type::F64);
+                Some(self.float_fn(ty, addr, &[x, y]))
             }
             InstKind::Cmp(op, a, b) => {
                 let (x, ty) = self.operand(*a)?;
@@ -517,6 +530,11 @@ impl Lowerer<'_, '_> {
             UnaryOp::Sqrt => ins.sqrt(x),
             UnaryOp::Floor => ins.floor(x),
             UnaryOp::Ceil => ins.ceil(x),
+            UnaryOp::Trunc => ins.trunc(x),
+            UnaryOp::Round => {
+                let addr = runtime::round_fn(s == Scalar::F64);
+                self.float_fn(ty, addr, &[x])
+            }
             _ => x,
         }
     }
@@ -569,7 +587,11 @@ impl Lowerer<'_, '_> {
                 BinaryOp::And | BinaryOp::Mul | BinaryOp::Min => ins.band(x, y),
                 BinaryOp::Or | BinaryOp::Max => ins.bor(x, y),
                 BinaryOp::Xor | BinaryOp::Add | BinaryOp::Sub => ins.bxor(x, y),
-                BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr => x,
+                BinaryOp::Div
+                | BinaryOp::Rem
+                | BinaryOp::Shl
+                | BinaryOp::Shr
+                | BinaryOp::Copysign => x,
             };
         }
         if s.is_int() {
@@ -593,7 +615,7 @@ impl Lowerer<'_, '_> {
                 BinaryOp::Min => ins.umin(x, y),
                 BinaryOp::Max if signed => ins.smax(x, y),
                 BinaryOp::Max => ins.umax(x, y),
-                BinaryOp::Div | BinaryOp::Rem => x,
+                BinaryOp::Div | BinaryOp::Rem | BinaryOp::Copysign => x,
             };
         }
         match op {
@@ -601,7 +623,11 @@ impl Lowerer<'_, '_> {
             BinaryOp::Sub => self.b.ins().fsub(x, y),
             BinaryOp::Mul => self.b.ins().fmul(x, y),
             BinaryOp::Div => self.b.ins().fdiv(x, y),
-            BinaryOp::Rem => self.fmod(s, x, y),
+            BinaryOp::Rem => {
+                let addr = runtime::fmod_fn(s == Scalar::F64);
+                self.float_fn(ty, addr, &[x, y])
+            }
+            BinaryOp::Copysign => self.b.ins().fcopysign(x, y),
             BinaryOp::Min => self.float_min_max(false, x, y),
             BinaryOp::Max => self.float_min_max(true, x, y),
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => x,
@@ -654,26 +680,26 @@ impl Lowerer<'_, '_> {
         self.b.ins().select(y_nan, x, r)
     }
 
-    /// Float remainder (Rust's `%`), through a Rust helper.
-    fn fmod(&mut self, s: Scalar, x: clif::Value, y: clif::Value) -> clif::Value {
-        let (slot, ty, addr) = if s == Scalar::F32 {
-            (0, types::F32, runtime::fmod_f32 as *const () as usize)
-        } else {
-            (1, types::F64, runtime::fmod_f64 as *const () as usize)
-        };
-        let sig = match self.fmod_sigs[slot] {
+    /// A call of a Rust float helper at `addr` (`extern "C" fn(T, ..) -> T` over the operands'
+    /// type `ty`, `f32` or `f64`) with one or two arguments.
+    fn float_fn(&mut self, ty: Type, addr: usize, args: &[clif::Value]) -> clif::Value {
+        let f64 = ty == Type::F64;
+        let clif_ty = if f64 { types::F64 } else { types::F32 };
+        let slot = &mut self.float_fn_sigs[args.len() - 1][usize::from(f64)];
+        let sig = match *slot {
             Some(sig) => sig,
             None => {
                 let mut sig = clif::Signature::new(self.env.call_conv);
-                sig.params.extend([AbiParam::new(ty), AbiParam::new(ty)]);
-                sig.returns.push(AbiParam::new(ty));
+                sig.params
+                    .extend(args.iter().map(|_| AbiParam::new(clif_ty)));
+                sig.returns.push(AbiParam::new(clif_ty));
                 let sig = self.b.import_signature(sig);
-                self.fmod_sigs[slot] = Some(sig);
+                self.float_fn_sigs[args.len() - 1][usize::from(f64)] = Some(sig);
                 sig
             }
         };
         let callee = self.iconst(self.env.pointer, addr as u64);
-        let call = self.b.ins().call_indirect(sig, callee, &[x, y]);
+        let call = self.b.ins().call_indirect(sig, callee, args);
         self.b.inst_results(call)[0]
     }
 

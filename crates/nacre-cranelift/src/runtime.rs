@@ -1,5 +1,7 @@
 //! Rust helpers that generated code calls: float remainder (Rust's `%` on floats, which has
-//! no machine instruction) and the float library calls Cranelift emits when the host lacks an
+//! no machine instruction), Rust's `round`, the math-library functions ([`math_fn`], the
+//! reference of `nacre_ir::semantics::math`, so Cranelift's results are the interpreter's)
+//! and the float library calls Cranelift emits when the host lacks an
 //! instruction (`floor`/`ceil`/`trunc`/`nearest` without SSE4.1, `fma` without FMA).
 //!
 //! The library calls are registered as symbols of every JIT module under the names
@@ -7,15 +9,98 @@
 
 use cranelift_codegen::ir::LibCall;
 use cranelift_jit::JITBuilder;
+use nacre_ir::semantics;
+use nacre_ir::{MathFn, MathFn2};
 
 /// `a % b` on `f32` (C's `fmodf`).
-pub(crate) extern "C" fn fmod_f32(a: f32, b: f32) -> f32 {
+extern "C" fn fmod_f32(a: f32, b: f32) -> f32 {
     a % b
 }
 
 /// `a % b` on `f64` (C's `fmod`).
-pub(crate) extern "C" fn fmod_f64(a: f64, b: f64) -> f64 {
+extern "C" fn fmod_f64(a: f64, b: f64) -> f64 {
     a % b
+}
+
+/// The address of the float remainder helper for `f64` or `f32`.
+pub(crate) fn fmod_fn(f64: bool) -> usize {
+    if f64 {
+        fmod_f64 as *const () as usize
+    } else {
+        fmod_f32 as *const () as usize
+    }
+}
+
+extern "C" fn round_f32(a: f32) -> f32 {
+    a.round()
+}
+
+extern "C" fn round_f64(a: f64) -> f64 {
+    a.round()
+}
+
+/// The address of the helper for Rust's `round` (halfway cases away from zero, which no
+/// Cranelift instruction rounds) on `f64` or `f32`.
+pub(crate) fn round_fn(f64: bool) -> usize {
+    if f64 {
+        round_f64 as *const () as usize
+    } else {
+        round_f32 as *const () as usize
+    }
+}
+
+/// `semantics::math_f32` for the function at index `K` of [`MathFn::ALL`].
+extern "C" fn math_f32<const K: usize>(x: f32) -> f32 {
+    semantics::math_f32(MathFn::ALL[K], x)
+}
+
+/// `semantics::math_f64` for the function at index `K` of [`MathFn::ALL`].
+extern "C" fn math_f64<const K: usize>(x: f64) -> f64 {
+    semantics::math_f64(MathFn::ALL[K], x)
+}
+
+/// `semantics::math2_f32` for the function at index `K` of [`MathFn2::ALL`].
+extern "C" fn math2_f32<const K: usize>(x: f32, y: f32) -> f32 {
+    semantics::math2_f32(MathFn2::ALL[K], x, y)
+}
+
+/// `semantics::math2_f64` for the function at index `K` of [`MathFn2::ALL`].
+extern "C" fn math2_f64<const K: usize>(x: f64, y: f64) -> f64 {
+    semantics::math2_f64(MathFn2::ALL[K], x, y)
+}
+
+/// The addresses of `$helper::<K>` for the listed indices.
+macro_rules! addresses {
+    ($helper:ident, [$($k:literal),*]) => {
+        [$($helper::<$k> as *const () as usize),*]
+    };
+}
+
+/// The address of the helper computing `f` on `f64` or `f32`.
+pub(crate) fn math_fn(f: MathFn, f64: bool) -> usize {
+    let table: [usize; MathFn::ALL.len()] = if f64 {
+        addresses!(
+            math_f64,
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
+        )
+    } else {
+        addresses!(
+            math_f32,
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
+        )
+    };
+    // `MathFn::ALL` lists the functions in declaration order (tested in `nacre-ir`).
+    table[f as usize]
+}
+
+/// The address of the helper computing `f` on `f64` or `f32`.
+pub(crate) fn math_fn2(f: MathFn2, f64: bool) -> usize {
+    let table: [usize; MathFn2::ALL.len()] = if f64 {
+        addresses!(math2_f64, [0, 1, 2])
+    } else {
+        addresses!(math2_f32, [0, 1, 2])
+    };
+    table[f as usize]
 }
 
 extern "C" fn floor_f32(a: f32) -> f32 {

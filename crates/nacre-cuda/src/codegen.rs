@@ -47,6 +47,10 @@ pub struct KernelSource {
     pub name: String,
     /// The complete translation unit, ready for NVRTC.
     pub source: String,
+    /// Whether the source was printed for fast math ([`CudaDialect::fast_math`]): NVRTC then
+    /// compiles it with `--use_fast_math`. The source says so in its first line, so that the
+    /// kernel caches keep the two apart.
+    pub fast_math: bool,
 }
 
 /// The preamble of every kernel source: what `<stdint.h>` and `<math.h>` would provide to the
@@ -82,8 +86,35 @@ typedef unsigned long long uintptr_t;
 /// CUDA C as NVRTC compiles it: `__global__` kernels with `extern "C"` symbols, `static
 /// __device__` functions and helpers, CUDA's built-in indices, `__syncthreads()` and
 /// `__shared__` arrays, and the device math library (`sqrtf`, `floorf`, `fmaf`, `fmodf`, ...).
+///
+/// By default the math library is CUDA's accurate one (`expf`, `sinf`, ... within the ulps
+/// the CUDA Programming Guide lists) and floats keep IEEE semantics (no flush to zero, exact
+/// division and square root, no contraction into `fma`). With [`CudaDialect::fast_math`],
+/// `f32` calls of `exp`, `exp2`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan` and `pow` use the
+/// hardware approximations (`__expf`, `__sinf`, ...), and NVRTC compiles with
+/// `--use_fast_math` (subnormals flushed to zero, approximate division and square root).
 #[derive(Copy, Clone, Debug, Default)]
-pub struct CudaDialect;
+pub struct CudaDialect {
+    /// Use the fast, approximate math functions and `--use_fast_math`.
+    pub fast_math: bool,
+}
+
+/// The `f32` hardware approximation of a math function, where CUDA has one.
+fn fast_intrinsic(f: MathFn) -> Option<&'static str> {
+    use nacre_ir::{MathFn as F, MathFn2 as F2};
+    Some(match f {
+        MathFn::Lib(F::Exp) => "__expf",
+        MathFn::Lib(F::Exp2) => "exp2f",
+        MathFn::Lib(F::Ln) => "__logf",
+        MathFn::Lib(F::Log2) => "__log2f",
+        MathFn::Lib(F::Log10) => "__log10f",
+        MathFn::Lib(F::Sin) => "__sinf",
+        MathFn::Lib(F::Cos) => "__cosf",
+        MathFn::Lib(F::Tan) => "__tanf",
+        MathFn::Lib2(F2::Pow) => "__powf",
+        _ => return None,
+    })
+}
 
 impl Dialect for CudaDialect {
     fn backend_name(&self) -> &'static str {
@@ -118,8 +149,11 @@ impl Dialect for CudaDialect {
     }
 
     fn math_function(&self, f: MathFn, s: Scalar) -> String {
-        // CUDA's device math library has C's names (`sqrtf`, `fmod`, ...).
-        CDialect.math_function(f, s)
+        match fast_intrinsic(f) {
+            Some(name) if self.fast_math && s == Scalar::F32 => name.to_string(),
+            // CUDA's device math library has C's names (`sqrtf`, `fmod`, ...).
+            _ => CDialect.math_function(f, s),
+        }
     }
 
     fn helper_definition(&self, helper: Helper) -> String {
@@ -207,7 +241,16 @@ impl Dialect for CudaDialect {
 /// [`BackendError::Unsupported`] when device code calls an external (Rust) function or
 /// launches a kernel.
 pub fn emit_kernel(module: &VerifiedModule, kernel: FuncId) -> Result<KernelSource, BackendError> {
-    print_kernel(&specialised_for_launches(module), kernel)
+    emit_kernel_with(module, kernel, CudaDialect::default())
+}
+
+/// [`emit_kernel`] in a chosen dialect (for example with [`CudaDialect::fast_math`]).
+pub fn emit_kernel_with(
+    module: &VerifiedModule,
+    kernel: FuncId,
+    dialect: CudaDialect,
+) -> Result<KernelSource, BackendError> {
+    print_kernel(&specialised_for_launches(module), kernel, dialect)
 }
 
 /// Prints every kernel of `module`, in module order.
@@ -219,7 +262,7 @@ pub fn emit_kernels(module: &VerifiedModule) -> Result<Vec<(FuncId, KernelSource
         .functions
         .iter()
         .filter(|(_, f)| f.kind == FuncKind::Kernel)
-        .map(|(id, _)| Ok((id, print_kernel(&specialised, id)?)))
+        .map(|(id, _)| Ok((id, print_kernel(&specialised, id, CudaDialect::default())?)))
         .collect()
 }
 
@@ -228,12 +271,19 @@ pub fn emit_kernels(module: &VerifiedModule) -> Result<Vec<(FuncId, KernelSource
 pub(crate) fn print_kernel(
     specialised: &Specialised,
     kernel: FuncId,
+    dialect: CudaDialect,
 ) -> Result<KernelSource, BackendError> {
     let shape = specialised.shape(kernel);
-    let code = nacre_c::emit_kernel_source(&CudaDialect, &specialised.module, kernel, shape)?;
+    let code = nacre_c::emit_kernel_source(&dialect, &specialised.module, kernel, shape)?;
+    let source = if dialect.fast_math {
+        format!("// nacre: fast math (--use_fast_math)\n{}", code.source)
+    } else {
+        code.source
+    };
     Ok(KernelSource {
         name: code.symbol,
-        source: code.source,
+        source,
+        fast_math: dialect.fast_math,
     })
 }
 

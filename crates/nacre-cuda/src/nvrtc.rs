@@ -198,10 +198,16 @@ impl Api {
         Ok(api)
     }
 
-    /// The options of a compilation for `target` (`sm_90`, `compute_90`).
-    fn options(&self, target: &str) -> Vec<String> {
+    /// The options of a compilation for `target` (`sm_90`, `compute_90`); with `fast_math`,
+    /// `--use_fast_math` replaces the IEEE options.
+    fn options(&self, target: &str, fast_math: bool) -> Vec<String> {
         let mut options = vec![format!("--gpu-architecture={target}")];
-        options.extend(OPTIONS.iter().map(|o| o.to_string()));
+        if fast_math {
+            options.push("--std=c++17".to_string());
+            options.push("--use_fast_math".to_string());
+        } else {
+            options.extend(OPTIONS.iter().map(|o| o.to_string()));
+        }
         if self.release >= (12, 4) {
             options.push(MINIMAL.to_string());
         }
@@ -352,7 +358,7 @@ fn compile(src: &KernelSource, target: String, output: Output) -> Result<Vec<u8>
     api.check("nvrtcCreateProgram", created)?;
     let program = ProgramGuard { api, prog };
 
-    let option_text = api.options(&target);
+    let option_text = api.options(&target, src.fast_math);
     let options: Vec<CString> = option_text
         .iter()
         .map(|o| CString::new(o.as_str()).map_err(|_| invalid("option")))
@@ -446,6 +452,7 @@ mod tests {
                 let src = KernelSource {
                     name: "k".into(),
                     source: "extern \"C\" __global__ void k() {}".into(),
+                    fast_math: false,
                 };
                 assert!(matches!(
                     compile_ptx(&src, Arch::new(9, 0)),

@@ -8,14 +8,20 @@
 //! `sels[i]` on the three argument slots `args[3i..3i + 3]` in thread `i` and stores the result
 //! into the low bytes of the zeroed `out[i]`, so one NVRTC compilation and one launch cover
 //! every case. Without a CUDA device (or NVRTC) the tests say so on stderr and pass.
+//!
+//! The math functions are not exact: their test measures the largest distance in ulps from
+//! the reference (`libm`) over edge and random inputs, with CUDA's accurate library (checked
+//! against the bounds of the CUDA Programming Guide plus one ulp for the reference's own
+//! error) and with fast math (reported only), and writes the table to the file named by
+//! `NACRE_ACCURACY_OUT` when it is set.
 
 use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
-use nacre_cuda::codegen::emit_kernel;
+use nacre_cuda::codegen::{emit_kernel_with, CudaDialect};
 use nacre_cuda::nvrtc::{self, Arch};
 use nacre_ir::semantics::{self, normalize};
 use nacre_ir::{
-    BinaryOp, Block, CmpOp, Const, FuncId, FuncKind, Function, FunctionBuilder, Module, Scalar,
-    Signature, Trap, Type, UnaryOp, Value, VerifiedModule,
+    BinaryOp, Block, CmpOp, Const, FuncId, FuncKind, Function, FunctionBuilder, MathFn, MathFn2,
+    Module, Scalar, Signature, Trap, Type, UnaryOp, Value, VerifiedModule,
 };
 use std::sync::Arc;
 
@@ -181,8 +187,10 @@ fn run(
     arch: Arch,
     module: &VerifiedModule,
     rows: &[(u32, [u64; 3])],
+    dialect: CudaDialect,
 ) -> (Vec<u64>, u32) {
-    let src = emit_kernel(module, FuncId::from_u32(0)).unwrap_or_else(|e| panic!("{e}"));
+    let src =
+        emit_kernel_with(module, FuncId::from_u32(0), dialect).unwrap_or_else(|e| panic!("{e}"));
     let start = std::time::Instant::now();
     let cubin = nvrtc::compile_cubin(&src, arch).unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
@@ -369,11 +377,7 @@ fn all_cases() -> Suite {
             }
         }
         for op in BinaryOp::ALL {
-            let bitwise = matches!(
-                op,
-                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr
-            );
-            if bitwise && s.is_float() {
+            if !op.accepts(s) {
                 continue;
             }
             let traps = s.is_int() && matches!(op, BinaryOp::Div | BinaryOp::Rem);
@@ -449,7 +453,7 @@ fn every_operator_matches_the_reference_semantics() {
         }
     }
     let module = dispatch_module(suite.functions);
-    let (out, status) = run(&ctx, arch, &module, &rows);
+    let (out, status) = run(&ctx, arch, &module, &rows, CudaDialect::default());
     assert_eq!(status, 0, "no case traps");
     let mut failures = Vec::new();
     for (&(k, r), &got) in owners.iter().zip(&out) {
@@ -515,13 +519,13 @@ fn division_by_zero_traps_through_the_status_word() {
             );
             let module = dispatch_module(suite.functions);
             let ok_rows: Vec<(u32, [u64; 3])> = vec![(0, [7, 2, 0]), (1, [9, 3, 0])];
-            let (out, status) = run(&ctx, arch, &module, &ok_rows);
+            let (out, status) = run(&ctx, arch, &module, &ok_rows, CudaDialect::default());
             assert_eq!(status, 0, "{} {s}", op.name());
             let want = |a: u64, b: u64| semantics::binary(op, s, a, b).expect("no trap");
             assert_eq!(out, [want(7, 2), want(9, 3)], "{} {s}", op.name());
             for sel in [0, 1] {
                 let rows: Vec<(u32, [u64; 3])> = vec![(sel, [7, 2, 0]), (sel, [5, 0, 0])];
-                let (_, status) = run(&ctx, arch, &module, &rows);
+                let (_, status) = run(&ctx, arch, &module, &rows, CudaDialect::default());
                 assert_eq!(
                     Trap::from_code(status),
                     Some(trap),
@@ -531,4 +535,160 @@ fn division_by_zero_traps_through_the_status_word() {
             }
         }
     }
+}
+
+/// The bound in ulps of CUDA's accurate library for a function and type, from the CUDA
+/// Programming Guide's tables (as against the exact result; the test adds one ulp for the
+/// reference's own error).
+fn cuda_bound(name: &str, s: Scalar) -> u64 {
+    let f64 = s == Scalar::F64;
+    let (single, double) = match name {
+        "exp" | "exp2" => (2, 1),
+        "exp_m1" | "ln" | "log2" | "ln_1p" | "cbrt" => (1, 1),
+        "log10" => (2, 1),
+        "sin" | "cos" | "asin" | "acos" | "atan" | "erf" => (2, 2),
+        "tan" => (4, 2),
+        "sinh" => (3, 2),
+        "cosh" | "tanh" => (2, 1),
+        "asinh" | "acosh" => (4, 3),
+        "atanh" => (3, 2),
+        "pow" => (4, 2),
+        _ => (3, 2),
+    };
+    if f64 {
+        double
+    } else {
+        single
+    }
+}
+
+/// Inputs of a math function: the edge values and 1500 values of the scale the functions
+/// are used at (|x| from 1e-6 to 1e3, both signs), with `y` for two-argument functions.
+fn math_inputs(s: Scalar, arity: usize) -> Vec<Vec<u64>> {
+    let enc = |x: f64| {
+        if s == Scalar::F32 {
+            u64::from((x as f32).to_bits())
+        } else {
+            x.to_bits()
+        }
+    };
+    let mut xs = values(s);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..1500 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mag = 10f64.powf((state % 10_000) as f64 / 10_000.0 * 9.0 - 6.0);
+        xs.push(enc(if state & (1 << 40) != 0 { -mag } else { mag }));
+    }
+    (0..xs.len())
+        .map(|i| {
+            let mut v = vec![xs[i]];
+            if arity == 2 {
+                v.push(xs[(i * 7 + 3) % xs.len()]);
+            }
+            v
+        })
+        .collect()
+}
+
+/// Every math function on `f32` and `f64`.
+fn math_cases() -> Suite {
+    let mut suite = Suite::default();
+    for s in [Scalar::F32, Scalar::F64] {
+        for f in MathFn::ALL {
+            suite.case(
+                format!("{} {s}", f.name()),
+                &[s],
+                s,
+                |b, p| b.math(f, p[0]),
+                math_inputs(s, 1),
+                move |a| Ok(semantics::math(f, s, a[0])),
+            );
+        }
+        for f in MathFn2::ALL {
+            suite.case(
+                format!("{} {s}", f.name()),
+                &[s, s],
+                s,
+                |b, p| b.math2(f, p[0], p[1]),
+                math_inputs(s, 2),
+                move |a| Ok(semantics::math2(f, s, a[0], a[1])),
+            );
+        }
+    }
+    suite
+}
+
+/// One row of the accuracy table: the case, its type, the largest ulps and where.
+type UlpsRow = (String, Scalar, u64, String);
+
+/// The largest ulps of each math case under `dialect`, with the worst input.
+fn math_ulps(ctx: &Arc<CudaContext>, arch: Arch, dialect: CudaDialect) -> Vec<UlpsRow> {
+    let suite = math_cases();
+    let mut rows: Vec<(u32, [u64; 3])> = Vec::new();
+    for (k, case) in suite.cases.iter().enumerate() {
+        for input in &case.inputs {
+            let mut slots = [0u64; 3];
+            slots[..input.len()].copy_from_slice(input);
+            rows.push((k as u32, slots));
+        }
+    }
+    let cases = suite.cases;
+    let module = dispatch_module(suite.functions);
+    let (out, status) = run(ctx, arch, &module, &rows, dialect);
+    assert_eq!(status, 0, "no math function traps");
+    let mut worst: Vec<(u64, String)> = vec![(0, String::new()); cases.len()];
+    for (&(k, slots), &got) in rows.iter().zip(&out) {
+        let case = &cases[k as usize];
+        let args = &slots[..case.inputs[0].len()];
+        let want = (case.expected)(args).expect("math functions do not trap");
+        let d = semantics::ulps(case.ret, got, want);
+        if d > worst[k as usize].0 {
+            worst[k as usize] = (d, format!("{args:x?}: got {got:#x}, want {want:#x}"));
+        }
+    }
+    cases
+        .iter()
+        .zip(worst)
+        .map(|(c, (d, at))| (c.what.clone(), c.ret, d, at))
+        .collect()
+}
+
+#[test]
+fn math_functions_are_within_their_documented_ulps() {
+    let Some((ctx, arch)) = gpu("device math") else {
+        return;
+    };
+    let accurate = math_ulps(&ctx, arch, CudaDialect::default());
+    let fast = math_ulps(&ctx, arch, CudaDialect { fast_math: true });
+    let mut table = String::from(
+        "| function | accurate (max ulps) | bound | fast math (max ulps) | accurate, worst input |\n|---|---|---|---|---|\n",
+    );
+    let mut failures = Vec::new();
+    let show = |d: u64| {
+        if d == u64::MAX {
+            "NaN vs number".to_string()
+        } else {
+            d.to_string()
+        }
+    };
+    for ((what, s, d, at), (_, _, fd, _)) in accurate.iter().zip(&fast) {
+        let name = what.split(' ').next().unwrap_or("");
+        let bound = cuda_bound(name, *s) + 1;
+        table.push_str(&format!(
+            "| {what} | {} | {bound} | {} | {at} |\n",
+            show(*d),
+            show(*fd)
+        ));
+        if *d > bound {
+            failures.push(format!("{what}: {} ulps at {at}", show(*d)));
+        }
+    }
+    eprintln!("{table}");
+    if let Ok(path) = std::env::var("NACRE_ACCURACY_OUT") {
+        let text = format!("Max ulps from libm on the GPU ({arch})\n\n{table}");
+        std::fs::write(&path, text).expect("write the accuracy table");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

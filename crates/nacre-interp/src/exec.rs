@@ -418,6 +418,8 @@ fn execute(
             Op::FSqrt32(r) => un!(r, |x| bits32(f32_of(x).sqrt())),
             Op::FSqrt64(r) => un!(r, |x| bits64(f64_of(x).sqrt())),
             Op::UnGeneric(g) => un!(g.r, |x| semantics::unary(g.op, g.s, x)),
+            Op::Math(g) => un!(g.r, |x| semantics::math(g.f, g.s, x)),
+            Op::Math2(g) => bin!(g.r, |x, y| semantics::math2(g.f, g.s, x, y)),
 
             Op::IEq(r) => bin!(r, |x, y| u64::from(x == y)),
             Op::INe(r) => bin!(r, |x, y| u64::from(x != y)),

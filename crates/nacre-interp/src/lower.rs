@@ -11,8 +11,8 @@
 
 use crate::moves::sequentialize;
 use crate::ops::{
-    AddrOp, CallOp, CheckOp, CmpJmp, CondJmp, GenBin, GenCast, GenFma, GenUn, Jmp, LaunchOp,
-    Nothing, Op, Reg, RetVal, StoreOp, Target, R2, R3, R4,
+    AddrOp, CallOp, CheckOp, CmpJmp, CondJmp, GenBin, GenCast, GenFma, GenMath, GenMath2, GenUn,
+    Jmp, LaunchOp, Nothing, Op, Reg, RetVal, StoreOp, Target, R2, R3, R4,
 };
 use crate::program::{ExternEntry, LaunchEntry, LoweredFunc, Program};
 use nacre_backend::{BackendError, Linkage};
@@ -286,7 +286,12 @@ fn lower_unary(op: UnaryOp, s: Scalar, r: R2) -> Op {
             UnaryOp::Neg => pick(w, [Op::INeg8, Op::INeg16, Op::INeg32, Op::INeg64], r),
             UnaryOp::Not => pick(w, [Op::INot8, Op::INot16, Op::INot32, Op::INot64], r),
             UnaryOp::Abs if s.is_signed_int() => generic,
-            UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => Op::Mov(r),
+            UnaryOp::Abs
+            | UnaryOp::Sqrt
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Trunc
+            | UnaryOp::Round => Op::Mov(r),
             // Bit operations run through the reference semantics.
             UnaryOp::CountOnes
             | UnaryOp::LeadingZeros
@@ -319,7 +324,7 @@ fn lower_unary(op: UnaryOp, s: Scalar, r: R2) -> Op {
             }
         }
         UnaryOp::Not => Op::Mov(r),
-        UnaryOp::Floor | UnaryOp::Ceil => generic,
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Trunc | UnaryOp::Round => generic,
         // Integer bit operations are not defined on floats (the verifier refuses them).
         UnaryOp::CountOnes
         | UnaryOp::LeadingZeros
@@ -337,7 +342,7 @@ fn lower_binary(op: BinaryOp, s: Scalar, r: R3) -> Op {
             BinaryOp::And | BinaryOp::Mul | BinaryOp::Min => Op::And(r),
             BinaryOp::Or | BinaryOp::Max => Op::Or(r),
             BinaryOp::Xor | BinaryOp::Add | BinaryOp::Sub => Op::Xor(r),
-            BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr => {
+            BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr | BinaryOp::Copysign => {
                 Op::Mov(R2 { d: r.d, a: r.a })
             }
         };
@@ -368,7 +373,7 @@ fn lower_binary(op: BinaryOp, s: Scalar, r: R3) -> Op {
                 (false, 64) => Op::URem64(r),
                 _ => generic,
             },
-            BinaryOp::Min | BinaryOp::Max => generic,
+            BinaryOp::Min | BinaryOp::Max | BinaryOp::Copysign => generic,
         };
     }
     let f64 = s == Scalar::F64;
@@ -999,6 +1004,23 @@ impl<'a> FnLowerer<'a> {
                     s => Op::FmaGeneric(GenFma { s, r }),
                 }
             }
+            InstKind::Math(f, a) => Op::Math(GenMath {
+                f: *f,
+                s: self.scalar(*a)?,
+                r: R2 {
+                    d: self.result(data)?,
+                    a: self.slot(*a)?,
+                },
+            }),
+            InstKind::Math2(f, a, b) => Op::Math2(GenMath2 {
+                f: *f,
+                s: self.scalar(*a)?,
+                r: R3 {
+                    d: self.result(data)?,
+                    a: self.slot(*a)?,
+                    b: self.slot(*b)?,
+                },
+            }),
             InstKind::Cmp(op, a, b) => {
                 let (kind, swap) = CmpKind::new(*op, self.ty(*a)?);
                 let (x, y) = if swap { (*b, *a) } else { (*a, *b) };

@@ -13,7 +13,7 @@
 //! equality work on the normalised bits of any width. `Gt`/`Ge` comparisons do not exist: they
 //! are lowered to `Lt`/`Le` with swapped operands.
 
-use nacre_ir::{BinaryOp, Scalar, Type, UnaryOp};
+use nacre_ir::{BinaryOp, MathFn, MathFn2, Scalar, Type, UnaryOp};
 use std::fmt;
 
 /// A register slot, relative to the current frame's base.
@@ -189,6 +189,28 @@ pub(crate) struct GenUn {
     pub r: R2,
 }
 
+/// A math function evaluated through [`nacre_ir::semantics::math`].
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct GenMath {
+    /// The function.
+    pub f: MathFn,
+    /// The operand type.
+    pub s: Scalar,
+    /// Registers.
+    pub r: R2,
+}
+
+/// A two-argument math function evaluated through [`nacre_ir::semantics::math2`].
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct GenMath2 {
+    /// The function.
+    pub f: MathFn2,
+    /// The operand type.
+    pub s: Scalar,
+    /// Registers.
+    pub r: R3,
+}
+
 /// A conversion evaluated through [`nacre_ir::semantics::cast`].
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(crate) struct GenCast {
@@ -330,6 +352,20 @@ impl Operands for GenUn {
     fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.r
             .fmt_op(&format!("{m}.{}.{}", self.op.name(), self.s), f)
+    }
+}
+
+impl Operands for GenMath {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.r
+            .fmt_op(&format!("{m}.{}.{}", self.f.name(), self.s), f)
+    }
+}
+
+impl Operands for GenMath2 {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.r
+            .fmt_op(&format!("{m}.{}.{}", self.f.name(), self.s), f)
     }
 }
 
@@ -524,6 +560,10 @@ define_ops! {
     FSqrt64(R2) = "fsqrt64";
     /// Any other unary operator, through the reference semantics.
     UnGeneric(GenUn) = "un";
+    /// A math function, through the reference semantics.
+    Math(GenMath) = "math";
+    /// A two-argument math function, through the reference semantics.
+    Math2(GenMath2) = "math";
 
     /// Bits equal (integers, `bool`, pointers).
     IEq(R3) = "ieq";

@@ -9,7 +9,7 @@
 use crate::entities::{Block, ExternId, FuncId, Inst, Value};
 use crate::function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};
 use crate::instructions::{
-    BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, UnaryOp,
+    BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, MathFn, MathFn2, UnaryOp,
 };
 use crate::trap::Trap;
 use crate::types::{Scalar, Type};
@@ -221,6 +221,18 @@ impl<'f> FunctionBuilder<'f> {
     pub fn fma(&mut self, a: Value, b: Value, c: Value) -> Value {
         let ty = self.value_type(a);
         self.value(InstKind::Fma(a, b, c), ty)
+    }
+
+    /// A math-library function of one float.
+    pub fn math(&mut self, f: MathFn, a: Value) -> Value {
+        let ty = self.value_type(a);
+        self.value(InstKind::Math(f, a), ty)
+    }
+
+    /// A math-library function of two floats.
+    pub fn math2(&mut self, f: MathFn2, a: Value, b: Value) -> Value {
+        let ty = self.value_type(a);
+        self.value(InstKind::Math2(f, a, b), ty)
     }
 
     /// A comparison.

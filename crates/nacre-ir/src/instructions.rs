@@ -33,6 +33,10 @@ pub enum UnaryOp {
     Floor,
     /// Round towards positive infinity (floats).
     Ceil,
+    /// Round towards zero (floats).
+    Trunc,
+    /// Round to the nearest integer, halfway cases away from zero (floats; Rust's `round`).
+    Round,
     /// The number of one bits (integers; the count, in the operand's type).
     CountOnes,
     /// The number of zero bits above the highest one bit (integers; the width for zero).
@@ -75,6 +79,71 @@ pub enum BinaryOp {
     Min,
     /// Maximum (floats: a NaN operand is ignored and -0.0 < +0.0, see [`crate::semantics::float_max`]).
     Max,
+    /// The magnitude of the first operand with the sign of the second (floats only).
+    Copysign,
+}
+
+/// A float math-library function of one argument ([`InstKind::Math`]).
+///
+/// Unlike the operators, these are not exact: the reference result is [`crate::semantics::math`]
+/// (the `libm` crate, a port of musl's libm), and a backend may compute one within the bound
+/// in ulps that the README's accuracy table gives for it.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum MathFn {
+    /// `e^x`.
+    Exp,
+    /// `2^x`.
+    Exp2,
+    /// `e^x - 1`, accurate near zero.
+    ExpM1,
+    /// The natural logarithm.
+    Ln,
+    /// The base-2 logarithm.
+    Log2,
+    /// The base-10 logarithm.
+    Log10,
+    /// `ln(1 + x)`, accurate near zero.
+    Ln1p,
+    /// Sine (radians).
+    Sin,
+    /// Cosine (radians).
+    Cos,
+    /// Tangent (radians).
+    Tan,
+    /// Arcsine, in `[-pi/2, pi/2]`.
+    Asin,
+    /// Arccosine, in `[0, pi]`.
+    Acos,
+    /// Arctangent, in `[-pi/2, pi/2]`.
+    Atan,
+    /// Hyperbolic sine.
+    Sinh,
+    /// Hyperbolic cosine.
+    Cosh,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// Inverse hyperbolic sine.
+    Asinh,
+    /// Inverse hyperbolic cosine.
+    Acosh,
+    /// Inverse hyperbolic tangent.
+    Atanh,
+    /// Cube root.
+    Cbrt,
+    /// The error function.
+    Erf,
+}
+
+/// A float math-library function of two arguments ([`InstKind::Math2`]); accuracy as for
+/// [`MathFn`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum MathFn2 {
+    /// `x^y` (C's `pow`, Rust's `powf`).
+    Pow,
+    /// The four-quadrant arctangent of `y / x` (the first operand is `y`).
+    Atan2,
+    /// `sqrt(x^2 + y^2)` without undue overflow.
+    Hypot,
 }
 
 /// Comparison operators; the result is `bool`. Float comparisons are IEEE (false on NaN except
@@ -193,6 +262,10 @@ pub enum InstKind {
     Binary(BinaryOp, Value, Value),
     /// Fused multiply-add `a * b + c` on floats, rounded once.
     Fma(Value, Value, Value),
+    /// A math-library function of one float; the result has the operand's type.
+    Math(MathFn, Value),
+    /// A math-library function of two floats of one type; the result has their type.
+    Math2(MathFn2, Value, Value),
     /// A comparison; the result is `bool`.
     Cmp(CmpOp, Value, Value),
     /// A numeric conversion with Rust `as` semantics to the result type (float to int
@@ -274,6 +347,8 @@ impl InstKind {
             InstKind::Const(_)
             | InstKind::Unary(..)
             | InstKind::Fma(..)
+            | InstKind::Math(..)
+            | InstKind::Math2(..)
             | InstKind::Cmp(..)
             | InstKind::Cast(_)
             | InstKind::Select(..)
@@ -310,8 +385,12 @@ impl InstKind {
                 .chain(&l.args)
                 .copied()
                 .for_each(f),
-            InstKind::Unary(_, a) | InstKind::Cast(a) | InstKind::Load(a) => f(*a),
+            InstKind::Unary(_, a)
+            | InstKind::Math(_, a)
+            | InstKind::Cast(a)
+            | InstKind::Load(a) => f(*a),
             InstKind::Binary(_, a, b)
+            | InstKind::Math2(_, a, b)
             | InstKind::Cmp(_, a, b)
             | InstKind::ElemPtr(a, b)
             | InstKind::Store(a, b) => {
@@ -367,8 +446,12 @@ impl InstKind {
                     .chain(args.iter_mut())
                     .for_each(|a| *a = f(*a))
             }
-            InstKind::Unary(_, a) | InstKind::Cast(a) | InstKind::Load(a) => *a = f(*a),
+            InstKind::Unary(_, a)
+            | InstKind::Math(_, a)
+            | InstKind::Cast(a)
+            | InstKind::Load(a) => *a = f(*a),
             InstKind::Binary(_, a, b)
+            | InstKind::Math2(_, a, b)
             | InstKind::Cmp(_, a, b)
             | InstKind::ElemPtr(a, b)
             | InstKind::Store(a, b) => {
@@ -439,13 +522,15 @@ impl InstKind {
 
 impl UnaryOp {
     /// All unary operators, in declaration order.
-    pub const ALL: [UnaryOp; 11] = [
+    pub const ALL: [UnaryOp; 13] = [
         UnaryOp::Neg,
         UnaryOp::Not,
         UnaryOp::Abs,
         UnaryOp::Sqrt,
         UnaryOp::Floor,
         UnaryOp::Ceil,
+        UnaryOp::Trunc,
+        UnaryOp::Round,
         UnaryOp::CountOnes,
         UnaryOp::LeadingZeros,
         UnaryOp::TrailingZeros,
@@ -454,12 +539,14 @@ impl UnaryOp {
     ];
 
     /// Whether the operator is defined on scalar type `s` (the verifier's rule): `Not` on
-    /// integers and `bool`, `Sqrt`/`Floor`/`Ceil` on floats, the bit operations on integers,
+    /// integers and `bool`, `Sqrt` and the roundings on floats, the bit operations on integers,
     /// `Neg` and `Abs` on every type.
     pub const fn accepts(self, s: Scalar) -> bool {
         match self {
             UnaryOp::Not => !s.is_float(),
-            UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => s.is_float(),
+            UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Trunc | UnaryOp::Round => {
+                s.is_float()
+            }
             UnaryOp::Neg | UnaryOp::Abs => true,
             UnaryOp::CountOnes
             | UnaryOp::LeadingZeros
@@ -490,6 +577,8 @@ impl UnaryOp {
             UnaryOp::Sqrt => "sqrt",
             UnaryOp::Floor => "floor",
             UnaryOp::Ceil => "ceil",
+            UnaryOp::Trunc => "trunc",
+            UnaryOp::Round => "round",
             UnaryOp::CountOnes => "count_ones",
             UnaryOp::LeadingZeros => "leading_zeros",
             UnaryOp::TrailingZeros => "trailing_zeros",
@@ -501,7 +590,7 @@ impl UnaryOp {
 
 impl BinaryOp {
     /// All binary operators, in declaration order.
-    pub const ALL: [BinaryOp; 12] = [
+    pub const ALL: [BinaryOp; 13] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -514,7 +603,27 @@ impl BinaryOp {
         BinaryOp::Shr,
         BinaryOp::Min,
         BinaryOp::Max,
+        BinaryOp::Copysign,
     ];
+
+    /// True for the operators defined on integers and `bool` only (the bitwise ones and the
+    /// shifts).
+    pub const fn is_bitwise(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr
+        )
+    }
+
+    /// Whether the operator is defined on scalar type `s` (the verifier's rule): the bitwise
+    /// operators not on floats, `Copysign` only on floats, the rest on every type.
+    pub const fn accepts(self, s: Scalar) -> bool {
+        match self {
+            BinaryOp::Copysign => s.is_float(),
+            op if op.is_bitwise() => !s.is_float(),
+            _ => true,
+        }
+    }
 
     /// The printer's name of the operator.
     pub const fn name(self) -> &'static str {
@@ -531,7 +640,91 @@ impl BinaryOp {
             BinaryOp::Shr => "shr",
             BinaryOp::Min => "min",
             BinaryOp::Max => "max",
+            BinaryOp::Copysign => "copysign",
         }
+    }
+}
+
+impl MathFn {
+    /// All one-argument math functions, in declaration order.
+    pub const ALL: [MathFn; 21] = [
+        MathFn::Exp,
+        MathFn::Exp2,
+        MathFn::ExpM1,
+        MathFn::Ln,
+        MathFn::Log2,
+        MathFn::Log10,
+        MathFn::Ln1p,
+        MathFn::Sin,
+        MathFn::Cos,
+        MathFn::Tan,
+        MathFn::Asin,
+        MathFn::Acos,
+        MathFn::Atan,
+        MathFn::Sinh,
+        MathFn::Cosh,
+        MathFn::Tanh,
+        MathFn::Asinh,
+        MathFn::Acosh,
+        MathFn::Atanh,
+        MathFn::Cbrt,
+        MathFn::Erf,
+    ];
+
+    /// The printer's name: Rust's method name (`exp`, `exp_m1`, `ln`, `ln_1p`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            MathFn::Exp => "exp",
+            MathFn::Exp2 => "exp2",
+            MathFn::ExpM1 => "exp_m1",
+            MathFn::Ln => "ln",
+            MathFn::Log2 => "log2",
+            MathFn::Log10 => "log10",
+            MathFn::Ln1p => "ln_1p",
+            MathFn::Sin => "sin",
+            MathFn::Cos => "cos",
+            MathFn::Tan => "tan",
+            MathFn::Asin => "asin",
+            MathFn::Acos => "acos",
+            MathFn::Atan => "atan",
+            MathFn::Sinh => "sinh",
+            MathFn::Cosh => "cosh",
+            MathFn::Tanh => "tanh",
+            MathFn::Asinh => "asinh",
+            MathFn::Acosh => "acosh",
+            MathFn::Atanh => "atanh",
+            MathFn::Cbrt => "cbrt",
+            MathFn::Erf => "erf",
+        }
+    }
+
+    /// The C99 `<math.h>` name of the `double` version (`exp`, `expm1`, `log`, `log1p`, ...).
+    pub const fn c_name(self) -> &'static str {
+        match self {
+            MathFn::ExpM1 => "expm1",
+            MathFn::Ln => "log",
+            MathFn::Ln1p => "log1p",
+            f => f.name(),
+        }
+    }
+}
+
+impl MathFn2 {
+    /// All two-argument math functions, in declaration order.
+    pub const ALL: [MathFn2; 3] = [MathFn2::Pow, MathFn2::Atan2, MathFn2::Hypot];
+
+    /// The printer's name (`pow`, `atan2`, `hypot`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            MathFn2::Pow => "pow",
+            MathFn2::Atan2 => "atan2",
+            MathFn2::Hypot => "hypot",
+        }
+    }
+
+    /// The C99 `<math.h>` name of the `double` version (the printer's name).
+    pub const fn c_name(self) -> &'static str {
+        self.name()
     }
 }
 
@@ -610,11 +803,13 @@ mod tests {
             UnaryOp::Sqrt => 3,
             UnaryOp::Floor => 4,
             UnaryOp::Ceil => 5,
-            UnaryOp::CountOnes => 6,
-            UnaryOp::LeadingZeros => 7,
-            UnaryOp::TrailingZeros => 8,
-            UnaryOp::SwapBytes => 9,
-            UnaryOp::ReverseBits => 10,
+            UnaryOp::Trunc => 6,
+            UnaryOp::Round => 7,
+            UnaryOp::CountOnes => 8,
+            UnaryOp::LeadingZeros => 9,
+            UnaryOp::TrailingZeros => 10,
+            UnaryOp::SwapBytes => 11,
+            UnaryOp::ReverseBits => 12,
         });
     }
 
@@ -633,7 +828,14 @@ mod tests {
             BinaryOp::Shr => 9,
             BinaryOp::Min => 10,
             BinaryOp::Max => 11,
+            BinaryOp::Copysign => 12,
         });
+    }
+
+    #[test]
+    fn math_all_lists_every_function_once() {
+        lists_each_once(&MathFn::ALL, |f| f as usize);
+        lists_each_once(&MathFn2::ALL, |f| f as usize);
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use builder::FunctionBuilder;
 pub use entities::{Block, ExternId, FuncId, Inst, Value};
 pub use function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};
 pub use instructions::{
-    BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, UnaryOp,
+    BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, MathFn, MathFn2, UnaryOp,
 };
 pub use module::{ExternFunc, Module};
 pub use passes::{PassOptions, PassStats};

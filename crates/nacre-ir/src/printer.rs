@@ -110,6 +110,8 @@ fn write_function(
                 InstKind::Unary(op, a) => write!(f, "{}.{} {a}", op.name(), ty(*a))?,
                 InstKind::Binary(op, a, b) => write!(f, "{}.{} {a}, {b}", op.name(), ty(*a))?,
                 InstKind::Fma(a, b, c) => write!(f, "fma.{} {a}, {b}, {c}", ty(*a))?,
+                InstKind::Math(m, a) => write!(f, "{}.{} {a}", m.name(), ty(*a))?,
+                InstKind::Math2(m, a, b) => write!(f, "{}.{} {a}, {b}", m.name(), ty(*a))?,
                 InstKind::Cmp(op, a, b) => write!(f, "{}.{} {a}, {b}", op.name(), ty(*a))?,
                 InstKind::Cast(a) => {
                     let to = d.result.map(ty).unwrap_or(Type::BOOL);

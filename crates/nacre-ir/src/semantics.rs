@@ -7,7 +7,7 @@
 //! is the single definition used by constant folding, the interpreter and direct execution;
 //! native backends are tested against it.
 
-use crate::instructions::{BinaryOp, CmpOp, UnaryOp};
+use crate::instructions::{BinaryOp, CmpOp, MathFn, MathFn2, UnaryOp};
 use crate::trap::Trap;
 use crate::types::{Scalar, Type};
 
@@ -181,7 +181,7 @@ pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
             UnaryOp::Neg => x.wrapping_neg(),
             UnaryOp::Not => !x,
             UnaryOp::Abs => if x < 0 as T { x.wrapping_neg() } else { x },
-            UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil => x,
+            UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Trunc | UnaryOp::Round => x,
             UnaryOp::CountOnes => x.count_ones() as T,
             UnaryOp::LeadingZeros => x.leading_zeros() as T,
             UnaryOp::TrailingZeros => x.trailing_zeros() as T,
@@ -198,6 +198,8 @@ pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
             UnaryOp::Sqrt => x.sqrt(),
             UnaryOp::Floor => x.floor(),
             UnaryOp::Ceil => x.ceil(),
+            UnaryOp::Trunc => x.trunc(),
+            UnaryOp::Round => x.round(),
             // Integer bit operations are not defined on floats (the verifier refuses them).
             UnaryOp::CountOnes
             | UnaryOp::LeadingZeros
@@ -217,7 +219,7 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
             BinaryOp::And | BinaryOp::Mul | BinaryOp::Min => x & y,
             BinaryOp::Or | BinaryOp::Max => x | y,
             BinaryOp::Xor | BinaryOp::Add | BinaryOp::Sub => x ^ y,
-            BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr => x,
+            BinaryOp::Div | BinaryOp::Rem | BinaryOp::Shl | BinaryOp::Shr | BinaryOp::Copysign => x,
         });
     }
     with_int!(s, T => {
@@ -242,6 +244,7 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
             BinaryOp::Shr => x.wrapping_shr(y as u32),
             BinaryOp::Min => x.min(y),
             BinaryOp::Max => x.max(y),
+            BinaryOp::Copysign => x,
         };
         Ok(enc(r))
     }, else with_float!(s, T => {
@@ -254,6 +257,7 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
             BinaryOp::Rem => x % y,
             BinaryOp::Min => float_min(x, y),
             BinaryOp::Max => float_max(x, y),
+            BinaryOp::Copysign => x.copysign(y),
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr => x,
         };
         Ok(enc(r))
@@ -378,6 +382,124 @@ pub fn cast(from: Type, to: Type, a: u64) -> u64 {
     }, else a)
 }
 
+/// Evaluates a one-argument math function on a float (the reference for every backend: the
+/// `libm` crate, a port of musl's libm, so that the result is the same on every host).
+/// Non-float types (the verifier refuses them) return the operand unchanged.
+pub fn math(f: MathFn, s: Scalar, a: u64) -> u64 {
+    match s {
+        Scalar::F32 => enc(math_f32(f, dec::<f32>(a))),
+        Scalar::F64 => enc(math_f64(f, dec::<f64>(a))),
+        _ => a,
+    }
+}
+
+/// Evaluates a two-argument math function on floats (reference as for [`math`]).
+pub fn math2(f: MathFn2, s: Scalar, a: u64, b: u64) -> u64 {
+    match s {
+        Scalar::F32 => enc(math2_f32(f, dec::<f32>(a), dec::<f32>(b))),
+        Scalar::F64 => enc(math2_f64(f, dec::<f64>(a), dec::<f64>(b))),
+        _ => a,
+    }
+}
+
+/// [`math`] on an `f32`.
+pub fn math_f32(f: MathFn, x: f32) -> f32 {
+    match f {
+        MathFn::Exp => libm::expf(x),
+        MathFn::Exp2 => libm::exp2f(x),
+        MathFn::ExpM1 => libm::expm1f(x),
+        MathFn::Ln => libm::logf(x),
+        MathFn::Log2 => libm::log2f(x),
+        MathFn::Log10 => libm::log10f(x),
+        MathFn::Ln1p => libm::log1pf(x),
+        MathFn::Sin => libm::sinf(x),
+        MathFn::Cos => libm::cosf(x),
+        MathFn::Tan => libm::tanf(x),
+        MathFn::Asin => libm::asinf(x),
+        MathFn::Acos => libm::acosf(x),
+        MathFn::Atan => libm::atanf(x),
+        MathFn::Sinh => libm::sinhf(x),
+        MathFn::Cosh => libm::coshf(x),
+        MathFn::Tanh => libm::tanhf(x),
+        MathFn::Asinh => libm::asinhf(x),
+        // `libm::acoshf` answers a number for x <= -2; the function is NaN below 1.
+        MathFn::Acosh if x < 1.0 => f32::NAN,
+        MathFn::Acosh => libm::acoshf(x),
+        MathFn::Atanh => libm::atanhf(x),
+        MathFn::Cbrt => libm::cbrtf(x),
+        MathFn::Erf => libm::erff(x),
+    }
+}
+
+/// [`math`] on an `f64`.
+pub fn math_f64(f: MathFn, x: f64) -> f64 {
+    match f {
+        MathFn::Exp => libm::exp(x),
+        MathFn::Exp2 => libm::exp2(x),
+        MathFn::ExpM1 => libm::expm1(x),
+        MathFn::Ln => libm::log(x),
+        MathFn::Log2 => libm::log2(x),
+        MathFn::Log10 => libm::log10(x),
+        MathFn::Ln1p => libm::log1p(x),
+        MathFn::Sin => libm::sin(x),
+        MathFn::Cos => libm::cos(x),
+        MathFn::Tan => libm::tan(x),
+        MathFn::Asin => libm::asin(x),
+        MathFn::Acos => libm::acos(x),
+        MathFn::Atan => libm::atan(x),
+        MathFn::Sinh => libm::sinh(x),
+        MathFn::Cosh => libm::cosh(x),
+        MathFn::Tanh => libm::tanh(x),
+        MathFn::Asinh => libm::asinh(x),
+        MathFn::Acosh if x < 1.0 => f64::NAN,
+        MathFn::Acosh => libm::acosh(x),
+        MathFn::Atanh => libm::atanh(x),
+        MathFn::Cbrt => libm::cbrt(x),
+        MathFn::Erf => libm::erf(x),
+    }
+}
+
+/// [`math2`] on `f32`s.
+pub fn math2_f32(f: MathFn2, x: f32, y: f32) -> f32 {
+    match f {
+        MathFn2::Pow => libm::powf(x, y),
+        MathFn2::Atan2 => libm::atan2f(x, y),
+        MathFn2::Hypot => libm::hypotf(x, y),
+    }
+}
+
+/// [`math2`] on `f64`s.
+pub fn math2_f64(f: MathFn2, x: f64, y: f64) -> f64 {
+    match f {
+        MathFn2::Pow => libm::pow(x, y),
+        MathFn2::Atan2 => libm::atan2(x, y),
+        MathFn2::Hypot => libm::hypot(x, y),
+    }
+}
+
+/// The distance in units in the last place between two floats of type `s` given as bits:
+/// 0 when they are equal or both NaN, `u64::MAX` when exactly one is NaN; `+0.0` and `-0.0`
+/// are one apart. The measure of the accuracy tables.
+pub fn ulps(s: Scalar, a: u64, b: u64) -> u64 {
+    fn ordered(bits: u64, sign: u64) -> i128 {
+        if bits & sign != 0 {
+            -((bits & !sign) as i128) - 1
+        } else {
+            bits as i128
+        }
+    }
+    let (sign, nan_a, nan_b) = match s {
+        Scalar::F32 => (1 << 31, dec::<f32>(a).is_nan(), dec::<f32>(b).is_nan()),
+        Scalar::F64 => (1 << 63, dec::<f64>(a).is_nan(), dec::<f64>(b).is_nan()),
+        _ => return u64::from(a != b),
+    };
+    match (nan_a, nan_b) {
+        (true, true) => 0,
+        (false, false) => (ordered(a, sign) - ordered(b, sign)).unsigned_abs() as u64,
+        _ => u64::MAX,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,5 +550,133 @@ mod tests {
         assert!(compare(CmpOp::Ne, Type::F64, nan, nan));
         assert!(compare(CmpOp::Lt, Type::I32, enc(-1i32), 0));
         assert!(!compare(CmpOp::Lt, Type::U32, enc(-1i32), 0));
+    }
+
+    /// Rust's own method for a math function, where std calls the platform's C library
+    /// (`erf` is not stable; `asinh`, `acosh` and `atanh` std computes with formulas that
+    /// overflow at the ends of the range, so they are checked for NaN agreement only).
+    fn std_f64(f: MathFn, x: f64) -> Option<f64> {
+        Some(match f {
+            MathFn::Exp => x.exp(),
+            MathFn::Exp2 => x.exp2(),
+            MathFn::ExpM1 => x.exp_m1(),
+            MathFn::Ln => x.ln(),
+            MathFn::Log2 => x.log2(),
+            MathFn::Log10 => x.log10(),
+            MathFn::Ln1p => x.ln_1p(),
+            MathFn::Sin => x.sin(),
+            MathFn::Cos => x.cos(),
+            MathFn::Tan => x.tan(),
+            MathFn::Asin => x.asin(),
+            MathFn::Acos => x.acos(),
+            MathFn::Atan => x.atan(),
+            MathFn::Sinh => x.sinh(),
+            MathFn::Cosh => x.cosh(),
+            MathFn::Tanh => x.tanh(),
+            MathFn::Asinh | MathFn::Acosh | MathFn::Atanh if x.abs() > 1e10 => return None,
+            MathFn::Asinh => x.asinh(),
+            MathFn::Acosh => x.acosh(),
+            MathFn::Atanh => x.atanh(),
+            MathFn::Cbrt => x.cbrt(),
+            MathFn::Erf => return None,
+        })
+    }
+
+    /// Inputs over the whole range: edge values and pseudo-random bit patterns, then
+    /// pseudo-random values in [-20, 20].
+    fn sample_f64() -> Vec<f64> {
+        let mut v = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            2.0,
+            1e-310,
+            -1e-310,
+            1e300,
+            -1e300,
+            710.0,
+            -745.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            1e22,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..4000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let x = if i % 2 == 0 {
+                f64::from_bits(state)
+            } else {
+                (state >> 11) as f64 / (1u64 << 53) as f64 * 40.0 - 20.0
+            };
+            v.push(x);
+        }
+        v
+    }
+
+    #[test]
+    fn math_reference_agrees_with_std() {
+        for f in MathFn::ALL {
+            for x in sample_f64() {
+                let Some(want) = std_f64(f, x) else { continue };
+                let bound = match f {
+                    MathFn::Asinh | MathFn::Acosh | MathFn::Atanh => 16,
+                    _ => 2,
+                };
+                let got = math_f64(f, x);
+                let d = ulps(Scalar::F64, got.to_bits(), want.to_bits());
+                assert!(
+                    d <= bound,
+                    "{}({x:e}) = {got:e}, std {want:e}: {d} ulps",
+                    f.name()
+                );
+                let x32 = x as f32;
+                let Some(want32) = std_f64(f, f64::from(x32)).map(|w| w as f32) else {
+                    continue;
+                };
+                let got32 = math_f32(f, x32);
+                let d = ulps(Scalar::F32, got32.to_bits().into(), want32.to_bits().into());
+                assert!(
+                    d <= bound,
+                    "{}({x32:e}) = {got32:e}, std {want32:e}: {d} ulps",
+                    f.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn two_argument_reference_agrees_with_std() {
+        let xs = sample_f64();
+        for (i, &x) in xs.iter().enumerate() {
+            let y = xs[(i * 7 + 3) % xs.len()];
+            for (f, want) in [
+                (MathFn2::Pow, x.powf(y)),
+                (MathFn2::Atan2, x.atan2(y)),
+                (MathFn2::Hypot, x.hypot(y)),
+            ] {
+                let got = math2_f64(f, x, y);
+                let d = ulps(Scalar::F64, got.to_bits(), want.to_bits());
+                assert!(d <= 2, "{}({x:e}, {y:e}) = {got:e}, std {want:e}", f.name());
+            }
+        }
+    }
+
+    #[test]
+    fn ulps_counts_steps_between_floats() {
+        let u = |a: f32, b: f32| ulps(Scalar::F32, a.to_bits().into(), b.to_bits().into());
+        assert_eq!(u(1.0, 1.0), 0);
+        assert_eq!(u(1.0, f32::from_bits(1.0f32.to_bits() + 3)), 3);
+        assert_eq!(u(0.0, -0.0), 1);
+        assert_eq!(u(f32::NAN, -f32::NAN), 0);
+        assert_eq!(u(f32::NAN, 1.0), u64::MAX);
+        assert_eq!(u(-f32::from_bits(1), f32::from_bits(1)), 3);
     }
 }

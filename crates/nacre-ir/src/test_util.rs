@@ -89,6 +89,10 @@ pub fn eval(f: &Function, args: &[u64]) -> Result<Option<u64>, Trap> {
                 InstKind::Fma(a, b, c) => {
                     semantics::fma(scalar(*a), env[a.index()], env[b.index()], env[c.index()])
                 }
+                InstKind::Math(m, a) => semantics::math(*m, scalar(*a), env[a.index()]),
+                InstKind::Math2(m, a, b) => {
+                    semantics::math2(*m, scalar(*a), env[a.index()], env[b.index()])
+                }
                 InstKind::Cmp(op, a, b) => {
                     semantics::compare(*op, ty(*a), env[a.index()], env[b.index()]) as u64
                 }

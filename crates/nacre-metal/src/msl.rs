@@ -148,15 +148,24 @@ impl Dialect for MslDialect {
     }
 
     fn math_function(&self, f: MathFn, _s: Scalar) -> String {
+        // Metal's library has C's names for `float` (no `f` suffix); `abs` is `fabs`. The
+        // library is compiled without fast math, so these are the precise versions.
         match f {
-            MathFn::Abs => "metal::abs",
-            MathFn::Sqrt => "metal::sqrt",
-            MathFn::Floor => "metal::floor",
-            MathFn::Ceil => "metal::ceil",
-            MathFn::Fma => "metal::fma",
-            MathFn::Rem => "metal::fmod",
+            MathFn::Abs => "metal::abs".to_string(),
+            f => format!("metal::{}", f.c_name()),
         }
-        .to_string()
+    }
+
+    fn lacks_math_function(&self, f: MathFn) -> Result<bool, DialectError> {
+        use nacre_ir::{MathFn as F, MathFn2 as F2};
+        match f {
+            MathFn::Lib(F::ExpM1 | F::Ln1p | F::Cbrt) | MathFn::Lib2(F2::Hypot) => Ok(true),
+            MathFn::Lib(F::Erf) => Err(DialectError::MathFunction {
+                name: "erf",
+                target: "Metal",
+            }),
+            _ => Ok(false),
+        }
     }
 
     fn helper_definition(&self, helper: Helper) -> String {
@@ -170,9 +179,11 @@ impl Dialect for MslDialect {
                 let (f, u) = (self.scalar_type(s), self.scalar_type(bits_type(s)));
                 format!("inline {u} {name}({f} x) {{\n    return as_type<{u}>(x);\n}}\n")
             }
-            Helper::FloatToInt { .. } | Helper::Min(_) | Helper::Max(_) | Helper::Bits(..) => {
-                helpers::c_definition(self, "inline ", helper)
-            }
+            Helper::FloatToInt { .. }
+            | Helper::Min(_)
+            | Helper::Max(_)
+            | Helper::Bits(..)
+            | Helper::Math(..) => helpers::c_definition(self, "inline ", helper),
         }
     }
 

@@ -26,6 +26,7 @@ pub mod extern_fn;
 pub mod fn_val;
 pub mod gpu;
 pub mod identity;
+pub mod math;
 pub mod ptr;
 pub mod region;
 pub mod shared;

@@ -115,7 +115,7 @@ impl<T: ScalarValue> Val<T> {
         Type::Scalar(T::SCALAR)
     }
 
-    fn unary(self, op: UnaryOp) -> Val<T> {
+    pub(crate) fn unary(self, op: UnaryOp) -> Val<T> {
         let h = with_tracer(|t| {
             let a = t.value(self.h, op.name(), Self::ir_type);
             t.build(|b| b.unary(op, a))
@@ -139,7 +139,7 @@ impl<T: ScalarValue> Val<T> {
         }))
     }
 
-    fn compare(self, op: CmpOp, rhs: Val<T>) -> Val<bool> {
+    pub(crate) fn compare(self, op: CmpOp, rhs: Val<T>) -> Val<bool> {
         let name = compare_name(op);
         let h = with_tracer(|t| {
             let a = t.value(self.h, name, Self::ir_type);
@@ -595,8 +595,18 @@ pub trait Int: Num + Bits {
     /// The unsigned integer type of the same width (what `abs_diff` returns).
     type Unsigned: Int;
 }
-/// Float types: [`Num`] with sqrt, floor, ceil and fma.
-pub trait Float: Num {}
+/// Float types: [`Num`] with Rust's float methods (`sqrt`, `exp`, `sin`, `round`, ...; see
+/// [`crate::math`]).
+pub trait Float: Num {
+    /// Positive infinity.
+    const INFINITY: Self;
+    /// A quiet NaN.
+    const NAN: Self;
+    /// The factor of `to_degrees` (`180 / pi`, rounded as Rust's `to_degrees` rounds it).
+    const DEGREES_PER_RADIAN: Self;
+    /// The factor of `to_radians` (`pi / 180`, rounded as Rust's `to_radians` rounds it).
+    const RADIANS_PER_DEGREE: Self;
+}
 /// Types with negation: signed integers and floats.
 pub trait Signed: Num {}
 
@@ -620,7 +630,18 @@ macro_rules! ints {
     ($($t:ty => $u:ty),*) => { $(impl Int for $t { type Unsigned = $u; })* };
 }
 ints!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, u8 => u8, u16 => u16, u32 => u32, u64 => u64);
-markers!(Float: f32, f64);
+impl Float for f32 {
+    const INFINITY: f32 = f32::INFINITY;
+    const NAN: f32 = f32::NAN;
+    const DEGREES_PER_RADIAN: f32 = 57.295_78_f32;
+    const RADIANS_PER_DEGREE: f32 = std::f32::consts::PI / 180.0;
+}
+impl Float for f64 {
+    const INFINITY: f64 = f64::INFINITY;
+    const NAN: f64 = f64::NAN;
+    const DEGREES_PER_RADIAN: f64 = 180.0 / std::f64::consts::PI;
+    const RADIANS_PER_DEGREE: f64 = std::f64::consts::PI / 180.0;
+}
 markers!(Signed: i8, i16, i32, i64, f32, f64);
 
 macro_rules! binop {

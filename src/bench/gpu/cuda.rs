@@ -670,6 +670,7 @@ fn cuda_options(ordinal: u32, unchecked_kernels: bool) -> Options {
             device: ordinal,
             cache_dir: None,
             unchecked_kernels,
+            fast_math: false,
         }),
         ..Options::default()
     }

@@ -11,6 +11,7 @@ pub mod control;
 pub mod enums;
 pub mod explosion;
 pub mod functions;
+pub mod math;
 pub mod structs;
 
 use crate::registry::Case;
@@ -20,6 +21,7 @@ pub fn all() -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(arith::cases());
     v.extend(bits::cases());
+    v.extend(math::cases());
     v.extend(casts::cases());
     v.extend(compare::cases());
     v.extend(control::cases());

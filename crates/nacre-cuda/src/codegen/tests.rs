@@ -97,11 +97,7 @@ fn ops_kernel(s: Scalar) -> Function {
             }
         }
         for op in BinaryOp::ALL {
-            let bitwise = matches!(
-                op,
-                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr
-            );
-            if !(bitwise && s.is_float()) {
+            if op.accepts(s) {
                 let v = b.binary(op, x, y);
                 put(b, v);
             }
@@ -136,7 +132,7 @@ fn casts_kernel(from: Scalar) -> Function {
 
 #[test]
 fn dialect_spellings() {
-    let d = CudaDialect;
+    let d = CudaDialect::default();
     let indices: Vec<String> = GpuIndex::ALL
         .iter()
         .flat_map(|&i| Dim::ALL.iter().map(move |&dim| (i, dim)))

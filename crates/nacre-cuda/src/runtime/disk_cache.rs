@@ -144,6 +144,7 @@ mod tests {
         KernelSource {
             name: name.into(),
             source: body.into(),
+            fast_math: false,
         }
     }
 

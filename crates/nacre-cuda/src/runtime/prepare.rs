@@ -13,7 +13,7 @@
 //! asynchronously and the whole call waits once at its end; otherwise every launch waits for
 //! its kernel, so host code between launches sees their results.
 
-use crate::codegen::print_kernel;
+use crate::codegen::{print_kernel, CudaDialect};
 use crate::runtime::context::Context;
 use crate::runtime::disk_cache::DiskCache;
 use crate::runtime::error::CudaError;
@@ -40,6 +40,11 @@ pub struct CudaOptions {
     /// arrays writes other arrays' memory or faults the GPU, so turning this on makes the
     /// caller responsible for every kernel index, as with `Engine::compile_unchecked`.
     pub unchecked_kernels: bool,
+    /// Compile kernels with fast math ([`crate::codegen::CudaDialect::fast_math`]): the
+    /// hardware approximations of `exp`, `ln`, `sin`, ... on `f32`, subnormals flushed to zero,
+    /// approximate division and square root. Off by default; the README's accuracy table
+    /// gives the errors of both modes.
+    pub fast_math: bool,
 }
 
 /// How launches of a module synchronise with the host.
@@ -248,7 +253,10 @@ pub fn prepare_cuda(
         if func.kind != FuncKind::Kernel {
             continue;
         }
-        let src = print_kernel(&specialised, id).map_err(|source| CudaError::Codegen {
+        let dialect = CudaDialect {
+            fast_math: options.fast_math,
+        };
+        let src = print_kernel(&specialised, id, dialect).map_err(|source| CudaError::Codegen {
             kernel: func.name.clone(),
             source,
         })?;

@@ -401,6 +401,7 @@ fn binary(op: BinaryOp, ty: Type, a: Interval, b: Interval) -> Interval {
             .map(|k| Interval::new(a.lo >> k.hi, a.hi >> k.lo)),
         BinaryOp::Min => Some(Interval::new(a.lo.min(b.lo), a.hi.min(b.hi))),
         BinaryOp::Max => Some(Interval::new(a.lo.max(b.lo), a.hi.max(b.hi))),
+        BinaryOp::Copysign => None,
     };
     r.and_then(|r| r.fit(ty)).unwrap_or(all)
 }

@@ -23,6 +23,8 @@ pub fn arithmetic(kind: &InstKind) -> bool {
             | InstKind::Unary(..)
             | InstKind::Binary(..)
             | InstKind::Fma(..)
+            | InstKind::Math(..)
+            | InstKind::Math2(..)
             | InstKind::Cmp(..)
             | InstKind::Cast(_)
             | InstKind::Select(..)

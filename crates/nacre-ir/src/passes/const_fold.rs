@@ -274,6 +274,16 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
             }
             _ => Simplified::Keep,
         },
+        InstKind::Math(f, a) => match (cst(*a), ty_of(*a).scalar()) {
+            (Some(x), Some(s)) if s.is_float() => make(semantics::math(*f, s, x.bits)),
+            _ => Simplified::Keep,
+        },
+        InstKind::Math2(f, a, b) => match (cst(*a), cst(*b), ty_of(*a).scalar()) {
+            (Some(x), Some(y), Some(s)) if s.is_float() => {
+                make(semantics::math2(*f, s, x.bits, y.bits))
+            }
+            _ => Simplified::Keep,
+        },
         InstKind::Cmp(op, a, b) => {
             let ty = ty_of(*a);
             match (cst(*a), cst(*b)) {

@@ -24,6 +24,8 @@ impl FuncVerifier<'_> {
             InstKind::Unary(op, a) => c.unary(*op, *a),
             InstKind::Binary(op, a, b) => c.binary(*op, *a, *b),
             InstKind::Fma(a, b, d) => c.fma(*a, *b, *d),
+            InstKind::Math(_, a) => c.math(&[*a]),
+            InstKind::Math2(_, a, b) => c.math(&[*a, *b]),
             InstKind::Cmp(_, a, b) => c.compare(*a, *b),
             InstKind::Cast(a) => c.cast(*a),
             InstKind::Select(cond, a, b) => c.select(*cond, *a, *b),
@@ -245,14 +247,29 @@ impl TypeCheck<'_> {
             self.need_result()?,
             self.ty(a),
         )?;
-        let bitwise = matches!(
-            op,
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr
-        );
-        if bitwise && s.is_float() {
+        if op.is_bitwise() && s.is_float() {
             return Err(self.type_err(format!("bitwise operator on {s}")));
         }
+        if !op.accepts(s) {
+            return Err(self.type_err(format!("not defined on {s}")));
+        }
         Ok(())
+    }
+
+    /// A math function: float operands of one type, a result of that type.
+    fn math(&self, args: &[Value]) -> Res {
+        let s = self.scalar(args[0])?;
+        if !s.is_float() {
+            return Err(self.type_err(format!("not defined on {s}")));
+        }
+        for &a in &args[1..] {
+            self.same("operand types differ", self.ty(args[0]), self.ty(a))?;
+        }
+        self.same(
+            "result type differs from the operand type",
+            self.need_result()?,
+            self.ty(args[0]),
+        )
     }
 
     fn fma(&self, a: Value, b: Value, c: Value) -> Res {
@@ -499,6 +516,8 @@ fn op_name(kind: &InstKind) -> &'static str {
         InstKind::Unary(op, _) => op.name(),
         InstKind::Binary(op, ..) => op.name(),
         InstKind::Fma(..) => "fma",
+        InstKind::Math(f, _) => f.name(),
+        InstKind::Math2(f, ..) => f.name(),
         InstKind::Cmp(op, ..) => op.name(),
         InstKind::Cast(_) => "cast",
         InstKind::Select(..) => "select",

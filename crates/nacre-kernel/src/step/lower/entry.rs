@@ -175,6 +175,8 @@ impl Lowering {
                         InstKind::Const(_)
                         | InstKind::Unary(..)
                         | InstKind::Fma(..)
+                        | InstKind::Math(..)
+                        | InstKind::Math2(..)
                         | InstKind::Cmp(..)
                         | InstKind::Cast(_)
                         | InstKind::Select(..)
