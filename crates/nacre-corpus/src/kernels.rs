@@ -913,7 +913,7 @@ pub fn check_softmax(got: &[f32], want: &[f32], cols: usize) -> Result<(), Strin
     for (r, (g, w)) in got.chunks(cols).zip(want.chunks(cols)).enumerate() {
         let scale = w.iter().fold(0.0f32, |a, &b| a.max(b));
         for (c, (&a, &b)) in g.iter().zip(w).enumerate() {
-            if !((a - b).abs() <= 1e-5 * scale) {
+            if (a - b).abs() > 1e-5 * scale || a.is_nan() {
                 return Err(format!("row {r}, column {c}: {a:e}, expected {b:e}"));
             }
         }
