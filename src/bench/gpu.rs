@@ -16,6 +16,9 @@
 //!   only: serial mode runs one thread of one block, which sums nothing meaningful;
 //! - `gpu_cpu_logistic_262144_I` (I = 256, 1024): one call of `run_logistic`, I steps of the
 //!   logistic map on each of 262,144 floats, in place;
+//! - `gpu_cpu_softmax_4096x4096` and `gpu_cpu_gelu_16777216` (grid mode for the softmax),
+//!   with `rust_rayon_softmax_4096x4096` and `rust_rayon_gelu_16777216`: the kernels that
+//!   need math functions, described in [`language`];
 //! - `gpu_cpu_X_unchecked` for each `gpu_cpu_X` above (not the compiles): the same host
 //!   function compiled with `Engine::compile_unchecked` and called with raw pointers, so
 //!   neither host code nor kernels check their accesses, on the same arrays. `gpu_cpu_X` is the
@@ -46,6 +49,7 @@
 
 mod cuda;
 mod cuda_report;
+mod language;
 mod peers;
 
 use super::measure::{measure, measure_batched, measure_fallible, Config, Stats};
@@ -56,7 +60,8 @@ use nacre::gpu::{Array, CpuMode, CpuOptions, DeviceKind, RuntimeOptions};
 use nacre::{Engine, Options};
 use nacre_corpus::bench::Batch;
 use nacre_corpus::kernels::{
-    run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
+    run_block_sum, run_gelu, run_logistic, run_saxpy_grid_stride, run_softmax_rows,
+    run_vec_add_grid_stride,
 };
 use rayon::prelude::*;
 use serde_json::json;
@@ -562,6 +567,73 @@ impl Suite {
         Ok(())
     }
 
+    /// `gpu_cpu_softmax_4096x4096` and `rust_rayon_softmax_4096x4096` (grid mode only: one
+    /// block per row reduces with barriers).
+    fn softmax(&mut self) -> Result<()> {
+        let gpu = format!("{}_{}", self.prefix, language::softmax_name());
+        let rust = format!("rust_rayon_{}", language::softmax_name());
+        let run_gpu = self.h.wants(&gpu) && self.mode == Mode::Grid;
+        if self.h.wants(&gpu) && self.mode != Mode::Grid {
+            self.h.notes.push(format!(
+                "{gpu}: skipped in serial mode (a block-wide reduction needs the whole block)"
+            ));
+        }
+        if !run_gpu && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let (xv, want) = language::softmax_case();
+        let mut out_rust = vec![0.0f32; xv.len()];
+        language::rayon_softmax(&xv, &mut out_rust);
+        language::check_softmax_result(&rust, &out_rust, &want)?;
+        let x = Array::copy_on(self.engine.device(), &xv)?;
+        let (rows, cols) = (language::SOFTMAX_ROWS as u32, language::SOFTMAX_COLS as u32);
+        if run_gpu {
+            let mut out = Array::<f32>::alloc_on(self.engine.device(), xv.len())?;
+            let f = self.engine.compile(run_softmax_rows)?;
+            f.call(&x, &mut out, rows, cols)?;
+            language::check_softmax_result(&gpu, out.as_slice(), &want)?;
+            self.h
+                .time(&gpu, || f.call(&x, &mut out, black_box(rows), cols))?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time_infallible(&rust, || {
+                language::rayon_softmax(x.as_slice(), black_box(&mut out_rust));
+            });
+        }
+        Ok(())
+    }
+
+    /// `gpu_cpu_gelu_16777216` and `rust_rayon_gelu_16777216`.
+    fn gelu(&mut self) -> Result<()> {
+        let gpu = format!("{}_{}", self.prefix, language::gelu_name());
+        let rust = format!("rust_rayon_{}", language::gelu_name());
+        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let (xv, want) = language::gelu_case();
+        let mut out_rust = vec![0.0f32; xv.len()];
+        language::rayon_gelu(&xv, &mut out_rust);
+        language::check_gelu_result(&rust, &out_rust, &want)?;
+        let x = Array::copy_on(self.engine.device(), &xv)?;
+        let n = xv.len() as u32;
+        if self.h.wants(&gpu) {
+            let blocks = self.blocks(&gpu, xv.len());
+            let mut out = Array::<f32>::alloc_on(self.engine.device(), xv.len())?;
+            let f = self.engine.compile(run_gelu)?;
+            settle_c_tier();
+            f.call(&x, &mut out, n, blocks)?;
+            language::check_gelu_result(&gpu, out.as_slice(), &want)?;
+            self.h
+                .time(&gpu, || f.call(&x, &mut out, black_box(n), blocks))?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time_infallible(&rust, || {
+                language::rayon_gelu(x.as_slice(), black_box(&mut out_rust));
+            });
+        }
+        Ok(())
+    }
+
     /// `gpu_cpu_logistic_262144_I`, `gpu_cpu_logistic_262144_I_unchecked` and
     /// `rust_rayon_logistic_262144_I`.
     fn logistic(&mut self, iters: u32) -> Result<()> {
@@ -729,6 +801,8 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         s.logistic(iters)
             .with_context(|| format!("logistic map, {iters} steps"))?;
     }
+    s.softmax().context("row softmax")?;
+    s.gelu().context("GELU")?;
     s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
     s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
     s.compile("blocksum", |e| e.compile(run_block_sum))?;

@@ -16,6 +16,9 @@
 //!   timed on the host clock, from the call to its return (which comes after the kernel has
 //!   completed: the call synchronises and reads the kernel's status word): the
 //!   `host_results` of the JSON and the report's `host clock` column;
+//! - `gpu_cuda_softmax_4096x4096` and `gpu_cuda_gelu_16777216`: the kernels that need math
+//!   functions ([`super::language`]), event-timed as above, beside `peer_torch_*` with
+//!   `--peers`;
 //! - `gpu_cuda_launch_latency`: a host function that launches a one-thread kernel adding one
 //!   to a counter ([`run_tiny`]), timed on the host clock from the call to its return (the
 //!   floor of a call, as the host sees it);
@@ -48,8 +51,8 @@ use super::super::measure::{
 use super::super::report::{format_ns, Results, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
 use super::{
-    check_close, launch_blocks, measure_compiles, rayon_logistic, tree_sum, GpuArgs, Mode, BLOCK,
-    UNCHECKED,
+    check_close, language, launch_blocks, measure_compiles, rayon_logistic, tree_sum, GpuArgs,
+    Mode, BLOCK, UNCHECKED,
 };
 use anyhow::{bail, Context, Result};
 use nacre::gpu::cuda::{self as cuda, CudaOptions, CudaStats, DeviceInfo};
@@ -58,7 +61,8 @@ use nacre::gpu::{CpuOptions, RuntimeOptions};
 use nacre::kernel;
 use nacre::prelude::*;
 use nacre_corpus::kernels::{
-    run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
+    run_block_sum, run_gelu, run_logistic, run_saxpy_grid_stride, run_softmax_rows,
+    run_vec_add_grid_stride,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -493,6 +497,55 @@ impl Suite {
         Ok(())
     }
 
+    /// `P_softmax_4096x4096` on the current pass's place (see [`super::language`]; grid mode
+    /// only on the CPU).
+    fn softmax(&mut self) -> Result<()> {
+        let Some(name) = self.job(&language::softmax_name()) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        if !is_cuda && self.mode == Mode::Serial {
+            self.notes.push(format!(
+                "{name}: skipped in serial mode (a block-wide reduction needs the whole block)"
+            ));
+            return Ok(());
+        }
+        let (xv, want) = language::softmax_case();
+        let place = self.place(is_cuda);
+        let f = place.engine.compile(run_softmax_rows)?;
+        settle(is_cuda);
+        let x = Array::copy_on(place.device(), &xv)?;
+        let mut out = Array::<f32>::alloc_on(place.device(), xv.len())?;
+        let (rows, cols) = (language::SOFTMAX_ROWS as u32, language::SOFTMAX_COLS as u32);
+        f.call(&x, &mut out, rows, cols)?;
+        let check = language::check_softmax_result(&name, out.as_slice(), &want);
+        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
+            f.call(&x, &mut out, black_box(rows), cols)
+        })
+    }
+
+    /// `P_gelu_16777216` on the current pass's place (see [`super::language`]).
+    fn gelu(&mut self) -> Result<()> {
+        let Some(name) = self.job(&language::gelu_name()) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        let (xv, want) = language::gelu_case();
+        let place = self.place(is_cuda);
+        let blocks = place.grid(xv.len());
+        let f = place.engine.compile(run_gelu)?;
+        settle(is_cuda);
+        let x = Array::copy_on(place.device(), &xv)?;
+        let mut out = Array::<f32>::alloc_on(place.device(), xv.len())?;
+        self.grids.push((name.clone(), blocks));
+        let n = xv.len() as u32;
+        f.call(&x, &mut out, n, blocks)?;
+        let check = language::check_gelu_result(&name, out.as_slice(), &want);
+        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
+            f.call(&x, &mut out, black_box(n), blocks)
+        })
+    }
+
     /// `P_logistic_N_I` and `P_logistic_N_I_unchecked` on the current pass's place.
     fn logistic(&mut self, n: usize, iters: u32) -> Result<()> {
         let names = self.jobs(&format!("logistic_{n}_{iters}"));
@@ -838,6 +891,8 @@ pub fn run(args: &GpuArgs) -> Result<()> {
             s.logistic(n, iters)
                 .with_context(|| format!("logistic map, {n} floats × {iters} steps"))?;
         }
+        s.softmax().context("row softmax")?;
+        s.gelu().context("GELU")?;
         s.latency().context("launch latency")?;
         s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
         s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;

@@ -83,6 +83,7 @@ pub struct Verdict {
 
 /// The targets: saxpy and vecadd at 16M within PyTorch (floored at the copy ceiling); the
 /// block sum and the logistic maps within CuPy running the same algorithms written by hand;
+/// the row softmax and GELU within PyTorch's;
 /// the tiny kernel's call within 8 µs; each cold compile within 20 ms; no recompile on
 /// relaunch.
 pub fn targets() -> Vec<Target> {
@@ -111,6 +112,18 @@ pub fn targets() -> Vec<Target> {
             name: format!("gpu_cuda_logistic_{n}_{i}"),
             limit: Limit::Peer {
                 name: format!("peer_cudac_logistic_{n}_{i}"),
+                floor: None,
+            },
+        });
+    }
+    for k in [
+        super::language::softmax_name(),
+        super::language::gelu_name(),
+    ] {
+        t.push(Target {
+            name: format!("gpu_cuda_{k}"),
+            limit: Limit::Peer {
+                name: format!("peer_torch_{k}"),
                 floor: None,
             },
         });

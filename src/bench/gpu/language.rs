@@ -1,0 +1,130 @@
+//! The kernel-language benchmarks (math functions in kernels): the row softmax of a
+//! 4096 × 4096 matrix (`softmax_4096x4096`, the corpus's `run_softmax_rows`: one block of 256
+//! per row, maximum and sum by shared-memory trees, `exp` from the math library) and GELU in
+//! its tanh form over 16M floats (`gelu_16777216`, the corpus's `run_gelu`, a grid-stride
+//! loop calling `tanh`).
+//!
+//! Both suites use what is here: `--backend cpu` times each beside its hand-written rayon
+//! baseline (`rust_rayon_softmax_4096x4096`: one row per task, `f32::exp`;
+//! `rust_rayon_gelu_16777216`: `f32::tanh` per element), `--backend cuda` on the GPU and the
+//! CPU beside `torch.softmax(x, dim=1)` and `torch.nn.functional.gelu(x, approximate="tanh")`
+//! (`peer_torch_*`, from the peer script). Every first result is checked before timing:
+//! softmax within 1e-5 of a float64 reference, relative to the row's largest probability;
+//! GELU within 1e-5 × (1 + |y|) of the formula with the reference `tanh`.
+
+use anyhow::{bail, Result};
+use nacre_corpus::kernels::{check_softmax, gelu_reference, softmax_reference};
+use rayon::prelude::*;
+
+/// Rows and columns of the softmax benchmark.
+pub const SOFTMAX_ROWS: usize = 4096;
+/// Columns of the softmax benchmark.
+pub const SOFTMAX_COLS: usize = 4096;
+/// Elements of the GELU benchmark.
+pub const GELU_SIZE: usize = 1 << 24;
+/// GELU's check tolerance, relative to `1 + |y|`.
+pub const GELU_TOLERANCE: f32 = 1e-5;
+
+/// The suffix of the softmax benchmark's names.
+pub fn softmax_name() -> String {
+    format!("softmax_{SOFTMAX_ROWS}x{SOFTMAX_COLS}")
+}
+
+/// The suffix of the GELU benchmark's names.
+pub fn gelu_name() -> String {
+    format!("gelu_{GELU_SIZE}")
+}
+
+/// Deterministic pseudo-random floats in `[-scale, scale)` (xorshift).
+pub fn inputs(n: usize, seed: u32, scale: f32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            ((x % 20_000) as f32 / 10_000.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+/// The softmax input (`3 × [-1, 1)`, so that rows have a clear maximum) and its reference.
+pub fn softmax_case() -> (Vec<f32>, Vec<f32>) {
+    let x = inputs(SOFTMAX_ROWS * SOFTMAX_COLS, 31, 3.0);
+    let want = softmax_reference(&x, SOFTMAX_COLS);
+    (x, want)
+}
+
+/// Checks a softmax result against the reference.
+pub fn check_softmax_result(what: &str, got: &[f32], want: &[f32]) -> Result<()> {
+    check_softmax(got, want, SOFTMAX_COLS).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+}
+
+/// The GELU input (`6 × [-1, 1)`, the range where `tanh` is not yet saturated) and its
+/// reference.
+pub fn gelu_case() -> (Vec<f32>, Vec<f32>) {
+    let x = inputs(GELU_SIZE, 37, 6.0);
+    let want = x.iter().map(|&v| gelu_reference(v)).collect();
+    (x, want)
+}
+
+/// Checks a GELU result against the reference.
+pub fn check_gelu_result(what: &str, got: &[f32], want: &[f32]) -> Result<()> {
+    if got.len() != want.len() {
+        bail!("{what}: {} results, expected {}", got.len(), want.len());
+    }
+    let tol = |w: f32| GELU_TOLERANCE * (1.0 + w.abs());
+    match got
+        .iter()
+        .zip(want)
+        .position(|(g, w)| (g - w).abs() > tol(*w) || g.is_nan())
+    {
+        Some(i) => bail!("{what}: [{i}] is {:e}, expected {:e}", got[i], want[i]),
+        None => Ok(()),
+    }
+}
+
+/// The row softmax by hand with rayon: one row per task, `f32::exp`.
+pub fn rayon_softmax(x: &[f32], out: &mut [f32]) {
+    out.par_chunks_mut(SOFTMAX_COLS)
+        .zip(x.par_chunks(SOFTMAX_COLS))
+        .for_each(|(o, row)| {
+            let m = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            let mut sum = 0.0f32;
+            for (o, &v) in o.iter_mut().zip(row) {
+                *o = (v - m).exp();
+                sum += *o;
+            }
+            let inv = sum.recip();
+            o.iter_mut().for_each(|o| *o *= inv);
+        });
+}
+
+/// GELU's tanh form by hand with rayon.
+pub fn rayon_gelu(x: &[f32], out: &mut [f32]) {
+    use nacre_corpus::kernels::{GELU_CUBIC, GELU_SCALE};
+    out.par_iter_mut().zip(x.par_iter()).for_each(|(o, &v)| {
+        let inner = (v + v * v * v * GELU_CUBIC) * GELU_SCALE;
+        *o = v * 0.5 * (inner.tanh() + 1.0);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rayon_baselines_pass_the_checks() {
+        let x = inputs(3 * SOFTMAX_COLS, 5, 3.0);
+        let mut out = vec![0.0; x.len()];
+        rayon_softmax(&x, &mut out);
+        check_softmax_result("softmax", &out, &softmax_reference(&x, SOFTMAX_COLS)).unwrap();
+        let x = inputs(5000, 7, 6.0);
+        let want: Vec<f32> = x.iter().map(|&v| gelu_reference(v)).collect();
+        let mut out = vec![0.0; x.len()];
+        rayon_gelu(&x, &mut out);
+        check_gelu_result("gelu", &out, &want).unwrap();
+        out[17] += 0.01;
+        assert!(check_gelu_result("gelu", &out, &want).is_err());
+    }
+}
