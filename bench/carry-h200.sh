@@ -18,4 +18,6 @@ done
 for f in *; do
     case " $keep " in *" $f "*) ;; *) rm -f "$f" ;; esac
 done
+# Symbols are not needed there, and the carried folder must stay under its limit.
+strip -s $keep
 du -sh . && ls

@@ -127,3 +127,84 @@ proptest! {
         }
     }
 }
+
+/// Inputs of a math case: its edge values, then 3000 floats of every magnitude from 1e-6 to
+/// 1e3 (both signs), the second argument of two-argument functions running along the list.
+fn math_inputs(params: &[Scalar]) -> Vec<Vec<u64>> {
+    let s = params[0];
+    let mut xs = edge_values(s);
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..3000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mag = 10f64.powf((state % 10_000) as f64 / 10_000.0 * 9.0 - 6.0);
+        let x = if state & (1 << 40) != 0 { -mag } else { mag };
+        xs.push(if s == Scalar::F32 {
+            u64::from((x as f32).to_bits())
+        } else {
+            x.to_bits()
+        });
+    }
+    (0..xs.len())
+        .map(|i| {
+            (0..params.len())
+                .map(|k| xs[(i * (7 * k + 1) + 3 * k) % xs.len()])
+                .collect()
+        })
+        .collect()
+}
+
+/// The largest distance in ulps from the reference of every math-library case on every CPU
+/// backend, over edge and random inputs: each within the corpus's `LIBRARY_ULPS`. With
+/// `NACRE_ACCURACY_OUT` set, the table is written to that file.
+#[test]
+fn math_functions_are_within_their_ulps_on_every_cpu_backend() {
+    let bound = nacre_corpus::cases::math::LIBRARY_ULPS;
+    let mut table = String::from("| function |");
+    for (kind, _) in engines() {
+        table.push_str(&format!(" {kind:?} |"));
+    }
+    table.push_str("\n|---|");
+    table.push_str(&"---|".repeat(engines().len()));
+    table.push('\n');
+    let mut failures = Vec::new();
+    // The one-function cases of the math module (`math_exp_f32`, ...).
+    let library: Vec<&str> = nacre_corpus::cases::math::cases()
+        .iter()
+        .map(|c| c.name)
+        .filter(|n| n.starts_with("math_"))
+        .collect();
+    for case in cases().iter().filter(|c| library.contains(&c.name)) {
+        let CaseKind::Scalar {
+            params,
+            compile,
+            reference,
+            ..
+        } = &case.kind
+        else {
+            continue;
+        };
+        let inputs = math_inputs(params);
+        table.push_str(&format!("| {} |", &case.name["math_".len()..]));
+        for (kind, engine) in engines() {
+            let f = compile(engine).expect("math cases compile");
+            let mut worst = 0;
+            for args in &inputs {
+                let got = f(args).expect("math functions do not trap");
+                let want = reference(args).expect("math functions do not trap");
+                worst = worst.max(nacre::ir::semantics::ulps(params[0], got, want));
+            }
+            if worst > bound {
+                failures.push(format!("{} on {kind:?}: {worst} ulps", case.name));
+            }
+            table.push_str(&format!(" {worst} |"));
+        }
+        table.push('\n');
+    }
+    if let Ok(path) = std::env::var("NACRE_ACCURACY_OUT") {
+        let text = format!("Max ulps from libm on the CPU backends\n\n{table}");
+        std::fs::write(&path, text).expect("write the accuracy table");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -464,6 +464,25 @@ mod tests {
     }
 
     #[test]
+    fn erf_is_refused_and_lacking_functions_get_portable_definitions() {
+        let module = |f: nacre_ir::MathFn| {
+            kernel_module(&[Type::ptr(Scalar::F32)], |b, p| {
+                let x = b.load(p[0]);
+                let y = b.math(f, x);
+                b.store(p[0], y);
+                b.ret(None);
+            })
+        };
+        let err = emit_msl(&module(nacre_ir::MathFn::Erf)).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("`erf`") && text.contains("Metal"), "{text}");
+        let k = emit_msl(&module(nacre_ir::MathFn::Cbrt)).unwrap();
+        assert!(k[0].source.contains("nacre_cbrt_f32("), "{}", k[0].source);
+        let k = emit_msl(&module(nacre_ir::MathFn::Tanh)).unwrap();
+        assert!(k[0].source.contains("metal::tanh("), "{}", k[0].source);
+    }
+
+    #[test]
     fn too_much_shared_memory_is_refused() {
         let m = kernel_module(&[], |b, _| {
             b.shared_alloc(Scalar::F32, 10_000);

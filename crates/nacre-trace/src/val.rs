@@ -597,7 +597,7 @@ pub trait Int: Num + Bits {
 }
 /// Float types: [`Num`] with Rust's float methods (`sqrt`, `exp`, `sin`, `round`, ...; see
 /// [`crate::math`]).
-pub trait Float: Num {
+pub trait Float: Num + Signed {
     /// Positive infinity.
     const INFINITY: Self;
     /// A quiet NaN.

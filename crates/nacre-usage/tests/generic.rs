@@ -112,3 +112,49 @@ fn a_generic_kernel_runs_for_two_types() {
     g.call(-3, &x, &mut y, 3).unwrap();
     assert_eq!(y, [-3, 6, -9]);
 }
+
+/// Ordinary float code, ported by adding `#[jit]` and changing the types: a logistic, a
+/// polar conversion and a rounding, for any float type.
+#[jit]
+fn float_methods<T: Float>(x: Val<T>, y: Val<T>) -> Val<T> {
+    let logistic = ((-x).exp() + T::ONE).recip();
+    let r = x.hypot(y);
+    let theta = y.atan2(x).to_degrees();
+    let bound = Val::new(100i32).cast::<T>();
+    let rounded = (x * y).round().clamp(-bound, bound);
+    if r.is_finite() {
+        logistic + r.ln_1p() + theta.sin().abs() + rounded
+    } else {
+        logistic
+    }
+}
+
+#[test]
+fn float_methods_work_on_both_float_types() {
+    let engine = nacre::Engine::new(nacre::Options::default()).unwrap();
+    let f = engine.compile(float_methods::<f32>).unwrap();
+    let g = engine.compile(float_methods::<f64>).unwrap();
+    let want = |x: f64, y: f64| {
+        let r = x.hypot(y);
+        let logistic = ((-x).exp() + 1.0).recip();
+        let rounded = (x * y).round().clamp(-100.0, 100.0);
+        if r.is_finite() {
+            logistic + r.ln_1p() + y.atan2(x).to_degrees().sin().abs() + rounded
+        } else {
+            logistic
+        }
+    };
+    for (x, y) in [(0.5, 2.0), (-3.0, 0.25), (1e3, -7.5), (f64::INFINITY, 1.0)] {
+        let got = g.call(x, y).unwrap();
+        assert!(
+            (got - want(x, y)).abs() <= 1e-12 * (1.0 + want(x, y).abs()),
+            "{x} {y}: {got}"
+        );
+        let got = f.call(x as f32, y as f32).unwrap();
+        let w = want(x, y) as f32;
+        assert!(
+            (got - w).abs() <= 1e-4 * (1.0 + w.abs()),
+            "{x} {y}: {got} vs {w}"
+        );
+    }
+}
