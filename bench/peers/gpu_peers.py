@@ -395,6 +395,8 @@ def planned_names(cfg):
         else:
             rows, cols = SOFTMAX_SHAPE
             names += [f"peer_torch_softmax_{rows}x{cols}", f"peer_torch_gelu_{GELU_SIZE}"]
+        if fw == "cudac":
+            names.append(f"peer_cudac_stencil2d_{STENCIL_SIZE}")
     return [n for n in names if cfg.wants(n)]
 
 
@@ -907,6 +909,49 @@ def run_language(run, peer, rng):
         free_memory(peer)
 
 
+#: Rows and columns of the 2D stencil benchmark (hand-written CUDA C under CuPy).
+STENCIL_SIZE = 4096
+#: Check tolerance of the stencil (absolute, on values in [-1, 1]).
+STENCIL_TOLERANCE = 1e-6
+
+
+def stencil_reference(x):
+    """The 5-point stencil of cuda/stencil2d.cu in float32, edges clamped, in its order."""
+    p = np.pad(x, 1, mode="edge")
+    c, up, down = p[1:-1, 1:-1], p[:-2, 1:-1], p[2:, 1:-1]
+    left, right = p[1:-1, :-2], p[1:-1, 2:]
+    return c * np.float32(0.5) + (((up + down) + left) + right) * np.float32(0.125)
+
+
+def run_stencil(run, peer, rng):
+    """`peer_cudac_stencil2d_4096`: cuda/stencil2d.cu (a 16 x 16 block per output tile, an
+    18 x 18 shared tile with halo) under CuPy, checked against NumPy and timed with events."""
+    cfg, cp = run.cfg, peer.cupy
+    name = f"peer_cudac_stencil2d_{STENCIL_SIZE}"
+    if not cfg.wants(name):
+        return
+
+    def bench():
+        src = load_sources(HERE / "cuda", kernels=("stencil2d",))["stencil2d"]
+        k = cp.RawKernel(src.text, src.symbol, options=src.options)
+        k.compile()
+        n = STENCIL_SIZE
+        x = random_floats(rng, n * n).reshape(n, n)
+        xd = cp.asarray(x)
+        od = cp.empty_like(xd)
+        grid = ((n + 15) // 16, (n + 15) // 16)
+        launch = lambda: k(grid, (16, 16), (xd, od, np.uint32(n), np.uint32(n)))  # noqa: E731
+        launch()
+        peer.clock.sync()
+        err = float(np.abs(cp.asnumpy(od) - stencil_reference(x)).max())
+        run.record_check(name, err <= STENCIL_TOLERANCE, err, STENCIL_TOLERANCE)
+        if err <= STENCIL_TOLERANCE:
+            run.record(name, time_events(peer.clock, launch, cfg.runs, cfg.warmup))
+
+    guarded(run, name, bench)
+    free_memory(peer)
+
+
 def free_memory(peer):
     """Returns cached device memory between benchmarks."""
     try:
@@ -1155,6 +1200,8 @@ def main(argv=None):
     for peer in peers:
         if peer.name == "torch":
             run_language(run, peer, rng)
+        elif peer.name == "cudac":
+            run_stencil(run, peer, rng)
     for peer in peers:
         name = f"peer_{peer.name}_launch_latency"
         if cfg.wants(name):

@@ -16,9 +16,9 @@
 //!   only: serial mode runs one thread of one block, which sums nothing meaningful;
 //! - `gpu_cpu_logistic_262144_I` (I = 256, 1024): one call of `run_logistic`, I steps of the
 //!   logistic map on each of 262,144 floats, in place;
-//! - `gpu_cpu_softmax_4096x4096` and `gpu_cpu_gelu_16777216` (grid mode for the softmax),
-//!   with `rust_rayon_softmax_4096x4096` and `rust_rayon_gelu_16777216`: the kernels that
-//!   need math functions, described in [`language`];
+//! - `gpu_cpu_softmax_4096x4096`, `gpu_cpu_gelu_16777216` and `gpu_cpu_stencil2d_4096` (grid
+//!   mode for the softmax and the stencil), with `rust_rayon_*` of the same suffixes: the
+//!   kernels of the kernel-language issue, described in [`language`];
 //! - `gpu_cpu_X_unchecked` for each `gpu_cpu_X` above (not the compiles): the same host
 //!   function compiled with `Engine::compile_unchecked` and called with raw pointers, so
 //!   neither host code nor kernels check their accesses, on the same arrays. `gpu_cpu_X` is the
@@ -60,7 +60,7 @@ use nacre::gpu::{Array, CpuMode, CpuOptions, DeviceKind, RuntimeOptions};
 use nacre::{Engine, Options};
 use nacre_corpus::bench::Batch;
 use nacre_corpus::kernels::{
-    run_block_sum, run_gelu, run_logistic, run_saxpy_grid_stride, run_softmax_rows,
+    run_block_sum, run_gelu, run_logistic, run_saxpy_grid_stride, run_softmax_rows, run_stencil2d,
     run_vec_add_grid_stride,
 };
 use rayon::prelude::*;
@@ -603,6 +603,42 @@ impl Suite {
         Ok(())
     }
 
+    /// `gpu_cpu_stencil2d_4096` and `rust_rayon_stencil2d_4096` (grid mode only: the tile is
+    /// shared by the block's threads).
+    fn stencil(&mut self) -> Result<()> {
+        let gpu = format!("{}_{}", self.prefix, language::stencil_name());
+        let rust = format!("rust_rayon_{}", language::stencil_name());
+        let run_gpu = self.h.wants(&gpu) && self.mode == Mode::Grid;
+        if self.h.wants(&gpu) && self.mode != Mode::Grid {
+            self.h.notes.push(format!(
+                "{gpu}: skipped in serial mode (the shared tile needs the whole block)"
+            ));
+        }
+        if !run_gpu && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let (xv, want) = language::stencil_case();
+        let mut out_rust = vec![0.0f32; xv.len()];
+        language::rayon_stencil(&xv, &mut out_rust);
+        check_close(&rust, &out_rust, &want, 0.0)?;
+        let x = Array::copy_on(self.engine.device(), &xv)?;
+        let side = language::STENCIL_SIZE as u32;
+        if run_gpu {
+            let mut out = Array::<f32>::alloc_on(self.engine.device(), xv.len())?;
+            let f = self.engine.compile(run_stencil2d)?;
+            f.call(&x, &mut out, side, side)?;
+            check_close(&gpu, out.as_slice(), &want, 0.0)?;
+            self.h
+                .time(&gpu, || f.call(&x, &mut out, black_box(side), side))?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time_infallible(&rust, || {
+                language::rayon_stencil(x.as_slice(), black_box(&mut out_rust));
+            });
+        }
+        Ok(())
+    }
+
     /// `gpu_cpu_gelu_16777216` and `rust_rayon_gelu_16777216`.
     fn gelu(&mut self) -> Result<()> {
         let gpu = format!("{}_{}", self.prefix, language::gelu_name());
@@ -803,6 +839,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     }
     s.softmax().context("row softmax")?;
     s.gelu().context("GELU")?;
+    s.stencil().context("2D stencil")?;
     s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
     s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
     s.compile("blocksum", |e| e.compile(run_block_sum))?;

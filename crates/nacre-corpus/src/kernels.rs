@@ -969,6 +969,80 @@ fn check_softmax_shape(engine: &Engine, rows: usize, cols: usize) -> Result<(), 
     check_softmax(out.as_slice(), &softmax_reference(&xv, cols), cols)
 }
 
+/// Side of the output tile of [`stencil2d`] (its blocks are 16 × 16 threads).
+pub const STENCIL_TILE: u32 = 16;
+
+/// A 5-point stencil over a row-major `w × h` image, `0.5 c + 0.125 (up + down + left +
+/// right)` with edges clamped, through a 2D shared tile: each 16 × 16 block loads the
+/// 18 × 18 tile of its outputs and their one-element halo (324 loads by 256 threads), waits,
+/// and computes its outputs from shared memory.
+#[kernel]
+pub fn stencil2d(input: Ptr<f32>, out: Ptr<f32>, w: Val<u32>, h: Val<u32>) {
+    let tile = nacre::gpu::shared_array_2d::<f32, 18, 18>();
+    let (tx, ty) = (thread_idx().x, thread_idx().y);
+    let (bx, by) = (block_idx().x * STENCIL_TILE, block_idx().y * STENCIL_TILE);
+    let mut p = ty * STENCIL_TILE + tx;
+    while p < 324u32 {
+        let (ly, lx) = (p / 18u32, p % 18u32);
+        let gx = ((bx + lx).max(1u32) - 1u32).min(w - 1u32);
+        let gy = ((by + ly).max(1u32) - 1u32).min(h - 1u32);
+        tile[(ly, lx)] = input[gy * w + gx];
+        p += 256u32;
+    }
+    sync_threads();
+    let (x, y) = (bx + tx, by + ty);
+    if x < w && y < h {
+        let c = tile[(ty + 1u32, tx + 1u32)];
+        let around = tile[(ty, tx + 1u32)]
+            + tile[(ty + 2u32, tx + 1u32)]
+            + tile[(ty + 1u32, tx)]
+            + tile[(ty + 1u32, tx + 2u32)];
+        out[y * w + x] = c * 0.5f32 + around * 0.125f32;
+    }
+}
+
+/// Launches [`stencil2d`] with one 16 × 16 block per output tile (nothing for an empty
+/// image).
+#[jit]
+pub fn run_stencil2d(input: Ptr<f32>, out: Ptr<f32>, w: Val<u32>, h: Val<u32>) {
+    if w > 0u32 && h > 0u32 {
+        launch(
+            stencil2d,
+            Grid::new3((w + 15u32) / 16u32, (h + 15u32) / 16u32, 1u32),
+            Block::new3(STENCIL_TILE, STENCIL_TILE, 1u32),
+            (input, out, w, h),
+        );
+    }
+}
+
+/// The stencil of [`stencil2d`] in plain Rust, in its operation order.
+pub fn stencil_reference(input: &[f32], w: usize, h: usize) -> Vec<f32> {
+    let at = |x: isize, y: isize| {
+        let x = x.clamp(0, w as isize - 1) as usize;
+        let y = y.clamp(0, h as isize - 1) as usize;
+        input[y * w + x]
+    };
+    let mut out = Vec::with_capacity(w * h);
+    for y in 0..h as isize {
+        for x in 0..w as isize {
+            let around = at(x, y - 1) + at(x, y + 1) + at(x - 1, y) + at(x + 1, y);
+            out.push(at(x, y) * 0.5 + around * 0.125);
+        }
+    }
+    out
+}
+
+fn check_stencil2d(engine: &Engine, n: usize) -> Result<(), String> {
+    // A width and height that are not multiples of the tile.
+    let (w, h) = (37, n.div_ceil(37).clamp(1, 40));
+    let xv = random_f32(w * h, 41);
+    let input = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), w * h).map_err(err)?;
+    let f = engine.compile(run_stencil2d).map_err(err)?;
+    f.call(&input, &mut out, w as u32, h as u32).map_err(err)?;
+    compare("stencil2d", out.as_slice(), &stencil_reference(&xv, w, h))
+}
+
 /// `sqrt(2 / pi)`, the scale of GELU's tanh form.
 pub const GELU_SCALE: f32 = 0.797_884_6;
 /// The cubic coefficient of GELU's tanh form.
@@ -1520,6 +1594,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_softmax_rows,
             trace: || nacre::trace_module(&run_softmax_rows),
+        },
+        KernelCase {
+            name: "stencil2d",
+            grid_stride: false,
+            check: check_stencil2d,
+            trace: || nacre::trace_module(&run_stencil2d),
         },
         KernelCase {
             name: "gelu",

@@ -16,9 +16,9 @@
 //!   timed on the host clock, from the call to its return (which comes after the kernel has
 //!   completed: the call synchronises and reads the kernel's status word): the
 //!   `host_results` of the JSON and the report's `host clock` column;
-//! - `gpu_cuda_softmax_4096x4096` and `gpu_cuda_gelu_16777216`: the kernels that need math
-//!   functions ([`super::language`]), event-timed as above, beside `peer_torch_*` with
-//!   `--peers`;
+//! - `gpu_cuda_softmax_4096x4096`, `gpu_cuda_gelu_16777216` and `gpu_cuda_stencil2d_4096`:
+//!   the kernel-language kernels ([`super::language`]), event-timed as above, beside
+//!   `peer_torch_*` and `peer_cudac_stencil2d_4096` with `--peers`;
 //! - `gpu_cuda_launch_latency`: a host function that launches a one-thread kernel adding one
 //!   to a counter ([`run_tiny`]), timed on the host clock from the call to its return (the
 //!   floor of a call, as the host sees it);
@@ -61,7 +61,7 @@ use nacre::gpu::{CpuOptions, RuntimeOptions};
 use nacre::kernel;
 use nacre::prelude::*;
 use nacre_corpus::kernels::{
-    run_block_sum, run_gelu, run_logistic, run_saxpy_grid_stride, run_softmax_rows,
+    run_block_sum, run_gelu, run_logistic, run_saxpy_grid_stride, run_softmax_rows, run_stencil2d,
     run_vec_add_grid_stride,
 };
 use serde_json::{json, Value};
@@ -524,6 +524,33 @@ impl Suite {
         })
     }
 
+    /// `P_stencil2d_4096` on the current pass's place (see [`super::language`]; grid mode
+    /// only on the CPU).
+    fn stencil(&mut self) -> Result<()> {
+        let Some(name) = self.job(&language::stencil_name()) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        if !is_cuda && self.mode == Mode::Serial {
+            self.notes.push(format!(
+                "{name}: skipped in serial mode (the shared tile needs the whole block)"
+            ));
+            return Ok(());
+        }
+        let (xv, want) = language::stencil_case();
+        let place = self.place(is_cuda);
+        let f = place.engine.compile(run_stencil2d)?;
+        settle(is_cuda);
+        let x = Array::copy_on(place.device(), &xv)?;
+        let mut out = Array::<f32>::alloc_on(place.device(), xv.len())?;
+        let side = language::STENCIL_SIZE as u32;
+        f.call(&x, &mut out, side, side)?;
+        let check = check_close(&name, out.as_slice(), &want, 0.0);
+        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
+            f.call(&x, &mut out, black_box(side), side)
+        })
+    }
+
     /// `P_gelu_16777216` on the current pass's place (see [`super::language`]).
     fn gelu(&mut self) -> Result<()> {
         let Some(name) = self.job(&language::gelu_name()) else {
@@ -893,6 +920,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         }
         s.softmax().context("row softmax")?;
         s.gelu().context("GELU")?;
+        s.stencil().context("2D stencil")?;
         s.latency().context("launch latency")?;
         s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
         s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;

@@ -83,7 +83,8 @@ pub struct Verdict {
 
 /// The targets: saxpy and vecadd at 16M within PyTorch (floored at the copy ceiling); the
 /// block sum and the logistic maps within CuPy running the same algorithms written by hand;
-/// the row softmax and GELU within PyTorch's;
+/// the row softmax and GELU within PyTorch's; the 2D stencil within the same algorithm written
+/// by hand under CuPy;
 /// the tiny kernel's call within 8 µs; each cold compile within 20 ms; no recompile on
 /// relaunch.
 pub fn targets() -> Vec<Target> {
@@ -116,6 +117,13 @@ pub fn targets() -> Vec<Target> {
             },
         });
     }
+    t.push(Target {
+        name: format!("gpu_cuda_{}", super::language::stencil_name()),
+        limit: Limit::Peer {
+            name: format!("peer_cudac_{}", super::language::stencil_name()),
+            floor: None,
+        },
+    });
     for k in [
         super::language::softmax_name(),
         super::language::gelu_name(),

@@ -2,18 +2,22 @@
 //! 4096 × 4096 matrix (`softmax_4096x4096`, the corpus's `run_softmax_rows`: one block of 256
 //! per row, maximum and sum by shared-memory trees, `exp` from the math library) and GELU in
 //! its tanh form over 16M floats (`gelu_16777216`, the corpus's `run_gelu`, a grid-stride
-//! loop calling `tanh`).
+//! loop calling `tanh`), and a 5-point stencil over a 4096 × 4096 image through a 2D shared
+//! tile with halo (`stencil2d_4096`, the corpus's `run_stencil2d`: 16 × 16 blocks, an 18 × 18
+//! tile).
 //!
 //! Both suites use what is here: `--backend cpu` times each beside its hand-written rayon
 //! baseline (`rust_rayon_softmax_4096x4096`: one row per task, `f32::exp`;
 //! `rust_rayon_gelu_16777216`: `f32::tanh` per element), `--backend cuda` on the GPU and the
 //! CPU beside `torch.softmax(x, dim=1)` and `torch.nn.functional.gelu(x, approximate="tanh")`
-//! (`peer_torch_*`, from the peer script). Every first result is checked before timing:
+//! (`peer_torch_*`, from the peer script) and, for the stencil, the same algorithm written by
+//! hand in CUDA C under CuPy (`peer_cudac_stencil2d_4096`; its rayon baseline computes each
+//! row of outputs in a task from the clamped neighbours, no tile). Every first result is checked before timing:
 //! softmax within 1e-5 of a float64 reference, relative to the row's largest probability;
 //! GELU within 1e-5 × (1 + |y|) of the formula with the reference `tanh`.
 
 use anyhow::{bail, Result};
-use nacre_corpus::kernels::{check_softmax, gelu_reference, softmax_reference};
+use nacre_corpus::kernels::{check_softmax, gelu_reference, softmax_reference, stencil_reference};
 use rayon::prelude::*;
 
 /// Rows and columns of the softmax benchmark.
@@ -24,6 +28,35 @@ pub const SOFTMAX_COLS: usize = 4096;
 pub const GELU_SIZE: usize = 1 << 24;
 /// GELU's check tolerance, relative to `1 + |y|`.
 pub const GELU_TOLERANCE: f32 = 1e-5;
+
+/// Side of the stencil benchmark's square image.
+pub const STENCIL_SIZE: usize = 4096;
+
+/// The suffix of the stencil benchmark's names.
+pub fn stencil_name() -> String {
+    format!("stencil2d_{STENCIL_SIZE}")
+}
+
+/// The stencil's input (`[-1, 1)`) and its reference (the kernel's operation order, so the
+/// check is exact).
+pub fn stencil_case() -> (Vec<f32>, Vec<f32>) {
+    let x = inputs(STENCIL_SIZE * STENCIL_SIZE, 43, 1.0);
+    let want = stencil_reference(&x, STENCIL_SIZE, STENCIL_SIZE);
+    (x, want)
+}
+
+/// The 5-point stencil by hand with rayon: one row of outputs per task, edges clamped.
+pub fn rayon_stencil(x: &[f32], out: &mut [f32]) {
+    let n = STENCIL_SIZE;
+    out.par_chunks_mut(n).enumerate().for_each(|(y, row)| {
+        let line = |y: usize| &x[y * n..(y + 1) * n];
+        let (up, mid, down) = (line(y.saturating_sub(1)), line(y), line((y + 1).min(n - 1)));
+        for (i, o) in row.iter_mut().enumerate() {
+            let (l, r) = (mid[i.saturating_sub(1)], mid[(i + 1).min(n - 1)]);
+            *o = mid[i] * 0.5 + (up[i] + down[i] + l + r) * 0.125;
+        }
+    });
+}
 
 /// The suffix of the softmax benchmark's names.
 pub fn softmax_name() -> String {
@@ -126,5 +159,9 @@ mod tests {
         check_gelu_result("gelu", &out, &want).unwrap();
         out[17] += 0.01;
         assert!(check_gelu_result("gelu", &out, &want).is_err());
+        let x = inputs(STENCIL_SIZE * STENCIL_SIZE, 3, 1.0);
+        let mut out = vec![0.0; x.len()];
+        rayon_stencil(&x, &mut out);
+        assert!(out == stencil_reference(&x, STENCIL_SIZE, STENCIL_SIZE));
     }
 }

@@ -29,7 +29,7 @@ const SCRIPT: &str = include_str!("../../../bench/peers/gpu_peers.py");
 /// The Triton kernels the script imports, embedded.
 const TRITON_KERNELS: &str = include_str!("../../../bench/peers/triton_kernels.py");
 /// The hand-written CUDA C of each kernel (`cuda/<kernel>.cu` beside the script), embedded.
-const HAND_WRITTEN: [(&str, &str); 5] = [
+const HAND_WRITTEN: [(&str, &str); 6] = [
     (
         "saxpy.cu",
         include_str!("../../../bench/peers/cuda/saxpy.cu"),
@@ -47,6 +47,10 @@ const HAND_WRITTEN: [(&str, &str); 5] = [
         include_str!("../../../bench/peers/cuda/logistic.cu"),
     ),
     ("tiny.cu", include_str!("../../../bench/peers/cuda/tiny.cu")),
+    (
+        "stencil2d.cu",
+        include_str!("../../../bench/peers/cuda/stencil2d.cu"),
+    ),
 ];
 
 /// The environment variable naming the Python interpreter (when `--python` does not).
