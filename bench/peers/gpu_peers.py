@@ -250,6 +250,7 @@ KERNEL_PARAMS = {
     "blocksum": ("input", "out", "n"),
     "logistic": ("v", "n", "iters"),
     "tiny": ("counter",),
+    "stencil2d": ("input", "out", "w", "h"),
 }
 
 STATUS_TYPE_RE = re.compile(r"^(?:const\s+)?(?:uint32_t|unsigned\s+int|unsigned)\s*\*")
