@@ -60,8 +60,7 @@ use nacre::gpu::{Array, CpuMode, CpuOptions, DeviceKind, RuntimeOptions};
 use nacre::{Engine, Options};
 use nacre_corpus::bench::Batch;
 use nacre_corpus::kernels::{
-    run_block_sum, run_gelu, run_logistic, run_saxpy_grid_stride, run_softmax_rows, run_stencil2d,
-    run_vec_add_grid_stride,
+    run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
 };
 use rayon::prelude::*;
 use serde_json::json;
@@ -222,6 +221,19 @@ fn random_f32(n: usize, seed: u32) -> Vec<f32> {
             x ^= x >> 17;
             x ^= x << 5;
             (x % 2000) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+/// Deterministic pseudo-random floats in [lo, hi) (xorshift).
+pub(crate) fn random_in(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            lo + (hi - lo) * ((x >> 8) as f32 / (1u32 << 24) as f32)
         })
         .collect()
 }
@@ -567,104 +579,42 @@ impl Suite {
         Ok(())
     }
 
-    /// `gpu_cpu_softmax_4096x4096` and `rust_rayon_softmax_4096x4096` (grid mode only: one
-    /// block per row reduces with barriers).
-    fn softmax(&mut self) -> Result<()> {
-        let gpu = format!("{}_{}", self.prefix, language::softmax_name());
-        let rust = format!("rust_rayon_{}", language::softmax_name());
-        let run_gpu = self.h.wants(&gpu) && self.mode == Mode::Grid;
-        if self.h.wants(&gpu) && self.mode != Mode::Grid {
+    /// `gpu_cpu_<suffix>` and `rust_rayon_<suffix>` of one kernel of [`language`]
+    /// (`gpu_cpu_` in grid mode only when the kernel needs its whole block).
+    fn language(&mut self, k: &language::Kernel) -> Result<()> {
+        let gpu = format!("{}_{}", self.prefix, k.suffix);
+        let rust = format!("rust_rayon_{}", k.suffix);
+        let serial = k.needs_grid_mode && self.mode != Mode::Grid;
+        if self.h.wants(&gpu) && serial {
             self.h.notes.push(format!(
-                "{gpu}: skipped in serial mode (a block-wide reduction needs the whole block)"
+                "{gpu}: skipped in serial mode (the kernel shares memory across its block)"
             ));
         }
+        let run_gpu = self.h.wants(&gpu) && !serial;
         if !run_gpu && !self.h.wants(&rust) {
             return Ok(());
         }
-        let (xv, want) = language::softmax_case();
+        let (xv, want) = (k.case)();
         let mut out_rust = vec![0.0f32; xv.len()];
-        language::rayon_softmax(&xv, &mut out_rust);
-        language::check_softmax_result(&rust, &out_rust, &want)?;
+        (k.rayon)(&xv, &mut out_rust);
+        (k.check)(&rust, &out_rust, &want)?;
         let x = Array::copy_on(self.engine.device(), &xv)?;
-        let (rows, cols) = (language::SOFTMAX_ROWS as u32, language::SOFTMAX_COLS as u32);
         if run_gpu {
+            let blocks = if k.grid_stride {
+                self.blocks(&gpu, xv.len())
+            } else {
+                1
+            };
             let mut out = Array::<f32>::alloc_on(self.engine.device(), xv.len())?;
-            let f = self.engine.compile(run_softmax_rows)?;
-            f.call(&x, &mut out, rows, cols)?;
-            language::check_softmax_result(&gpu, out.as_slice(), &want)?;
-            self.h
-                .time(&gpu, || f.call(&x, &mut out, black_box(rows), cols))?;
-        }
-        if self.h.wants(&rust) {
-            self.h.time_infallible(&rust, || {
-                language::rayon_softmax(x.as_slice(), black_box(&mut out_rust));
-            });
-        }
-        Ok(())
-    }
-
-    /// `gpu_cpu_stencil2d_4096` and `rust_rayon_stencil2d_4096` (grid mode only: the tile is
-    /// shared by the block's threads).
-    fn stencil(&mut self) -> Result<()> {
-        let gpu = format!("{}_{}", self.prefix, language::stencil_name());
-        let rust = format!("rust_rayon_{}", language::stencil_name());
-        let run_gpu = self.h.wants(&gpu) && self.mode == Mode::Grid;
-        if self.h.wants(&gpu) && self.mode != Mode::Grid {
-            self.h.notes.push(format!(
-                "{gpu}: skipped in serial mode (the shared tile needs the whole block)"
-            ));
-        }
-        if !run_gpu && !self.h.wants(&rust) {
-            return Ok(());
-        }
-        let (xv, want) = language::stencil_case();
-        let mut out_rust = vec![0.0f32; xv.len()];
-        language::rayon_stencil(&xv, &mut out_rust);
-        check_close(&rust, &out_rust, &want, 0.0)?;
-        let x = Array::copy_on(self.engine.device(), &xv)?;
-        let side = language::STENCIL_SIZE as u32;
-        if run_gpu {
-            let mut out = Array::<f32>::alloc_on(self.engine.device(), xv.len())?;
-            let f = self.engine.compile(run_stencil2d)?;
-            f.call(&x, &mut out, side, side)?;
-            check_close(&gpu, out.as_slice(), &want, 0.0)?;
-            self.h
-                .time(&gpu, || f.call(&x, &mut out, black_box(side), side))?;
-        }
-        if self.h.wants(&rust) {
-            self.h.time_infallible(&rust, || {
-                language::rayon_stencil(x.as_slice(), black_box(&mut out_rust));
-            });
-        }
-        Ok(())
-    }
-
-    /// `gpu_cpu_gelu_16777216` and `rust_rayon_gelu_16777216`.
-    fn gelu(&mut self) -> Result<()> {
-        let gpu = format!("{}_{}", self.prefix, language::gelu_name());
-        let rust = format!("rust_rayon_{}", language::gelu_name());
-        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
-            return Ok(());
-        }
-        let (xv, want) = language::gelu_case();
-        let mut out_rust = vec![0.0f32; xv.len()];
-        language::rayon_gelu(&xv, &mut out_rust);
-        language::check_gelu_result(&rust, &out_rust, &want)?;
-        let x = Array::copy_on(self.engine.device(), &xv)?;
-        let n = xv.len() as u32;
-        if self.h.wants(&gpu) {
-            let blocks = self.blocks(&gpu, xv.len());
-            let mut out = Array::<f32>::alloc_on(self.engine.device(), xv.len())?;
-            let f = self.engine.compile(run_gelu)?;
+            let mut call = (k.compile)(&self.engine, blocks)?;
             settle_c_tier();
-            f.call(&x, &mut out, n, blocks)?;
-            language::check_gelu_result(&gpu, out.as_slice(), &want)?;
-            self.h
-                .time(&gpu, || f.call(&x, &mut out, black_box(n), blocks))?;
+            call(&x, &mut out)?;
+            (k.check)(&gpu, out.as_slice(), &want)?;
+            self.h.time(&gpu, || call(&x, black_box(&mut out)))?;
         }
         if self.h.wants(&rust) {
             self.h.time_infallible(&rust, || {
-                language::rayon_gelu(x.as_slice(), black_box(&mut out_rust));
+                (k.rayon)(x.as_slice(), black_box(&mut out_rust));
             });
         }
         Ok(())
@@ -837,9 +787,9 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         s.logistic(iters)
             .with_context(|| format!("logistic map, {iters} steps"))?;
     }
-    s.softmax().context("row softmax")?;
-    s.gelu().context("GELU")?;
-    s.stencil().context("2D stencil")?;
+    for k in language::kernels() {
+        s.language(&k).with_context(|| k.suffix.clone())?;
+    }
     s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
     s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
     s.compile("blocksum", |e| e.compile(run_block_sum))?;

@@ -90,7 +90,7 @@ typedef unsigned long long uintptr_t;
 /// By default the math library is CUDA's accurate one (`expf`, `sinf`, ... within the ulps
 /// the CUDA Programming Guide lists) and floats keep IEEE semantics (no flush to zero, exact
 /// division and square root, no contraction into `fma`). With [`CudaDialect::fast_math`],
-/// `f32` calls of `exp`, `exp2`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan` and `pow` use the
+/// `f32` calls of `exp`, `ln`, `log2`, `log10`, `sin`, `cos`, `tan` and `pow` use the
 /// hardware approximations (`__expf`, `__sinf`, ...), and NVRTC compiles with
 /// `--use_fast_math` (subnormals flushed to zero, approximate division and square root).
 #[derive(Copy, Clone, Debug, Default)]
@@ -104,7 +104,6 @@ fn fast_intrinsic(f: MathFn) -> Option<&'static str> {
     use nacre_ir::{MathFn as F, MathFn2 as F2};
     Some(match f {
         MathFn::Lib(F::Exp) => "__expf",
-        MathFn::Lib(F::Exp2) => "exp2f",
         MathFn::Lib(F::Ln) => "__logf",
         MathFn::Lib(F::Log2) => "__log2f",
         MathFn::Lib(F::Log10) => "__log10f",

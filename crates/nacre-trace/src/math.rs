@@ -262,3 +262,20 @@ impl<T: Float> Val<T> {
         !self.is_sign_negative()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::val::Float;
+
+    /// `to_degrees`/`to_radians` multiply by the same constants as Rust's own methods.
+    #[test]
+    fn degree_factors_are_rusts() {
+        for x in [1.0f32, -3.5, 1e-3, 123.25] {
+            assert_eq!(x * f32::DEGREES_PER_RADIAN, x.to_degrees());
+            assert_eq!(x * f32::RADIANS_PER_DEGREE, x.to_radians());
+            let y = f64::from(x);
+            assert_eq!(y * f64::DEGREES_PER_RADIAN, y.to_degrees());
+            assert_eq!(y * f64::RADIANS_PER_DEGREE, y.to_radians());
+        }
+    }
+}

@@ -51,8 +51,8 @@ use super::super::measure::{
 use super::super::report::{format_ns, Results, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
 use super::{
-    check_close, language, launch_blocks, measure_compiles, rayon_logistic, tree_sum, GpuArgs,
-    Mode, BLOCK, UNCHECKED,
+    check_close, language, launch_blocks, measure_compiles, random_in, rayon_logistic, tree_sum,
+    GpuArgs, Mode, BLOCK, UNCHECKED,
 };
 use anyhow::{bail, Context, Result};
 use nacre::gpu::cuda::{self as cuda, CudaOptions, CudaStats, DeviceInfo};
@@ -61,8 +61,7 @@ use nacre::gpu::{CpuOptions, RuntimeOptions};
 use nacre::kernel;
 use nacre::prelude::*;
 use nacre_corpus::kernels::{
-    run_block_sum, run_gelu, run_logistic, run_saxpy_grid_stride, run_softmax_rows, run_stencil2d,
-    run_vec_add_grid_stride,
+    run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -109,19 +108,6 @@ pub fn tiny(counter: Ptr<u32>) {
 #[jit]
 pub fn run_tiny(counter: Ptr<u32>) {
     launch(tiny, Grid::new(1u32), Block::new(1u32), (counter,));
-}
-
-/// Deterministic pseudo-random floats in [lo, hi) (xorshift).
-fn random_in(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            lo + (hi - lo) * ((x >> 8) as f32 / (1u32 << 24) as f32)
-        })
-        .collect()
 }
 
 /// The indices of the logistic map that are checked: all of a small array, else
@@ -497,79 +483,33 @@ impl Suite {
         Ok(())
     }
 
-    /// `P_softmax_4096x4096` on the current pass's place (see [`super::language`]; grid mode
-    /// only on the CPU).
-    fn softmax(&mut self) -> Result<()> {
-        let Some(name) = self.job(&language::softmax_name()) else {
+    /// `P_<suffix>` of one kernel of [`super::language`] on the current pass's place (on
+    /// the CPU in grid mode only when the kernel needs its whole block).
+    fn language(&mut self, k: &language::Kernel) -> Result<()> {
+        let Some(name) = self.job(&k.suffix) else {
             return Ok(());
         };
         let is_cuda = self.on_cuda;
-        if !is_cuda && self.mode == Mode::Serial {
+        if !is_cuda && k.needs_grid_mode && self.mode == Mode::Serial {
             self.notes.push(format!(
-                "{name}: skipped in serial mode (a block-wide reduction needs the whole block)"
+                "{name}: skipped in serial mode (the kernel shares memory across its block)"
             ));
             return Ok(());
         }
-        let (xv, want) = language::softmax_case();
-        let place = self.place(is_cuda);
-        let f = place.engine.compile(run_softmax_rows)?;
-        settle(is_cuda);
-        let x = Array::copy_on(place.device(), &xv)?;
-        let mut out = Array::<f32>::alloc_on(place.device(), xv.len())?;
-        let (rows, cols) = (language::SOFTMAX_ROWS as u32, language::SOFTMAX_COLS as u32);
-        f.call(&x, &mut out, rows, cols)?;
-        let check = language::check_softmax_result(&name, out.as_slice(), &want);
-        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
-            f.call(&x, &mut out, black_box(rows), cols)
-        })
-    }
-
-    /// `P_stencil2d_4096` on the current pass's place (see [`super::language`]; grid mode
-    /// only on the CPU).
-    fn stencil(&mut self) -> Result<()> {
-        let Some(name) = self.job(&language::stencil_name()) else {
-            return Ok(());
-        };
-        let is_cuda = self.on_cuda;
-        if !is_cuda && self.mode == Mode::Serial {
-            self.notes.push(format!(
-                "{name}: skipped in serial mode (the shared tile needs the whole block)"
-            ));
-            return Ok(());
-        }
-        let (xv, want) = language::stencil_case();
-        let place = self.place(is_cuda);
-        let f = place.engine.compile(run_stencil2d)?;
-        settle(is_cuda);
-        let x = Array::copy_on(place.device(), &xv)?;
-        let mut out = Array::<f32>::alloc_on(place.device(), xv.len())?;
-        let side = language::STENCIL_SIZE as u32;
-        f.call(&x, &mut out, side, side)?;
-        let check = check_close(&name, out.as_slice(), &want, 0.0);
-        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
-            f.call(&x, &mut out, black_box(side), side)
-        })
-    }
-
-    /// `P_gelu_16777216` on the current pass's place (see [`super::language`]).
-    fn gelu(&mut self) -> Result<()> {
-        let Some(name) = self.job(&language::gelu_name()) else {
-            return Ok(());
-        };
-        let is_cuda = self.on_cuda;
-        let (xv, want) = language::gelu_case();
+        let (xv, want) = (k.case)();
         let place = self.place(is_cuda);
         let blocks = place.grid(xv.len());
-        let f = place.engine.compile(run_gelu)?;
+        let mut call = (k.compile)(&place.engine, blocks)?;
         settle(is_cuda);
         let x = Array::copy_on(place.device(), &xv)?;
         let mut out = Array::<f32>::alloc_on(place.device(), xv.len())?;
-        self.grids.push((name.clone(), blocks));
-        let n = xv.len() as u32;
-        f.call(&x, &mut out, n, blocks)?;
-        let check = language::check_gelu_result(&name, out.as_slice(), &want);
+        if k.grid_stride {
+            self.grids.push((name.clone(), blocks));
+        }
+        call(&x, &mut out)?;
+        let check = (k.check)(&name, out.as_slice(), &want);
         self.check_and_time(is_cuda, Clock::Events, &name, check, || {
-            f.call(&x, &mut out, black_box(n), blocks)
+            call(&x, black_box(&mut out))
         })
     }
 
@@ -918,9 +858,9 @@ pub fn run(args: &GpuArgs) -> Result<()> {
             s.logistic(n, iters)
                 .with_context(|| format!("logistic map, {n} floats × {iters} steps"))?;
         }
-        s.softmax().context("row softmax")?;
-        s.gelu().context("GELU")?;
-        s.stencil().context("2D stencil")?;
+        for k in language::kernels() {
+            s.language(&k).with_context(|| k.suffix.clone())?;
+        }
         s.latency().context("launch latency")?;
         s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
         s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;

@@ -16,9 +16,85 @@
 //! softmax within 1e-5 of a float64 reference, relative to the row's largest probability;
 //! GELU within 1e-5 × (1 + |y|) of the formula with the reference `tanh`.
 
+use super::{check_close, random_in};
 use anyhow::{bail, Result};
-use nacre_corpus::kernels::{check_softmax, gelu_reference, softmax_reference, stencil_reference};
+use nacre::gpu::Array;
+use nacre::Engine;
+use nacre_corpus::kernels::{
+    check_softmax, gelu_reference, run_gelu, run_softmax_rows, run_stencil2d, softmax_reference,
+    stencil_reference,
+};
 use rayon::prelude::*;
+
+/// One compiled benchmark call: the kernel's host function on an input and an output array.
+pub type Call = Box<dyn FnMut(&Array<f32>, &mut Array<f32>) -> Result<(), nacre::Error>>;
+
+/// A benchmark of this module, as both suites run it: the suffix of its names, whether it
+/// needs grid mode on the CPU (a block-wide reduction or tile), its input and reference, its
+/// check, its rayon baseline, and how to compile its call (given the blocks of a grid-stride
+/// launch, when `grid_stride`).
+pub struct Kernel {
+    /// `softmax_4096x4096`, `gelu_16777216`, `stencil2d_4096`.
+    pub suffix: String,
+    /// The kernel shares memory across its block, so it cannot run in serial mode.
+    pub needs_grid_mode: bool,
+    /// The kernel is a grid-stride loop: its launch takes the suite's grid.
+    pub grid_stride: bool,
+    /// The input and the reference output.
+    pub case: fn() -> (Vec<f32>, Vec<f32>),
+    /// Checks an output (named in the error) against the reference.
+    pub check: fn(&str, &[f32], &[f32]) -> Result<()>,
+    /// The hand-written rayon baseline.
+    pub rayon: fn(&[f32], &mut [f32]),
+    /// Compiles the call on an engine, for a grid-stride launch on the given blocks.
+    pub compile: fn(&Engine, u32) -> Result<Call, nacre::Error>,
+}
+
+/// The benchmarks of this module, in the suites' order.
+pub fn kernels() -> [Kernel; 3] {
+    [
+        Kernel {
+            suffix: softmax_name(),
+            needs_grid_mode: true,
+            grid_stride: false,
+            case: softmax_case,
+            check: check_softmax_result,
+            rayon: rayon_softmax,
+            compile: |engine, _| {
+                let f = engine.compile(run_softmax_rows)?;
+                let (rows, cols) = (SOFTMAX_ROWS as u32, SOFTMAX_COLS as u32);
+                Ok(Box::new(move |x, out| f.call(x, out, rows, cols)))
+            },
+        },
+        Kernel {
+            suffix: gelu_name(),
+            needs_grid_mode: false,
+            grid_stride: true,
+            case: gelu_case,
+            check: check_gelu_result,
+            rayon: rayon_gelu,
+            compile: |engine, blocks| {
+                let f = engine.compile(run_gelu)?;
+                Ok(Box::new(move |x, out| {
+                    f.call(x, out, GELU_SIZE as u32, blocks)
+                }))
+            },
+        },
+        Kernel {
+            suffix: stencil_name(),
+            needs_grid_mode: true,
+            grid_stride: false,
+            case: stencil_case,
+            check: |what, got, want| check_close(what, got, want, 0.0),
+            rayon: rayon_stencil,
+            compile: |engine, _| {
+                let f = engine.compile(run_stencil2d)?;
+                let side = STENCIL_SIZE as u32;
+                Ok(Box::new(move |x, out| f.call(x, out, side, side)))
+            },
+        },
+    ]
+}
 
 /// Rows and columns of the softmax benchmark.
 pub const SOFTMAX_ROWS: usize = 4096;
@@ -40,7 +116,7 @@ pub fn stencil_name() -> String {
 /// The stencil's input (`[-1, 1)`) and its reference (the kernel's operation order, so the
 /// check is exact).
 pub fn stencil_case() -> (Vec<f32>, Vec<f32>) {
-    let x = inputs(STENCIL_SIZE * STENCIL_SIZE, 43, 1.0);
+    let x = random_in(STENCIL_SIZE * STENCIL_SIZE, 43, -1.0, 1.0);
     let want = stencil_reference(&x, STENCIL_SIZE, STENCIL_SIZE);
     (x, want)
 }
@@ -68,22 +144,9 @@ pub fn gelu_name() -> String {
     format!("gelu_{GELU_SIZE}")
 }
 
-/// Deterministic pseudo-random floats in `[-scale, scale)` (xorshift).
-pub fn inputs(n: usize, seed: u32, scale: f32) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            ((x % 20_000) as f32 / 10_000.0 - 1.0) * scale
-        })
-        .collect()
-}
-
 /// The softmax input (`3 × [-1, 1)`, so that rows have a clear maximum) and its reference.
 pub fn softmax_case() -> (Vec<f32>, Vec<f32>) {
-    let x = inputs(SOFTMAX_ROWS * SOFTMAX_COLS, 31, 3.0);
+    let x = random_in(SOFTMAX_ROWS * SOFTMAX_COLS, 31, -3.0, 3.0);
     let want = softmax_reference(&x, SOFTMAX_COLS);
     (x, want)
 }
@@ -96,7 +159,7 @@ pub fn check_softmax_result(what: &str, got: &[f32], want: &[f32]) -> Result<()>
 /// The GELU input (`6 × [-1, 1)`, the range where `tanh` is not yet saturated) and its
 /// reference.
 pub fn gelu_case() -> (Vec<f32>, Vec<f32>) {
-    let x = inputs(GELU_SIZE, 37, 6.0);
+    let x = random_in(GELU_SIZE, 37, -6.0, 6.0);
     let want = x.iter().map(|&v| gelu_reference(v)).collect();
     (x, want)
 }
@@ -148,18 +211,18 @@ mod tests {
 
     #[test]
     fn the_rayon_baselines_pass_the_checks() {
-        let x = inputs(3 * SOFTMAX_COLS, 5, 3.0);
+        let x = random_in(3 * SOFTMAX_COLS, 5, -3.0, 3.0);
         let mut out = vec![0.0; x.len()];
         rayon_softmax(&x, &mut out);
         check_softmax_result("softmax", &out, &softmax_reference(&x, SOFTMAX_COLS)).unwrap();
-        let x = inputs(5000, 7, 6.0);
+        let x = random_in(5000, 7, -6.0, 6.0);
         let want: Vec<f32> = x.iter().map(|&v| gelu_reference(v)).collect();
         let mut out = vec![0.0; x.len()];
         rayon_gelu(&x, &mut out);
         check_gelu_result("gelu", &out, &want).unwrap();
         out[17] += 0.01;
         assert!(check_gelu_result("gelu", &out, &want).is_err());
-        let x = inputs(STENCIL_SIZE * STENCIL_SIZE, 3, 1.0);
+        let x = random_in(STENCIL_SIZE * STENCIL_SIZE, 3, -1.0, 1.0);
         let mut out = vec![0.0; x.len()];
         rayon_stencil(&x, &mut out);
         assert!(out == stencil_reference(&x, STENCIL_SIZE, STENCIL_SIZE));
