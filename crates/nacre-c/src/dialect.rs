@@ -19,11 +19,34 @@ pub use crate::error::DialectError;
 use crate::helpers::{self, Helper};
 use nacre_ir::{AddressSpace, Dim, FuncKind, GpuIndex, Scalar, Type};
 
-/// The iterations a thread runs together in a lane-parallel grid-stride loop, and so the
-/// elements of a group of [`Dialect::lane_group`].
+/// The fewest iterations a thread runs together in a lane-parallel grid-stride loop, and so
+/// the fewest elements of a group of [`Dialect::lane_group`]. A loop over narrower elements
+/// runs more lanes ([`lanes_for`]).
 pub const LANES: u32 = 4;
 
-/// A dialect's type for a group of [`LANES`] elements (see [`Dialect::lane_group`]).
+/// The size in bytes a group of a lane-parallel loop's narrowest element type aims at: one
+/// 128-bit memory access.
+pub const LANE_GROUP_BYTES: u32 = 16;
+
+/// The largest group a wider element type may get from a narrow one's lanes: two 128-bit
+/// accesses.
+pub const MAX_LANE_GROUP_BYTES: u32 = 32;
+
+/// The lanes of a lane-parallel loop whose elements are `min_bytes` to `max_bytes` wide:
+/// enough for a [`LANE_GROUP_BYTES`] group of the narrowest (8 for `f16` alone), unless that
+/// makes the widest group larger than [`MAX_LANE_GROUP_BYTES`]; never fewer than [`LANES`].
+pub const fn lanes_for(min_bytes: u32, max_bytes: u32) -> u32 {
+    let narrow = LANE_GROUP_BYTES / min_bytes;
+    let wide = MAX_LANE_GROUP_BYTES / max_bytes;
+    let n = if narrow < wide { narrow } else { wide };
+    if n > LANES {
+        n
+    } else {
+        LANES
+    }
+}
+
+/// A dialect's type for a group of lane elements (see [`Dialect::lane_group`]).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct LaneGroup {
     /// The type's name, for example `float4` or `nacre_f32x4`.
@@ -229,11 +252,12 @@ pub trait Dialect {
         Err(DialectError::DeviceFunction)
     }
 
-    /// The type of an aligned group of [`LANES`] elements of `elem` (aligned to its whole
-    /// size). A dialect that has one gets wide memory accesses in lane-parallel grid-stride
-    /// loops (see the printer's `lanes` module): four iterations per thread, each array read
-    /// and written as one group. The default, `None`, prints such loops as they are.
-    fn lane_group(&self, _elem: Scalar) -> Option<LaneGroup> {
+    /// The type of an aligned group of `lanes` elements of `elem` (aligned to its whole
+    /// size; `lanes` is [`lanes_for`] the loop's element sizes). A dialect that has one
+    /// gets wide memory accesses in lane-parallel grid-stride loops (see the printer's `lanes`
+    /// module): `lanes` iterations per thread, each array read and written as one group. The
+    /// default, `None`, prints such loops as they are.
+    fn lane_group(&self, _elem: Scalar, _lanes: u32) -> Option<LaneGroup> {
         None
     }
 
@@ -273,7 +297,8 @@ impl Dialect for CDialect {
             Scalar::I16 => "int16_t",
             Scalar::I32 => "int32_t",
             Scalar::I64 => "int64_t",
-            Scalar::U16 => "uint16_t",
+            // The half types are their 16-bit storage; they compute through `float`.
+            Scalar::U16 | Scalar::F16 | Scalar::BF16 => "uint16_t",
             Scalar::U32 => "uint32_t",
             Scalar::U64 => "uint64_t",
             Scalar::F32 => "float",

@@ -371,6 +371,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     }
 
     fn helper(&mut self, h: Helper) -> String {
+        self.ctx.helpers.extend(h.uses().iter().copied());
         self.ctx.helpers.insert(h);
         h.name()
     }
@@ -550,6 +551,21 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         Ok(out)
     }
 
+    /// The half type an instruction computes on, if it is arithmetic or a comparison on one:
+    /// the printer knows half types only as storage (see `nacre_ir::transform::widen_half`).
+    fn unwidened_half(&self, kind: &InstKind) -> Option<Scalar> {
+        let operand = match kind {
+            InstKind::Unary(_, a)
+            | InstKind::Binary(_, a, _)
+            | InstKind::Fma(a, ..)
+            | InstKind::Math(_, a)
+            | InstKind::Math2(_, a, _)
+            | InstKind::Cmp(_, a, _) => *a,
+            _ => return None,
+        };
+        self.ty(operand).scalar().filter(|s| s.is_half())
+    }
+
     /// Prints the instructions of a block (which ends in a terminator: the verifier checks it).
     fn block(&mut self, block: Block, next: Option<Block>) -> Result<String, BackendError> {
         let mut out = String::new();
@@ -568,6 +584,11 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     ) -> Result<(), BackendError> {
         let data = &self.func.insts[inst];
         let result = data.result;
+        if let Some(s) = self.unwidened_half(&data.kind) {
+            return Err(self.ctx.unsupported(format!(
+                "{s} arithmetic (widen it to f32 first: nacre_ir::transform::widen_half)"
+            )));
+        }
         let expr = match &data.kind {
             InstKind::Const(c) => literal(self.ctx.dialect, *c, &mut self.ctx.helpers)
                 .map_err(|e| self.ctx.refused(e))?,
@@ -849,6 +870,12 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         let t = self.scalar_type(to);
         Ok(if from == to {
             a.to_string()
+        } else if from.is_half() {
+            let wide = format!("{}({a})", self.helper(Helper::HalfToF32(from)));
+            self.scalar_cast(Scalar::F32, to, &wide)?
+        } else if to.is_half() {
+            let wide = self.scalar_cast(from, Scalar::F32, a)?;
+            format!("{}({wide})", self.helper(Helper::F32ToHalf(to)))
         } else if to == Scalar::Bool {
             format!("{a} != 0")
         } else if from.is_float() && to.is_int() {

@@ -33,6 +33,12 @@ pub enum Helper {
     /// A math-library function that the target lacks ([`Dialect::lacks_math_function`]), in
     /// terms of functions it has (see [`math_definition`] for which and how accurate).
     Math(MathFn, Scalar),
+    /// Widens a half-precision value (`f16` or `bf16`, held in its 16-bit unsigned storage
+    /// type) to `float`, exactly. Uses [`Helper::FromBits`] of `f32`.
+    HalfToF32(Scalar),
+    /// Rounds a `float` to a half-precision type (ties to even, NaN stays NaN), giving its
+    /// 16-bit storage. Uses [`Helper::ToBits`] of `f32`.
+    F32ToHalf(Scalar),
 }
 
 impl Helper {
@@ -46,6 +52,17 @@ impl Helper {
             Helper::ToBits(s) => format!("nacre_{s}_to_bits"),
             Helper::Bits(op, s) => format!("nacre_{}_{s}", op.name()),
             Helper::Math(f, s) => format!("nacre_{}_{s}", f.c_name()),
+            Helper::HalfToF32(s) => format!("nacre_{s}_to_f32"),
+            Helper::F32ToHalf(s) => format!("nacre_f32_to_{s}"),
+        }
+    }
+
+    /// The helpers this one calls (emitted before it: they order first).
+    pub fn uses(self) -> &'static [Helper] {
+        match self {
+            Helper::HalfToF32(_) => &[Helper::FromBits(Scalar::F32)],
+            Helper::F32ToHalf(_) => &[Helper::ToBits(Scalar::F32)],
+            _ => &[],
         }
     }
 }
@@ -180,7 +197,83 @@ pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper
         }
         Helper::Bits(op, s) => bits_definition(d, qualifier, op, s),
         Helper::Math(f, s) => math_definition(d, qualifier, f, s),
+        Helper::HalfToF32(s) => half_to_f32_definition(d, qualifier, s),
+        Helper::F32ToHalf(s) => f32_to_half_definition(d, qualifier, s),
     }
+}
+
+/// The portable definition of [`Helper::HalfToF32`]: integer operations on the bits (the
+/// `half` crate's algorithm), NaN quieted.
+pub fn half_to_f32_definition(d: &(impl Dialect + ?Sized), qualifier: &str, s: Scalar) -> String {
+    let name = Helper::HalfToF32(s).name();
+    let (h, u) = (d.scalar_type(Scalar::U16), d.scalar_type(Scalar::U32));
+    let from_bits = Helper::FromBits(Scalar::F32).name();
+    let body = if s == Scalar::BF16 {
+        [
+            format!("{u} b = ({u})h << 16;"),
+            "if ((h & 0x7fffu) > 0x7f80u) b |= 0x400000u;".to_string(),
+            format!("return {from_bits}(b);"),
+        ]
+        .to_vec()
+    } else {
+        [
+            format!("{u} sign = ({u})(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;"),
+            format!("if (e == 0x1fu) return {from_bits}(sign | 0x7f800000u | (m ? 0x400000u | (m << 13) : 0u));"),
+            format!("if (e != 0u) return {from_bits}(sign | ((e + 112u) << 23) | (m << 13));"),
+            format!("if (m == 0u) return {from_bits}(sign);"),
+            "for (e = 113u; !(m & 0x400u); e -= 1u) m <<= 1;".to_string(),
+            format!("return {from_bits}(sign | (e << 23) | ((m & 0x3ffu) << 13));"),
+        ]
+        .to_vec()
+    };
+    function(qualifier, &format!("float {name}({h} h)"), &body)
+}
+
+/// The portable definition of [`Helper::F32ToHalf`]: round to nearest, ties to even, on the
+/// bits (the `half` crate's algorithm).
+pub fn f32_to_half_definition(d: &(impl Dialect + ?Sized), qualifier: &str, s: Scalar) -> String {
+    let name = Helper::F32ToHalf(s).name();
+    let (h, u) = (d.scalar_type(Scalar::U16), d.scalar_type(Scalar::U32));
+    let i = d.scalar_type(Scalar::I32);
+    let to_bits = Helper::ToBits(Scalar::F32).name();
+    let body = if s == Scalar::BF16 {
+        vec![
+            format!("{u} x = {to_bits}(f);"),
+            format!("if ((x & 0x7fffffffu) > 0x7f800000u) return ({h})((x >> 16) | 0x40u);"),
+            format!("if ((x & 0x8000u) && (x & 0x17fffu)) return ({h})((x >> 16) + 1u);"),
+            format!("return ({h})(x >> 16);"),
+        ]
+    } else {
+        vec![
+            format!("{u} x = {to_bits}(f), sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;"),
+            format!("if (e == 0xffu) return ({h})(sign | 0x7c00u | (m ? 0x200u | (m >> 13) : 0u));"),
+            format!("{i} he = ({i})e - 112;"),
+            format!("if (he >= 0x1f) return ({h})(sign | 0x7c00u);"),
+            format!("if (he <= 0) {{"),
+            format!("    if (14 - he > 24) return ({h})sign;"),
+            "    m |= 0x800000u;".to_string(),
+            format!("    {u} hm = m >> (14 - he), round = 1u << (13 - he);"),
+            "    if ((m & round) && (m & (3u * round - 1u))) hm += 1u;".to_string(),
+            format!("    return ({h})(sign | hm);"),
+            "}".to_string(),
+            format!("{u} r = sign | (({u})he << 10) | (m >> 13);"),
+            "if ((m & 0x1000u) && (m & 0x2fffu)) r += 1u;".to_string(),
+            format!("return ({h})r;"),
+        ]
+    };
+    function(qualifier, &format!("{h} {name}(float f)"), &body)
+}
+
+/// A helper function's text: `qualifier head {`, the body's lines indented, `}`.
+fn function(qualifier: &str, head: &str, body: &[String]) -> String {
+    let mut out = format!("{qualifier}{head} {{\n");
+    for line in body {
+        out.push_str("    ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str("}\n");
+    out
 }
 
 /// The portable definition of math function `f` on `s`, in terms of `exp`, `log`, `pow`,

@@ -97,7 +97,8 @@ pub fn literal(
             Scalar::I32 => signed(i64::from(bits as i32), s),
             Scalar::I64 => signed(bits as i64, s),
             Scalar::U8 => unsigned(bits & 0xff),
-            Scalar::U16 => unsigned(bits & 0xffff),
+            // A half constant is its bits in the 16-bit storage type.
+            Scalar::U16 | Scalar::F16 | Scalar::BF16 => unsigned(bits & 0xffff),
             Scalar::U32 => unsigned(bits & 0xffff_ffff),
             Scalar::U64 => unsigned(bits),
             Scalar::F32 | Scalar::F64 => float(s, bits, helpers),

@@ -175,6 +175,11 @@ pub fn interesting_bits(rng: &mut Rng, s: Scalar) -> u64 {
             6..=7 => ((rng.below(2001) as f64 - 1000.0) / 8.0).to_bits(),
             _ => rng.next_u64(),
         },
+        Scalar::F16 | Scalar::BF16 => match rng.below(10) {
+            0..=5 => nacre::ir::semantics::f32_to_half(s, rng.pick(&F32_EDGES)),
+            6..=7 => nacre::ir::semantics::f32_to_half(s, (rng.below(2001) as f32 - 1000.0) / 8.0),
+            _ => rng.next_u64() & 0xffff,
+        },
         _ => {
             let w = s.bits();
             let min = 1u64 << (w - 1);
@@ -2171,6 +2176,9 @@ fn nan_canonical(s: Scalar, bits: u64) -> u64 {
     match s {
         Scalar::F32 if f32::from_bits(bits as u32).is_nan() => 0x7fc0_0000,
         Scalar::F64 if f64::from_bits(bits).is_nan() => 0x7ff8_0000_0000_0000,
+        Scalar::F16 | Scalar::BF16 if nacre::ir::semantics::half_to_f32(s, bits).is_nan() => {
+            nacre::ir::semantics::f32_to_half(s, f32::NAN)
+        }
         _ => bits,
     }
 }
@@ -2421,7 +2429,10 @@ impl Runner {
         let verified = nacre::ir::verify(p.module.clone())
             .map_err(|e| fail(format!("generated module does not verify: {e}")))?;
         let unoptimized = insert_bounds_checks(verified.clone(), BoundsOptions::default());
-        let optimized = nacre::ir::passes::optimize(verified, &PassOptions::default()).0;
+        // The unoptimised reference computes half types directly (the interpreter follows
+        // `nacre_ir::semantics`); the optimised module has them widened, as the engine does.
+        let widened = nacre::ir::transform::widen_half(verified);
+        let optimized = nacre::ir::passes::optimize(widened, &PassOptions::default()).0;
         let optimized = insert_bounds_checks(optimized, BoundsOptions::default());
         let mut reference: Option<Vec<Outcome>> = None;
         for (ti, t) in self.targets.iter().enumerate() {

@@ -8,7 +8,7 @@ use nacre::gpu::{
     Block, Grid,
 };
 use nacre::prelude::*;
-use nacre::{kernel, Engine};
+use nacre::{f16, kernel, Engine};
 
 /// One kernel case.
 pub struct KernelCase {
@@ -1346,6 +1346,53 @@ fn check_saxpy_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
     compare("saxpy grid-stride", y.as_slice(), &want)
 }
 
+/// Grid-stride `y = alpha * x + y` on `f16` storage (each operator computes in `f32` and
+/// rounds to `f16`).
+#[kernel]
+pub fn saxpy_f16(alpha: Val<f16>, x: Ptr<f16>, y: Ptr<f16>, n: Val<u32>) {
+    let stride = global_size_x();
+    let mut i = global_id_x();
+    while i < n {
+        y[i] = alpha * x[i] + y[i];
+        i += stride;
+    }
+}
+
+/// Launches [`saxpy_f16`] on `blocks` × 256 threads.
+#[jit]
+pub fn run_saxpy_f16(alpha: Val<f16>, x: Ptr<f16>, y: Ptr<f16>, n: Val<u32>, blocks: Val<u32>) {
+    launch(
+        saxpy_f16,
+        Grid::new(blocks),
+        Block::new(256u32),
+        (alpha, x, y, n),
+    );
+}
+
+/// [`saxpy_f16`]'s result in plain Rust (the `half` crate's operators).
+pub fn saxpy_f16_reference(alpha: f16, x: &[f16], y: &[f16]) -> Vec<f16> {
+    x.iter().zip(y).map(|(&a, &b)| alpha * a + b).collect()
+}
+
+fn check_saxpy_f16(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let half =
+        |v: Vec<f32>| -> Vec<f16> { v.into_iter().map(|x| f16::from_f32(x * 8.0)).collect() };
+    let (xv, yv) = (half(random_f32(n, 14)), half(random_f32(n, 15)));
+    let (x, mut y) = (
+        Array::copy_on(engine.device(), &xv).map_err(err)?,
+        Array::copy_on(engine.device(), &yv).map_err(err)?,
+    );
+    let f = engine.compile(run_saxpy_f16).map_err(err)?;
+    let alpha = f16::from_f32(-1.25);
+    f.call(alpha, &x, &mut y, n as u32, 5).map_err(err)?;
+    compare(
+        "saxpy f16",
+        y.as_slice(),
+        &saxpy_f16_reference(alpha, &xv, &yv),
+    )
+}
+
 /// Launches [`saxpy_grid_stride`] on `n` elements from `x[dx]` and `y[dy]`: arrays that need
 /// not be aligned to a GPU backend's wide accesses, and lengths that leave a remainder.
 #[jit]
@@ -1642,6 +1689,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: true,
             check: check_saxpy_grid_stride,
             trace: || nacre::trace_module(&run_saxpy_grid_stride),
+        },
+        KernelCase {
+            name: "saxpy_f16",
+            grid_stride: true,
+            check: check_saxpy_f16,
+            trace: || nacre::trace_module(&run_saxpy_f16),
         },
         KernelCase {
             name: "saxpy_offsets",

@@ -1,6 +1,6 @@
 //! The case registry and the machinery to run a case against its reference.
 
-use nacre::ir::semantics::ScalarValue;
+use nacre::ir::semantics::{self, ScalarValue};
 use nacre::ir::{Scalar, Trap};
 use nacre::{Engine, Error};
 use nacre_trace::{HostValue, Param, Ret, TraceFn};
@@ -68,6 +68,9 @@ fn canonical(ret: Option<Scalar>, bits: u64) -> u64 {
     match ret {
         Some(Scalar::F32) if f32::from_bits(bits as u32).is_nan() => f32::NAN.to_bits() as u64,
         Some(Scalar::F64) if f64::from_bits(bits).is_nan() => f64::NAN.to_bits(),
+        Some(s @ (Scalar::F16 | Scalar::BF16)) if semantics::half_to_f32(s, bits).is_nan() => {
+            semantics::f32_to_half(s, f32::NAN)
+        }
         _ => bits,
     }
 }
@@ -219,6 +222,24 @@ pub fn edge_values(s: Scalar) -> Vec<u64> {
             f64::NEG_INFINITY,
             f64::MIN_POSITIVE,
         ]),
+        Scalar::F16 | Scalar::BF16 => [
+            0f32,
+            -0.0,
+            1.0,
+            -1.5,
+            2.75,
+            1000.0,
+            65504.0,
+            6e-8,
+            1e-40,
+            1e10,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ]
+        .iter()
+        .map(|&x| semantics::f32_to_half(s, x))
+        .collect(),
     }
 }
 

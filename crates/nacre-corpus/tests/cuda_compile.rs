@@ -189,8 +189,9 @@ fn every_corpus_kernel_compiles_for_sm_90() {
     );
 }
 
-/// The lane-parallel grid-stride kernels (saxpy and vecadd) move their `f32` arrays with
-/// 128-bit loads and stores in the PTX that NVRTC makes of them (see `nacre_c`'s lane plans).
+/// The lane-parallel grid-stride kernels (saxpy, vecadd, the `f16` saxpy) move their arrays
+/// with 128-bit loads and stores (four 32-bit words, `v4`) in the PTX that NVRTC makes of them
+/// (see `nacre_c`'s lane plans).
 #[test]
 fn grid_stride_kernels_use_128_bit_accesses() {
     const TEST: &str = "PTX vector-access check";
@@ -201,8 +202,12 @@ fn grid_stride_kernels_use_128_bit_accesses() {
     let mut checked = 0;
     for (case, kernel) in &kernels {
         let ptx = nvrtc::compile_ptx(kernel, SM_90).unwrap_or_else(|e| panic!("{case}: {e}"));
-        let wide_load = ptx.contains("ld.global.v4.f32") || ptx.contains("ld.v4.f32");
-        let wide_store = ptx.contains("st.global.v4.f32") || ptx.contains("st.v4.f32");
+        let wide = |op: &str| {
+            [".f32", ".u32", ".b32"].iter().any(|t| {
+                ptx.contains(&format!("{op}.global.v4{t}")) || ptx.contains(&format!("{op}.v4{t}"))
+            })
+        };
+        let (wide_load, wide_store) = (wide("ld"), wide("st"));
         if kernel.source.contains("nacre_groups") {
             checked += 1;
             assert!(

@@ -200,15 +200,19 @@ pub enum Arg {
     U32(u32),
     /// An `f32` scalar.
     F32(f32),
+    /// An `f16` array of this length with values in (-8, 8).
+    F16s(usize),
+    /// An `f16` scalar (rounded from this `f32`).
+    F16(f32),
 }
 
 impl Arg {
-    /// An array's size in bytes (every element type here is four bytes wide); `None` for a
-    /// scalar.
+    /// An array's size in bytes; `None` for a scalar.
     fn bytes(self) -> Option<usize> {
         match self {
             Arg::F32s(len) | Arg::Unit(len) | Arg::U32s(len) | Arg::I32s(len) => Some(len * 4),
-            Arg::U32(_) | Arg::F32(_) => None,
+            Arg::F16s(len) => Some(len * 2),
+            Arg::U32(_) | Arg::F32(_) | Arg::F16(_) => None,
         }
     }
 }
@@ -243,6 +247,7 @@ pub fn spec(case: &str) -> Vec<Arg> {
         "transpose_tile" => vec![F32s(384), F32s(384)],
         "transpose" => vec![F32s(20 * 36), F32s(20 * 36), U32(20), U32(36)],
         "saxpy_grid_stride" => vec![F32(1.5), F32s(1000), F32s(1000), U32(998), U32(2)],
+        "saxpy_f16" => vec![F16(-1.25), F16s(1000), F16s(1000), U32(998), U32(2)],
         "saxpy_offsets" => vec![F32(1.5), F32s(1000), F32s(1000), U32(985), U32(1), U32(3)],
         "vec_add_grid_stride" | "large_batch" => {
             vec![F32s(1000), F32s(1000), F32s(1000), U32(1000), U32(2)]
@@ -257,6 +262,7 @@ enum Data {
     F32(Array<f32>),
     U32(Array<u32>),
     I32(Array<i32>),
+    F16(Array<nacre::f16>),
 }
 
 impl Data {
@@ -265,6 +271,11 @@ impl Data {
             Data::F32(a) => a.as_slice().iter().map(|x| x.to_bits() as u64).collect(),
             Data::U32(a) => a.as_slice().iter().map(|&x| x as u64).collect(),
             Data::I32(a) => a.as_slice().iter().map(|&x| x as u32 as u64).collect(),
+            Data::F16(a) => a
+                .as_slice()
+                .iter()
+                .map(|x| u64::from(x.to_bits()))
+                .collect(),
         }
     }
 }
@@ -328,6 +339,15 @@ pub fn run(
                 bits.push(arr.as_ptr() as u64);
                 arrays.push(Data::I32(arr));
             }
+            Arg::F16s(len) => {
+                let v: Vec<nacre::f16> = (0..len)
+                    .map(|i| nacre::f16::from_f32(8.0 * value(i)))
+                    .collect();
+                let arr = Array::copy(&v).expect("array");
+                bits.push(arr.as_ptr() as u64);
+                arrays.push(Data::F16(arr));
+            }
+            Arg::F16(x) => bits.push(u64::from(nacre::f16::from_f32(x).to_bits())),
             Arg::U32(x) => bits.push(x as u64),
             Arg::F32(x) => bits.push(x.to_bits() as u64),
         }

@@ -3,7 +3,8 @@
 //! Every IR function `f(p0, .., pn) -> r` becomes `extern "C" f(p0, .., pn, status) -> r` (see
 //! the calling convention in `nacre-backend`): `bool` is an `i8` holding 0 or 1, integers keep
 //! their width (Cranelift integers have no sign; the sign is in the operators), floats are
-//! `f32`/`f64` and pointers are the target's pointer type. Parameters and results narrower
+//! `f32`/`f64`, the half types `f16`/`bf16` are their 16-bit storage (`i16`, converted by
+//! helper calls) and pointers are the target's pointer type. Parameters and results narrower
 //! than 32 bits are marked for sign or zero extension, as C compilers (and `rustc`) expect at
 //! call boundaries.
 
@@ -23,7 +24,8 @@ pub(crate) fn clif_type(ty: Type, pointer: ClifType) -> ClifType {
 pub(crate) fn scalar_type(s: Scalar) -> ClifType {
     match s {
         Scalar::Bool | Scalar::I8 | Scalar::U8 => types::I8,
-        Scalar::I16 | Scalar::U16 => types::I16,
+        // The half types are their 16-bit storage; they compute through `f32`.
+        Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => types::I16,
         Scalar::I32 | Scalar::U32 => types::I32,
         Scalar::I64 | Scalar::U64 => types::I64,
         Scalar::F32 => types::F32,
@@ -45,7 +47,9 @@ pub(crate) fn abi_param(ty: Type, pointer: ClifType) -> AbiParam {
     let param = AbiParam::new(clif_type(ty, pointer));
     match ty {
         Type::Scalar(Scalar::I8 | Scalar::I16) => param.sext(),
-        Type::Scalar(Scalar::Bool | Scalar::U8 | Scalar::U16) => param.uext(),
+        Type::Scalar(Scalar::Bool | Scalar::U8 | Scalar::U16 | Scalar::F16 | Scalar::BF16) => {
+            param.uext()
+        }
         _ => param,
     }
 }

@@ -116,6 +116,7 @@ pub(crate) fn lower_function(
         ret: func.signature.ret.map(|ty| abi::clif_type(ty, env.pointer)),
         propagate: None,
         float_fn_sigs: [[None; 2]; 2],
+        half_sigs: [None; 2],
         launch_slot: None,
         launch_sig: None,
     };
@@ -192,6 +193,9 @@ struct Lowerer<'e, 'f> {
     /// Signatures of the float helpers called through [`Lowerer::float_fn`], by arity (1 or
     /// 2, at 0 and 1) and type (`f32`, `f64`).
     float_fn_sigs: [[Option<clif::SigRef>; 2]; 2],
+    /// Signatures of the half-precision conversion helpers (narrowing at 0, widening at 1),
+    /// once imported.
+    half_sigs: [Option<clif::SigRef>; 2],
     /// The stack slot holding the sizes and arguments of a launch, once needed, and how many
     /// arguments it has room for.
     launch_slot: Option<(clif::StackSlot, usize)>,
@@ -318,6 +322,15 @@ impl Lowerer<'_, '_> {
             .get(inst)
             .ok_or_else(|| malformed(func, "unknown instruction"))?;
         let result_ty = data.result.map(|r| self.ty(r)).transpose()?;
+        if let Some(s) = self.unwidened_half(&data.kind)? {
+            return Err(BackendError::Unsupported {
+                backend: BACKEND,
+                what: format!(
+                    "{s} arithmetic in @{} (widen it to f32 first: nacre_ir::transform::widen_half)",
+                    func.name
+                ),
+            });
+        }
         let value = match &data.kind {
             InstKind::Const(c) => Some(self.constant(c.ty, c.bits)),
             InstKind::Unary(op, a) => {
@@ -680,6 +693,47 @@ impl Lowerer<'_, '_> {
         self.b.ins().select(y_nan, x, r)
     }
 
+    /// The half type an instruction computes on, if it is arithmetic or a comparison on one:
+    /// the backend knows half types only as storage (see `nacre_ir::transform::widen_half`).
+    fn unwidened_half(&self, kind: &InstKind) -> Result<Option<Scalar>, BackendError> {
+        let operand = match kind {
+            InstKind::Unary(_, a)
+            | InstKind::Binary(_, a, _)
+            | InstKind::Fma(a, ..)
+            | InstKind::Math(_, a)
+            | InstKind::Math2(_, a, _)
+            | InstKind::Cmp(_, a, _) => *a,
+            _ => return Ok(None),
+        };
+        Ok(self.ty(operand)?.scalar().filter(|s| s.is_half()))
+    }
+
+    /// Widens half type `s` (in its `i16` storage) to `f32`, or with `!widen` rounds an `f32`
+    /// to it, through the runtime's helper.
+    fn half_conversion(&mut self, s: Scalar, widen: bool, x: clif::Value) -> clif::Value {
+        let sig = match self.half_sigs[usize::from(widen)] {
+            Some(sig) => sig,
+            None => {
+                let half = AbiParam::new(types::I16).uext();
+                let single = AbiParam::new(types::F32);
+                let mut sig = clif::Signature::new(self.env.call_conv);
+                let (param, ret) = if widen {
+                    (half, single)
+                } else {
+                    (single, half)
+                };
+                sig.params.push(param);
+                sig.returns.push(ret);
+                let sig = self.b.import_signature(sig);
+                self.half_sigs[usize::from(widen)] = Some(sig);
+                sig
+            }
+        };
+        let callee = self.iconst(self.env.pointer, runtime::half_conversion(s, widen) as u64);
+        let call = self.b.ins().call_indirect(sig, callee, &[x]);
+        self.b.inst_results(call)[0]
+    }
+
     /// A call of a Rust float helper at `addr` (`extern "C" fn(T, ..) -> T` over the operands'
     /// type `ty`, `f32` or `f64`) with one or two arguments.
     fn float_fn(&mut self, ty: Type, addr: usize, args: &[clif::Value]) -> clif::Value {
@@ -760,6 +814,14 @@ impl Lowerer<'_, '_> {
         let ts = to.scalar().unwrap_or(pointer);
         if fs == ts {
             return x;
+        }
+        if fs.is_half() {
+            let wide = self.half_conversion(fs, true, x);
+            return self.cast(wide, Type::F32, to);
+        }
+        if ts.is_half() {
+            let wide = self.cast(x, from, Type::F32);
+            return self.half_conversion(ts, false, wide);
         }
         if ts == Scalar::Bool {
             return if fs.is_float() {

@@ -10,7 +10,7 @@
 use cranelift_codegen::ir::LibCall;
 use cranelift_jit::JITBuilder;
 use nacre_ir::semantics;
-use nacre_ir::{MathFn, MathFn2};
+use nacre_ir::{MathFn, MathFn2, Scalar};
 
 /// `a % b` on `f32` (C's `fmodf`).
 extern "C" fn fmod_f32(a: f32, b: f32) -> f32 {
@@ -101,6 +101,35 @@ pub(crate) fn math_fn2(f: MathFn2, f64: bool) -> usize {
         addresses!(math2_f32, [0, 1, 2])
     };
     table[f as usize]
+}
+
+extern "C" fn f16_to_f32(h: u16) -> f32 {
+    semantics::half_to_f32(Scalar::F16, u64::from(h))
+}
+
+extern "C" fn bf16_to_f32(h: u16) -> f32 {
+    semantics::half_to_f32(Scalar::BF16, u64::from(h))
+}
+
+extern "C" fn f32_to_f16(x: f32) -> u16 {
+    semantics::f32_to_half(Scalar::F16, x) as u16
+}
+
+extern "C" fn f32_to_bf16(x: f32) -> u16 {
+    semantics::f32_to_half(Scalar::BF16, x) as u16
+}
+
+/// The address of the helper that widens half type `s` to `f32` (`extern "C" fn(u16) -> f32`)
+/// or, when `!widen`, rounds an `f32` to it (`extern "C" fn(f32) -> u16`), as
+/// [`semantics::half_to_f32`] and [`semantics::f32_to_half`] define.
+pub(crate) fn half_conversion(s: Scalar, widen: bool) -> usize {
+    let f: *const () = match (s == Scalar::BF16, widen) {
+        (false, true) => f16_to_f32 as *const (),
+        (true, true) => bf16_to_f32 as *const (),
+        (false, false) => f32_to_f16 as *const (),
+        (true, false) => f32_to_bf16 as *const (),
+    };
+    f as usize
 }
 
 extern "C" fn floor_f32(a: f32) -> f32 {

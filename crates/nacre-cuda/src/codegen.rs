@@ -34,7 +34,7 @@
 //! is [`KernelSource::name`].
 
 use nacre_backend::BackendError;
-use nacre_c::dialect::{DialectError, KernelHead, KernelPrototype, LaneGroup, MathFn, LANES};
+use nacre_c::dialect::{DialectError, KernelHead, KernelPrototype, LaneGroup, MathFn};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{CDialect, Dialect};
 use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Scalar, UnaryOp, VerifiedModule};
@@ -159,6 +159,7 @@ impl Dialect for CudaDialect {
         let qualifier = "static __device__ __forceinline__ ";
         match helper {
             Helper::Bits(op, s) => bits_definition(self, qualifier, op, s),
+            Helper::HalfToF32(s) | Helper::F32ToHalf(s) => half_definition(self, helper, s),
             _ => helpers::c_definition(self, qualifier, helper),
         }
     }
@@ -217,20 +218,46 @@ impl Dialect for CudaDialect {
         Ok("static __device__ ")
     }
 
-    fn lane_group(&self, elem: Scalar) -> Option<LaneGroup> {
+    fn lane_group(&self, elem: Scalar, lanes: u32) -> Option<LaneGroup> {
         // CUDA's own vector types (float4, ...) do not cover every element type with the
         // group's alignment (double4, longlong4), so every group is a struct of this source.
-        let name = format!("nacre_{}x{LANES}", elem.name());
-        let bytes = elem.bytes() * LANES;
+        let name = format!("nacre_{}x{lanes}", elem.name());
+        let bytes = elem.bytes() * lanes;
         Some(LaneGroup {
             definition: Some(format!(
-                "struct __align__({bytes}) {name} {{ {} v[{LANES}]; }};",
+                "struct __align__({bytes}) {name} {{ {} v[{lanes}]; }};",
                 self.scalar_type(elem)
             )),
             name,
             elements: ".v",
         })
     }
+}
+
+/// A half-precision conversion: the GPU's `cvt` instruction (`cvt.f32.f16`, `cvt.rn.f16.f32`,
+/// `cvt.rn.bf16.f32` on sm_80 and later; `bf16` widens by a shift), which rounds as
+/// [`nacre_ir::semantics`] does, and the portable definition where the source is compiled for
+/// the host (the emulation), which has no PTX.
+fn half_definition(d: &CudaDialect, helper: Helper, s: Scalar) -> String {
+    let qualifier = "static __device__ __forceinline__ ";
+    let name = helper.name();
+    let device = match (helper, s) {
+        (Helper::HalfToF32(_), Scalar::BF16) => format!(
+            "{qualifier}float {name}(uint16_t h) {{\n    \
+             if ((h & 0x7fffu) > 0x7f80u) h |= 0x40u;\n    \
+             return __uint_as_float((uint32_t)h << 16);\n}}\n"
+        ),
+        (Helper::HalfToF32(_), _) => format!(
+            "{qualifier}float {name}(uint16_t h) {{\n    \
+             float f;\n    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n    return f;\n}}\n"
+        ),
+        (_, kind) => format!(
+            "{qualifier}uint16_t {name}(float f) {{\n    \
+             uint16_t h;\n    asm(\"cvt.rn.{kind}.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n    return h;\n}}\n"
+        ),
+    };
+    let portable = helpers::c_definition(d, qualifier, helper);
+    format!("#ifdef __CUDA_ARCH__\n{device}#else\n{portable}#endif\n")
 }
 
 /// Prints kernel `kernel` of `module` as CUDA C, with the functions it calls as device

@@ -177,7 +177,9 @@ fn dispatch_module(functions: Vec<Function>) -> VerifiedModule {
     for f in functions {
         m.add_function(f);
     }
-    nacre_ir::verify(m).unwrap_or_else(|e| panic!("test IR is invalid: {e}"))
+    let verified = nacre_ir::verify(m).unwrap_or_else(|e| panic!("test IR is invalid: {e}"));
+    // Half-precision arithmetic computes in f32, as the engine widens it.
+    nacre_ir::transform::widen_half(verified)
 }
 
 /// Compiles `module`'s dispatcher for `arch` and runs `rows` of `(selector, args)`; returns
@@ -260,6 +262,19 @@ fn values(s: Scalar) -> Vec<u64> {
                 f64::MAX.to_bits(),
                 9_007_199_254_740_993f64.to_bits(),
             ]);
+            v
+        }
+        Scalar::F16 | Scalar::BF16 => {
+            let mut v: Vec<u64> = floats()
+                .into_iter()
+                .map(|x| nacre_ir::semantics::f32_to_half(s, x as f32))
+                .collect();
+            // Quiet and signaling NaNs, the smallest subnormal, the largest finite value.
+            v.extend(if s == Scalar::F16 {
+                [0xfe00, 0x7c01, 0x0001, 0x7bff]
+            } else {
+                [0xffc0, 0x7f81, 0x0001, 0x7f7f]
+            });
             v
         }
         _ => [
@@ -349,6 +364,10 @@ fn same(s: Scalar, got: u64, want: u64) -> bool {
         Scalar::F64 => {
             let (g, w) = (f64::from_bits(got), f64::from_bits(want));
             (g.is_nan() && w.is_nan()) || got == want
+        }
+        Scalar::F16 | Scalar::BF16 => {
+            let wide = |bits| nacre_ir::semantics::half_to_f32(s, bits);
+            (wide(got).is_nan() && wide(want).is_nan()) || got == want
         }
         _ => got == want,
     }

@@ -461,6 +461,11 @@ fn execute(
             Op::F32ToF64(r) => un!(r, |x| bits64(f64::from(f32_of(x)))),
             Op::F64ToF32(r) => un!(r, |x| bits32(f64_of(x) as f32)),
             Op::CastGeneric(g) => un!(g.r, |x| semantics::cast(g.from, g.to, x)),
+            Op::CmpGeneric(g) => {
+                let r = g.r;
+                let (a, b) = (regs[r.a as usize], regs[r.b as usize]);
+                regs[r.d as usize] = u64::from(semantics::compare(g.op, g.s.into(), a, b));
+            }
 
             Op::Select(r) => {
                 let v = if regs[r.a as usize] != 0 {

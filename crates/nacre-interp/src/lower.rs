@@ -11,8 +11,8 @@
 
 use crate::moves::sequentialize;
 use crate::ops::{
-    AddrOp, CallOp, CheckOp, CmpJmp, CondJmp, GenBin, GenCast, GenFma, GenMath, GenMath2, GenUn,
-    Jmp, LaunchOp, Nothing, Op, Reg, RetVal, StoreOp, Target, R2, R3, R4,
+    AddrOp, CallOp, CheckOp, CmpJmp, CondJmp, GenBin, GenCast, GenCmp, GenFma, GenMath, GenMath2,
+    GenUn, Jmp, LaunchOp, Nothing, Op, Reg, RetVal, StoreOp, Target, R2, R3, R4,
 };
 use crate::program::{ExternEntry, LaunchEntry, LoweredFunc, Program};
 use nacre_backend::{BackendError, Linkage};
@@ -157,6 +157,8 @@ enum CmpKind {
     SLe(u32),
     /// Float comparisons at a width.
     F(CmpOp, u32),
+    /// Comparisons of a half type, through the reference semantics.
+    Half(CmpOp, Scalar),
 }
 
 impl CmpKind {
@@ -168,6 +170,7 @@ impl CmpKind {
             other => (other, false),
         };
         let kind = match ty {
+            Type::Scalar(s) if s.is_half() => CmpKind::Half(op, s),
             Type::Scalar(s) if s.is_float() => CmpKind::F(op, s.bits()),
             Type::Scalar(s) if s.is_signed_int() && matches!(op, CmpOp::Lt | CmpOp::Le) => {
                 if op == CmpOp::Lt {
@@ -204,6 +207,7 @@ impl CmpKind {
                 };
                 ops[usize::from(w == 64)](r)
             }
+            CmpKind::Half(op, s) => Op::CmpGeneric(GenCmp { op, s, r }),
         }
     }
 
@@ -232,7 +236,7 @@ impl CmpKind {
             CmpKind::ULe => (CmpKind::ULt, true),
             CmpKind::SLt(w) => (CmpKind::SLe(w), true),
             CmpKind::SLe(w) => (CmpKind::SLt(w), true),
-            CmpKind::F(..) => return None,
+            CmpKind::F(..) | CmpKind::Half(..) => return None,
         })
     }
 
@@ -299,6 +303,9 @@ fn lower_unary(op: UnaryOp, s: Scalar, r: R2) -> Op {
             | UnaryOp::SwapBytes
             | UnaryOp::ReverseBits => generic,
         };
+    }
+    if s.is_half() {
+        return generic;
     }
     let f64 = s == Scalar::F64;
     match op {
@@ -375,6 +382,9 @@ fn lower_binary(op: BinaryOp, s: Scalar, r: R3) -> Op {
             },
             BinaryOp::Min | BinaryOp::Max | BinaryOp::Copysign => generic,
         };
+    }
+    if s.is_half() {
+        return generic;
     }
     let f64 = s == Scalar::F64;
     match op {

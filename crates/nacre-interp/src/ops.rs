@@ -13,7 +13,7 @@
 //! equality work on the normalised bits of any width. `Gt`/`Ge` comparisons do not exist: they
 //! are lowered to `Lt`/`Le` with swapped operands.
 
-use nacre_ir::{BinaryOp, MathFn, MathFn2, Scalar, Type, UnaryOp};
+use nacre_ir::{BinaryOp, CmpOp, MathFn, MathFn2, Scalar, Type, UnaryOp};
 use std::fmt;
 
 /// A register slot, relative to the current frame's base.
@@ -222,6 +222,17 @@ pub(crate) struct GenCast {
     pub r: R2,
 }
 
+/// A comparison evaluated through [`nacre_ir::semantics::compare`] (the half types).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct GenCmp {
+    /// The comparison.
+    pub op: CmpOp,
+    /// The operand type.
+    pub s: Scalar,
+    /// Registers.
+    pub r: R3,
+}
+
 /// A fused multiply-add evaluated through [`nacre_ir::semantics::fma`].
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(crate) struct GenFma {
@@ -372,6 +383,13 @@ impl Operands for GenMath2 {
 impl Operands for GenCast {
     fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.r.fmt_op(&format!("{m}.{}.{}", self.from, self.to), f)
+    }
+}
+
+impl Operands for GenCmp {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.r
+            .fmt_op(&format!("{m}.{}.{}", self.op.name(), self.s), f)
     }
 }
 
@@ -644,6 +662,8 @@ define_ops! {
     F64ToF32(R2) = "f64tof32";
     /// Any other conversion, through the reference semantics.
     CastGeneric(GenCast) = "cast";
+    /// A comparison of half-precision floats, through the reference semantics.
+    CmpGeneric(GenCmp) = "cmp";
 
     /// `cond ? a : b` (`a` = condition, `b` = value if true, `c` = value if false).
     Select(R4) = "select";

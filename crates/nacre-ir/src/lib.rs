@@ -43,6 +43,10 @@ pub mod trap;
 pub mod types;
 pub mod verifier;
 
+/// The `half` crate, whose `f16` and `bf16` are the host types of [`Scalar::F16`] and
+/// [`Scalar::BF16`].
+pub use half;
+
 pub use analysis::LoopInfo;
 pub use builder::FunctionBuilder;
 pub use entities::{Block, ExternId, FuncId, Inst, Value};

@@ -45,6 +45,9 @@ pub fn const_value(c: Const) -> String {
         Type::Scalar(Scalar::I64) => (c.bits as i64).to_string(),
         Type::Scalar(Scalar::F32) => format!("{:?}", f32::from_bits(c.bits as u32)),
         Type::Scalar(Scalar::F64) => format!("{:?}", f64::from_bits(c.bits)),
+        Type::Scalar(s @ (Scalar::F16 | Scalar::BF16)) => {
+            format!("{:?}", crate::semantics::half_to_f32(s, c.bits))
+        }
         Type::Scalar(_) => c.bits.to_string(),
         Type::Ptr(..) => format!("{:#x}", c.bits),
     }

@@ -6,14 +6,22 @@
 //! division and remainder by zero trap, `MIN / -1` wraps. Casts follow Rust's `as`. This module
 //! is the single definition used by constant folding, the interpreter and direct execution;
 //! native backends are tested against it.
+//!
+//! The half-precision floats `f16` and `bf16` compute in `f32`, as GPUs do: every operator
+//! widens its operands to `f32` (exactly), applies the `f32` operator and rounds the result to
+//! the nearest half value, ties to even ([`f32_to_half`]). For `+ - * /`, `sqrt` and the
+//! comparisons that is the correctly rounded half result (`f32` has more than twice the
+//! precision); `mul_add` is rounded twice (once in `f32`); a math function is the `f32`
+//! reference rounded once more. Casts to a half type convert to `f32` first (Rust's `as`) and
+//! round; casts from one widen to `f32` and convert from there.
 
 use crate::instructions::{BinaryOp, CmpOp, MathFn, MathFn2, UnaryOp};
 use crate::trap::Trap;
 use crate::types::{Scalar, Type};
 
 /// A Rust type that corresponds to an IR scalar type, with its bit encoding. Implemented for
-/// `bool`, the integer types of 8 to 64 bits and `f32`/`f64` only (sealed): each is plain bits
-/// without padding, so arrays of them can be copied as bytes.
+/// `bool`, the integer types of 8 to 64 bits, `f32`/`f64` and the `half` crate's `f16`/`bf16`
+/// only (sealed): each is plain bits without padding, so arrays of them can be copied as bytes.
 pub trait ScalarValue: sealed::Sealed + Copy + Send + Sync + 'static {
     /// The IR type.
     const SCALAR: Scalar;
@@ -29,7 +37,21 @@ mod sealed {
     macro_rules! sealed {
         ($($t:ty),*) => {$(impl Sealed for $t {})*};
     }
-    sealed!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+    sealed!(
+        bool,
+        i8,
+        i16,
+        i32,
+        i64,
+        u8,
+        u16,
+        u32,
+        u64,
+        f32,
+        f64,
+        half::f16,
+        half::bf16
+    );
 }
 
 macro_rules! int_scalar {
@@ -84,6 +106,53 @@ impl ScalarValue for f64 {
     }
 }
 
+macro_rules! half_scalar {
+    ($($t:ty => $s:ident),*) => {$(
+        impl ScalarValue for $t {
+            const SCALAR: Scalar = Scalar::$s;
+            #[inline]
+            fn to_bits(self) -> u64 {
+                <$t>::to_bits(self) as u64
+            }
+            #[inline]
+            fn from_bits(bits: u64) -> Self {
+                <$t>::from_bits(bits as u16)
+            }
+        }
+    )*};
+}
+half_scalar!(half::f16 => F16, half::bf16 => BF16);
+
+/// Widens a value of a half type `s` (its bits) to `f32`; exact. Non-half types read as `f32`
+/// bits.
+pub fn half_to_f32(s: Scalar, bits: u64) -> f32 {
+    match s {
+        Scalar::F16 => half::f16::from_bits(bits as u16).to_f32(),
+        Scalar::BF16 => half::bf16::from_bits(bits as u16).to_f32(),
+        _ => f32::from_bits(bits as u32),
+    }
+}
+
+/// Rounds an `f32` to the half type `s`, to nearest with ties to even; NaN stays NaN,
+/// overflow becomes infinity. Returns the half's bits (`f32` bits for a non-half `s`).
+pub fn f32_to_half(s: Scalar, x: f32) -> u64 {
+    match s {
+        Scalar::F16 => half::f16::from_f32(x).to_bits() as u64,
+        Scalar::BF16 => half::bf16::from_f32(x).to_bits() as u64,
+        _ => x.to_bits() as u64,
+    }
+}
+
+/// A half value's bits as the bits of the same `f32`.
+fn widen(s: Scalar, bits: u64) -> u64 {
+    enc(half_to_f32(s, bits))
+}
+
+/// `f32` bits rounded to the half type `s`.
+fn narrow(s: Scalar, bits: u64) -> u64 {
+    f32_to_half(s, dec::<f32>(bits))
+}
+
 #[inline(always)]
 fn enc<T: ScalarValue>(x: T) -> u64 {
     x.to_bits()
@@ -133,18 +202,20 @@ macro_rules! with_scalar {
     ($s:expr, $t:ident => $body:expr) => {
         $crate::__match_scalar!($s, $t => $body, [
             Bool = bool, I8 = i8, I16 = i16, I32 = i32, I64 = i64,
-            U8 = u8, U16 = u16, U32 = u32, U64 = u64, F32 = f32, F64 = f64
+            U8 = u8, U16 = u16, U32 = u32, U64 = u64, F32 = f32, F64 = f64,
+            F16 = $crate::half::f16, BF16 = $crate::half::bf16
         ])
     };
 }
 
-/// As [`with_scalar!`] for the numeric types; `$other` for `bool`.
+/// As [`with_scalar!`] for the numeric types with Rust's `as`; `$other` for `bool` and the
+/// half types.
 macro_rules! with_num {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
         $crate::__match_scalar!($s, $t => $body, [
             I8 = i8, I16 = i16, I32 = i32, I64 = i64,
             U8 = u8, U16 = u16, U32 = u32, U64 = u64, F32 = f32, F64 = f64
-        ] Scalar::Bool => $other,)
+        ] _ => $other,)
     };
 }
 
@@ -168,6 +239,9 @@ macro_rules! with_float {
 /// Evaluates a unary operator on a scalar. Operators that do not apply to the type (the
 /// verifier rejects them) return the operand unchanged.
 pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
+    if s.is_half() {
+        return narrow(s, unary(op, Scalar::F32, widen(s, a)));
+    }
     if s == Scalar::Bool {
         return match op {
             UnaryOp::Not => (a & 1) ^ 1,
@@ -213,6 +287,10 @@ pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
 
 /// Evaluates a binary operator on a scalar. Integer division and remainder by zero trap.
 pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
+    if s.is_half() {
+        let r = binary(op, Scalar::F32, widen(s, a), widen(s, b))?;
+        return Ok(narrow(s, r));
+    }
     if s == Scalar::Bool {
         let (x, y) = (a & 1, b & 1);
         return Ok(match op {
@@ -329,8 +407,13 @@ impl Float for f64 {
     }
 }
 
-/// Fused multiply-add on floats (`a * b + c`, one rounding).
+/// Fused multiply-add on floats (`a * b + c`, one rounding; for a half type, one rounding
+/// in `f32` and one to the half type).
 pub fn fma(s: Scalar, a: u64, b: u64, c: u64) -> u64 {
+    if s.is_half() {
+        let r = fma(Scalar::F32, widen(s, a), widen(s, b), widen(s, c));
+        return narrow(s, r);
+    }
     with_float!(s, T => enc(dec::<T>(a).mul_add(dec::<T>(b), dec::<T>(c))),
         else binary(BinaryOp::Add, s, binary(BinaryOp::Mul, s, a, b).unwrap_or(0), c).unwrap_or(0))
 }
@@ -349,6 +432,7 @@ pub fn compare(op: CmpOp, ty: Type, a: u64, b: u64) -> bool {
     }
     match ty {
         Type::Ptr(..) => cmp(op, a, b),
+        Type::Scalar(s) if s.is_half() => cmp(op, half_to_f32(s, a), half_to_f32(s, b)),
         Type::Scalar(s) => with_scalar!(s, T => cmp(op, dec::<T>(a), dec::<T>(b))),
     }
 }
@@ -362,6 +446,15 @@ pub fn cast(from: Type, to: Type, a: u64) -> u64 {
         (Type::Scalar(f), Type::Ptr(..)) => (f, Scalar::U64),
         (Type::Ptr(..), Type::Ptr(..)) => return a,
     };
+    if fs == ts && fs.is_half() {
+        return a & 0xffff;
+    }
+    if ts.is_half() {
+        return narrow(ts, cast(Type::Scalar(fs), Type::F32, a));
+    }
+    if fs.is_half() {
+        return cast(Type::F32, Type::Scalar(ts), widen(fs, a));
+    }
     if ts == Scalar::Bool {
         return with_scalar!(fs, F => (dec::<F>(a) != dec::<F>(0)) as u64);
     }
@@ -389,6 +482,7 @@ pub fn math(f: MathFn, s: Scalar, a: u64) -> u64 {
     match s {
         Scalar::F32 => enc(math_f32(f, dec::<f32>(a))),
         Scalar::F64 => enc(math_f64(f, dec::<f64>(a))),
+        Scalar::F16 | Scalar::BF16 => f32_to_half(s, math_f32(f, half_to_f32(s, a))),
         _ => a,
     }
 }
@@ -398,6 +492,9 @@ pub fn math2(f: MathFn2, s: Scalar, a: u64, b: u64) -> u64 {
     match s {
         Scalar::F32 => enc(math2_f32(f, dec::<f32>(a), dec::<f32>(b))),
         Scalar::F64 => enc(math2_f64(f, dec::<f64>(a), dec::<f64>(b))),
+        Scalar::F16 | Scalar::BF16 => {
+            f32_to_half(s, math2_f32(f, half_to_f32(s, a), half_to_f32(s, b)))
+        }
         _ => a,
     }
 }
@@ -491,6 +588,11 @@ pub fn ulps(s: Scalar, a: u64, b: u64) -> u64 {
     let (sign, nan_a, nan_b) = match s {
         Scalar::F32 => (1 << 31, dec::<f32>(a).is_nan(), dec::<f32>(b).is_nan()),
         Scalar::F64 => (1 << 63, dec::<f64>(a).is_nan(), dec::<f64>(b).is_nan()),
+        Scalar::F16 | Scalar::BF16 => (
+            1 << 15,
+            half_to_f32(s, a).is_nan(),
+            half_to_f32(s, b).is_nan(),
+        ),
         _ => return u64::from(a != b),
     };
     match (nan_a, nan_b) {

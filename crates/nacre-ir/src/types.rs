@@ -27,11 +27,17 @@ pub enum Scalar {
     F32,
     /// IEEE 754 binary64.
     F64,
+    /// IEEE 754 binary16 (`half::f16`). Arithmetic widens to `f32` and rounds back (see
+    /// [`crate::semantics`]).
+    F16,
+    /// The bfloat16 format (`half::bf16`): `f32`'s exponent with 8 significand bits.
+    /// Arithmetic widens to `f32` and rounds back.
+    BF16,
 }
 
 impl Scalar {
     /// All scalar types, in declaration order.
-    pub const ALL: [Scalar; 11] = [
+    pub const ALL: [Scalar; 13] = [
         Scalar::Bool,
         Scalar::I8,
         Scalar::I16,
@@ -43,13 +49,15 @@ impl Scalar {
         Scalar::U64,
         Scalar::F32,
         Scalar::F64,
+        Scalar::F16,
+        Scalar::BF16,
     ];
 
     /// Width in bits (bool counts as 8: its storage size).
     pub const fn bits(self) -> u32 {
         match self {
             Scalar::Bool | Scalar::I8 | Scalar::U8 => 8,
-            Scalar::I16 | Scalar::U16 => 16,
+            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => 16,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 32,
             Scalar::I64 | Scalar::U64 | Scalar::F64 => 64,
         }
@@ -75,9 +83,14 @@ impl Scalar {
         self.is_signed_int() || self.is_unsigned_int()
     }
 
-    /// True for `f32` and `f64`.
+    /// True for the float types: `f32`, `f64` and the half-precision ones.
     pub const fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
+        matches!(self, Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::BF16)
+    }
+
+    /// True for the 16-bit floats `f16` and `bf16`, which compute in `f32`.
+    pub const fn is_half(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::BF16)
     }
 
     /// The short name used by the printer (`i32`, `f64`, `bool`, ...).
@@ -94,6 +107,8 @@ impl Scalar {
             Scalar::U64 => "u64",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
+            Scalar::F16 => "f16",
+            Scalar::BF16 => "bf16",
         }
     }
 }
@@ -149,6 +164,10 @@ impl Type {
     pub const F32: Type = Type::Scalar(Scalar::F32);
     /// `f64`.
     pub const F64: Type = Type::Scalar(Scalar::F64);
+    /// `f16`.
+    pub const F16: Type = Type::Scalar(Scalar::F16);
+    /// `bf16`.
+    pub const BF16: Type = Type::Scalar(Scalar::BF16);
 
     /// A generic-address-space pointer to `elem`.
     pub const fn ptr(elem: Scalar) -> Type {
@@ -238,6 +257,8 @@ mod tests {
             Scalar::U64 => 8,
             Scalar::F32 => 9,
             Scalar::F64 => 10,
+            Scalar::F16 => 11,
+            Scalar::BF16 => 12,
         };
         for (i, &s) in Scalar::ALL.iter().enumerate() {
             assert_eq!(position(s), i, "{s:?} is listed at {i}");

@@ -117,7 +117,9 @@ impl Dialect for MslDialect {
             Scalar::I16 => "short",
             Scalar::I32 => "int",
             Scalar::I64 => "long",
-            Scalar::U16 => "ushort",
+            // The half types are their 16-bit storage; they compute through `float` with the
+            // portable conversions (`nacre_c::helpers`), the same bits on every target.
+            Scalar::U16 | Scalar::F16 | Scalar::BF16 => "ushort",
             Scalar::U32 => "uint",
             Scalar::U64 => "ulong",
             Scalar::F32 => "float",
@@ -183,7 +185,9 @@ impl Dialect for MslDialect {
             | Helper::Min(_)
             | Helper::Max(_)
             | Helper::Bits(..)
-            | Helper::Math(..) => helpers::c_definition(self, "inline ", helper),
+            | Helper::Math(..)
+            | Helper::HalfToF32(_)
+            | Helper::F32ToHalf(_) => helpers::c_definition(self, "inline ", helper),
         }
     }
 
@@ -271,9 +275,10 @@ impl Dialect for MslDialect {
         })
     }
 
-    fn lane_group(&self, elem: Scalar) -> Option<LaneGroup> {
-        // Metal's vector types, aligned to their size; Metal has no double vectors.
-        if elem == Scalar::F64 || LANES != 4 {
+    fn lane_group(&self, elem: Scalar, lanes: u32) -> Option<LaneGroup> {
+        // Metal's vector types, aligned to their size; Metal has no double vectors and no
+        // vectors of more than four elements.
+        if elem == Scalar::F64 || lanes != LANES {
             return None;
         }
         Some(LaneGroup {

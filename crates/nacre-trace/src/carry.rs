@@ -16,6 +16,7 @@ use crate::context::{current_trace, with_tracer};
 use crate::identity::Handle;
 use crate::ptr::Ptr;
 use crate::val::Val;
+use nacre_ir::half::{bf16, f16};
 use nacre_ir::semantics::ScalarValue;
 use nacre_ir::Value;
 
@@ -155,7 +156,7 @@ macro_rules! host_carry {
         }
     )*};
 }
-host_carry!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+host_carry!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
 
 impl Carry for usize {
     const SLOTS: usize = 1;

@@ -9,6 +9,7 @@ use crate::identity::{fresh_trace_id, Handle};
 use crate::ptr::{Ptr, RawPtr};
 use crate::val::Val;
 use nacre_backend::Linkage;
+use nacre_ir::half::{bf16, f16};
 use nacre_ir::semantics::ScalarValue;
 use nacre_ir::{FuncKind, Function, Module, Signature, Trap, Type};
 use std::cell::Cell;
@@ -40,7 +41,7 @@ macro_rules! host_scalar {
         }
     )*};
 }
-host_scalar!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+host_scalar!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
 
 impl HostValue for bool {
     type Abi = u8;

@@ -23,6 +23,7 @@
 use crate::context::with_tracer;
 use crate::identity::Handle;
 use crate::signature::HostValue;
+use nacre_ir::half::{bf16, f16};
 use nacre_ir::semantics::{self, ScalarValue};
 use nacre_ir::{BinaryOp, CmpOp, Const, Trap, Type, UnaryOp};
 use std::fmt;
@@ -620,11 +621,13 @@ macro_rules! num {
 }
 num!(0, 1; i8, i16, i32, i64, u8, u16, u32, u64);
 num!(0.0, 1.0; f32, f64);
+num!(f16::ZERO, f16::ONE; f16);
+num!(bf16::ZERO, bf16::ONE; bf16);
 
 macro_rules! markers {
     ($tr:ident: $($t:ty),*) => { $(impl $tr for $t {})* };
 }
-markers!(Arith: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+markers!(Arith: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
 markers!(Bits: bool, i8, i16, i32, i64, u8, u16, u32, u64);
 macro_rules! ints {
     ($($t:ty => $u:ty),*) => { $(impl Int for $t { type Unsigned = $u; })* };
@@ -642,7 +645,18 @@ impl Float for f64 {
     const DEGREES_PER_RADIAN: f64 = 180.0 / std::f64::consts::PI;
     const RADIANS_PER_DEGREE: f64 = std::f64::consts::PI / 180.0;
 }
-markers!(Signed: i8, i16, i32, i64, f32, f64);
+macro_rules! half_float {
+    ($($t:ident),*) => {$(
+        impl Float for $t {
+            const INFINITY: $t = $t::INFINITY;
+            const NAN: $t = $t::NAN;
+            const DEGREES_PER_RADIAN: $t = $t::from_f32_const(57.295_78_f32);
+            const RADIANS_PER_DEGREE: $t = $t::from_f32_const(std::f32::consts::PI / 180.0);
+        }
+    )*};
+}
+half_float!(f16, bf16);
+markers!(Signed: i8, i16, i32, i64, f32, f64, f16, bf16);
 
 macro_rules! binop {
     ($tr:ident, $m:ident, $atr:ident, $am:ident, $op:ident, $bound:ident) => {
@@ -690,7 +704,7 @@ macro_rules! lhs_scalar_ops {
         }
     };
 }
-lhs_scalar_ops!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+lhs_scalar_ops!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
 
 macro_rules! lhs_bit_ops {
     ($($t:ty),*) => {$(

@@ -81,10 +81,12 @@ pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Traced, Error> {
     Ok(nacre_trace::trace(f)?)
 }
 
-/// Verifies a captured module and runs the optimisation passes on it (the engine's own
-/// pipeline: one verification, right after tracing; passes keep the module valid).
+/// Verifies a captured module, widens its half-precision arithmetic to `f32`
+/// ([`nacre_ir::transform::widen_half`], which backends rely on) and runs the optimisation
+/// passes on it (the engine's own pipeline: one verification, right after tracing; passes keep
+/// the module valid).
 pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, Error> {
-    let verified = nacre_ir::verify(module)?;
+    let verified = nacre_ir::transform::widen_half(nacre_ir::verify(module)?);
     Ok(nacre_ir::passes::optimize(verified, passes).0)
 }
 
@@ -261,7 +263,7 @@ impl Engine {
         let Traced { module, linkage } = nacre_trace::trace(&f)?;
         let t1 = Instant::now();
         self.dump(&name, Stage::Trace, || module.to_string())?;
-        let verified = nacre_ir::verify(module)?;
+        let verified = nacre_ir::transform::widen_half(nacre_ir::verify(module)?);
         let mut pass_dumps = Vec::new();
         let want_pass_dumps = self.wants(Stage::Passes);
         let (verified, _) = nacre_ir::passes::optimize_observed(

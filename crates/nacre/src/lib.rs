@@ -105,6 +105,9 @@ macro_rules! __exhaustive {
 
 /// The IR, for inspection and dumps.
 pub use nacre_ir as ir;
+/// The half-precision floats of `Val<f16>`, `Val<bf16>` and `Array<f16>`, `Array<bf16>` (the
+/// `half` crate's types; see [`ir::semantics`] for how they compute).
+pub use nacre_ir::half::{bf16, f16};
 pub use nacre_ir::Trap;
 
 /// The names most programs need: `use nacre::prelude::*;`.

@@ -3,20 +3,22 @@
 //!
 //! A kernel whose canonical grid-stride loop ([`nacre_kernel::grid_stride_loop`]) has a
 //! lane-parallel body ([`lane_access`]) gets, before its entry's jump into the loop, a loop over
-//! *groups* of [`LANES`] consecutive iterations: thread `g` runs groups `j = g, g + T, ...`
-//! below `X / 4`, loads each array's four elements `4j .. 4j + 3` as one aligned group, runs
-//! the body once per lane on them (each lane in a scope that redeclares the body's values), and
-//! stores each written array's group back. The loop's start then moves to `4 * (X / 4) + g`,
-//! so the ordinary loop runs the remaining `X % 4` iterations. Together the threads still run
-//! every iteration of `[0, X)` exactly once.
+//! *groups* of `L` consecutive iterations ([`lanes_for`] the element sizes: 4 for `f32`, 8
+//! for `f16`): thread `g` runs groups `j = g, g + T, ...` below `X / L`, loads each array's
+//! elements `Lj .. Lj + L - 1` as one aligned group, runs the body once per lane on them (each
+//! lane in a scope that redeclares the body's values), and stores each written array's group
+//! back. The loop's start then moves to `L * (X / L) + g`, so the ordinary loop runs the
+//! remaining `X % L` iterations. Together the threads still run every iteration of `[0, X)`
+//! exactly once.
 //!
 //! The group loop runs only when every array is aligned to its group's size and `X` is small
 //! enough that no index wraps (`0 <= X <= max - T`); otherwise the kernel runs the plain loop
-//! from `g`, as printed without this module. On the GPU, a thread then moves 16 bytes per
-//! `f32` array with one instruction instead of four, as hand-tuned streaming kernels do.
+//! from `g`, as printed without this module. On the GPU, a thread then moves 16 bytes of its
+//! narrowest array with one instruction instead of four or eight, as hand-tuned streaming
+//! kernels do.
 
 use super::{line, FunctionPrinter};
-use crate::dialect::{Dialect, LaneGroup, LANES};
+use crate::dialect::{lanes_for, Dialect, LaneGroup};
 use nacre_backend::BackendError;
 use nacre_ir::{Function, InstKind, Scalar, Type};
 use nacre_kernel::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaunchShape};
@@ -25,6 +27,8 @@ use nacre_kernel::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, La
 pub(super) struct LanePlan {
     lp: GridStrideLoop,
     access: LaneAccess,
+    /// Iterations per group.
+    lanes: u32,
 }
 
 impl LanePlan {
@@ -48,10 +52,12 @@ pub(super) fn plan<D: Dialect + ?Sized>(
 ) -> Option<LanePlan> {
     let lp = grid_stride_loop(f, shape)?;
     let access = lane_access(f, &lp)?;
+    let sizes = access.arrays.iter().map(|a| a.elem.bytes());
+    let lanes = lanes_for(sizes.clone().min()?, sizes.max()?);
     for a in &access.arrays {
-        d.lane_group(a.elem)?;
+        d.lane_group(a.elem, lanes)?;
     }
-    Some(LanePlan { lp, access })
+    Some(LanePlan { lp, access, lanes })
 }
 
 /// The C spelling of the largest value of an index type.
@@ -87,7 +93,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
         out: &mut String,
         plan: &LanePlan,
     ) -> Result<(), BackendError> {
-        let (lp, access) = (&plan.lp, &plan.access);
+        let (lp, access, lanes) = (&plan.lp, &plan.access, plan.lanes);
         let f = self.func;
         // What `grid_stride_loop` and `lane_access` (nacre-kernel) promise, not what the
         // verifier checks: a mismatch is an internal error.
@@ -100,7 +106,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
 
         let mut guard: Vec<String> = Vec::new();
         for a in &access.arrays {
-            let bytes = a.elem.bytes() * LANES;
+            let bytes = a.elem.bytes() * lanes;
             guard.push(format!("(({address}){} & {}) == 0", a.base, bytes - 1));
         }
         if lp.ty.scalar().is_some_and(Scalar::is_signed_int) {
@@ -114,7 +120,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
             let group = self
                 .ctx
                 .dialect
-                .lane_group(a.elem)
+                .lane_group(a.elem, lanes)
                 .ok_or_else(|| self.internal(format_args!("no lane group for {}", a.elem)))?;
             if !groups.iter().any(|g| g.name == group.name) {
                 if let Some(definition) = &group.definition {
@@ -126,7 +132,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
         line(
             out,
             2,
-            format_args!("{index_type} nacre_groups = {bound} / {LANES};"),
+            format_args!("{index_type} nacre_groups = {bound} / {lanes};"),
         );
         line(
             out,
@@ -149,7 +155,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
         }
         let group_at = |k: usize| {
             format!(
-                "*({})({} + ({offset})nacre_j * {LANES})",
+                "*({})({} + ({offset})nacre_j * {lanes})",
                 group_pointers[k], access.arrays[k].base
             )
         };
@@ -178,14 +184,14 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
                 .kind
                 .for_each_operand(|v| uses_index |= v == lp.index);
         }
-        for lane in 0..LANES {
+        for lane in 0..lanes {
             let mut text = String::new();
             if uses_index {
                 let decl = self.ctx.declaration(lp.ty, &lp.index.to_string())?;
                 line(
                     &mut text,
                     1,
-                    format_args!("{decl} = nacre_j * {LANES} + {lane};"),
+                    format_args!("{decl} = nacre_j * {lanes} + {lane};"),
                 );
             }
             for &i in &printed {
@@ -224,7 +230,7 @@ impl<D: Dialect + ?Sized> FunctionPrinter<'_, '_, D> {
         line(
             out,
             2,
-            format_args!("{start} = nacre_groups * {LANES} + {start};"),
+            format_args!("{start} = nacre_groups * {lanes} + {start};"),
         );
         line(out, 1, "}");
         Ok(())

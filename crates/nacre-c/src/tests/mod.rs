@@ -37,9 +37,11 @@ pub(crate) fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
     b.constant(Const { ty, bits })
 }
 
-/// Verifies a module that the test built valid.
+/// Verifies a module that the test built valid, with its half-precision arithmetic widened
+/// to `f32` as the engine widens it (`nacre_ir::transform::widen_half`).
 pub(crate) fn verified(m: Module) -> VerifiedModule {
-    nacre_ir::verify(m).unwrap_or_else(|e| panic!("test IR is invalid: {e}"))
+    let v = nacre_ir::verify(m).unwrap_or_else(|e| panic!("test IR is invalid: {e}"));
+    nacre_ir::transform::widen_half(v)
 }
 
 /// Verifies and compiles a module that needs no linkage with the default options.

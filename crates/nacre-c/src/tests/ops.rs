@@ -228,6 +228,15 @@ fn same(ty: Type, got: u64, want: u64, any_zero: bool) -> bool {
             let (g, w) = (f64::from_bits(got), f64::from_bits(want));
             (g.is_nan() && w.is_nan()) || (any_zero && g == 0.0 && w == 0.0) || got == want
         }
+        Type::Scalar(s) if s.is_half() => {
+            let wide = |bits| nacre_ir::semantics::half_to_f32(s, bits);
+            same(
+                Type::F32,
+                wide(got).to_bits().into(),
+                wide(want).to_bits().into(),
+                any_zero,
+            )
+        }
         _ => got == want,
     }
 }
@@ -241,6 +250,10 @@ fn values(s: Scalar) -> Vec<u64> {
             .map(|x| u64::from((x as f32).to_bits()))
             .collect(),
         Scalar::F64 => float_values().into_iter().map(f64::to_bits).collect(),
+        Scalar::F16 | Scalar::BF16 => float_values()
+            .into_iter()
+            .map(|x| nacre_ir::semantics::f32_to_half(s, x as f32))
+            .collect(),
         _ => {
             let ints: [i128; 32] = [
                 0,
@@ -283,10 +296,11 @@ fn values(s: Scalar) -> Vec<u64> {
     };
     if s.is_float() {
         // Bits of NaNs other than the canonical one.
-        let extra = if s == Scalar::F32 {
-            [0xffc0_0000u64, 0x7f80_0001]
-        } else {
-            [0xfff8_0000_0000_0000, 0x7ff0_0000_0000_0001]
+        let extra = match s {
+            Scalar::F32 => [0xffc0_0000u64, 0x7f80_0001],
+            Scalar::F16 => [0xfe00, 0x7c01],
+            Scalar::BF16 => [0xffc0, 0x7f81],
+            _ => [0xfff8_0000_0000_0000, 0x7ff0_0000_0000_0001],
         };
         v.extend(extra);
     }

@@ -11,6 +11,7 @@ pub mod control;
 pub mod enums;
 pub mod explosion;
 pub mod functions;
+pub mod half;
 pub mod math;
 pub mod structs;
 
@@ -22,6 +23,7 @@ pub fn all() -> Vec<Case> {
     v.extend(arith::cases());
     v.extend(bits::cases());
     v.extend(math::cases());
+    v.extend(half::cases());
     v.extend(casts::cases());
     v.extend(compare::cases());
     v.extend(control::cases());

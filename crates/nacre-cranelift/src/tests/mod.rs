@@ -53,9 +53,10 @@ fn compile(backend: &CraneliftBackend, m: Module) -> Arc<dyn Executable> {
     compile_linked(backend, m, &Linkage::default())
 }
 
-/// Verifies and compiles a module with its linkage.
+/// Verifies and compiles a module with its linkage, its half-precision arithmetic widened to
+/// `f32` as the engine widens it.
 fn compile_linked(backend: &CraneliftBackend, m: Module, linkage: &Linkage) -> Arc<dyn Executable> {
-    let verified = nacre_ir::verify(m).expect("valid IR");
+    let verified = nacre_ir::transform::widen_half(nacre_ir::verify(m).expect("valid IR"));
     backend.compile(&verified, linkage).expect("compiles")
 }
 

@@ -113,6 +113,10 @@ fn values(s: Scalar) -> Vec<u64> {
             .map(|x| (x as f32).to_bits() as u64)
             .collect(),
         Scalar::F64 => float_values().into_iter().map(f64::to_bits).collect(),
+        Scalar::F16 | Scalar::BF16 => float_values()
+            .into_iter()
+            .map(|x| semantics::f32_to_half(s, x as f32))
+            .collect(),
         _ => INT_PATTERNS
             .iter()
             .map(|&p| semantics::normalize(Type::Scalar(s), p))
@@ -134,6 +138,10 @@ fn same(s: Scalar, want: u64, got: u64, zeros_equal: bool) -> bool {
         Scalar::F64 => {
             let (w, g) = (f64::from_bits(want), f64::from_bits(got));
             want == got || (w.is_nan() && g.is_nan()) || (zeros_equal && w == 0.0 && g == 0.0)
+        }
+        Scalar::F16 | Scalar::BF16 => {
+            let wide = |bits| u64::from(semantics::half_to_f32(s, bits).to_bits());
+            same(Scalar::F32, wide(want), wide(got), zeros_equal)
         }
         _ => want == got,
     }

@@ -43,7 +43,7 @@ fn module(functions: Vec<Function>) -> (VerifiedModule, FuncId) {
     let last = last.expect("at least one function");
     m.entry = Some(last);
     let verified = nacre_ir::verify(m).unwrap_or_else(|e| panic!("test IR is invalid: {e}"));
-    (verified, last)
+    (nacre_ir::transform::widen_half(verified), last)
 }
 
 /// The CUDA C of the module's last function, compiled to PTX when NVRTC is installed.
@@ -188,11 +188,12 @@ fn parameters_of_every_type() {
     let src = cuda(vec![kernel("params", &params, |b, _| {
         b.ret(None);
     })]);
+    // The half types are their 16-bit storage.
     let expected = "extern \"C\" __global__ void f_params(uint8_t v0, int8_t v1, int16_t v2, \
          int32_t v3, int64_t v4, uint8_t v5, uint16_t v6, uint32_t v7, uint64_t v8, float v9, \
-         double v10, uint8_t *v11, int8_t *v12, int16_t *v13, int32_t *v14, int64_t *v15, \
-         uint8_t *v16, uint16_t *v17, uint32_t *v18, uint64_t *v19, float *v20, double *v21, \
-         uint32_t *status) {";
+         double v10, uint16_t v11, uint16_t v12, uint8_t *v13, int8_t *v14, int16_t *v15, \
+         int32_t *v16, int64_t *v17, uint8_t *v18, uint16_t *v19, uint32_t *v20, uint64_t *v21, \
+         float *v22, double *v23, uint16_t *v24, uint16_t *v25, uint32_t *status) {";
     assert!(src.contains(expected), "{src}");
     assert!(!src.contains("__restrict__"), "{src}");
 }
@@ -274,13 +275,15 @@ fn casts_between_every_type() {
     }
     let src = cuda(vec![casts_kernel(Scalar::F64)]);
     // Saturating float-to-int casts through helpers with exact bounds; NaN gives 0.
-    assert!(src.contains("v15 = nacre_f64_to_i32(v0);"), "{src}");
+    assert!(src.contains("v17 = nacre_f64_to_i32(v0);"), "{src}");
     assert!(
         src.contains("if (x >= 18446744073709551616.0) return UINT64_MAX;"),
         "{src}"
     );
     assert!(src.contains("if (x != x) return 0;"), "{src}");
-    assert!(src.contains("v12 = v0 != 0;"), "{src}");
+    assert!(src.contains("v14 = v0 != 0;"), "{src}");
+    // To a half type: convert to f32 (the widening pass), then round with `cvt`.
+    assert!(src.contains("v25 = nacre_f32_to_f16(v27);"), "{src}");
 }
 
 #[test]
@@ -593,6 +596,30 @@ fn lane_groups_for_every_element_size() {
     assert!(src.contains("uint32_t v11 = nacre_j * 4 + 3;"), "{src}");
     assert!(src.contains("nacre_i64x4 nacre_a1;\n"), "{src}");
     assert_eq!(src.matches("nacre_a1.v[").count(), 4, "{src}");
+}
+
+#[test]
+fn half_lane_groups_are_eight_wide() {
+    // y[i] = x[i] as f32 over f16 in and f16 out: groups of 8 (16 bytes), the arithmetic in f32.
+    let k = grid_stride(
+        "halves",
+        &[Type::ptr(Scalar::F16), Type::ptr(Scalar::F16), Type::U32],
+        |b, p, i| {
+            let src = b.elem_ptr(p[0], i);
+            let x = b.load(src);
+            let y = b.binary(BinaryOp::Mul, x, x);
+            let dst = b.elem_ptr(p[1], i);
+            b.store(dst, y);
+        },
+    );
+    let src = cuda(vec![k]);
+    assert!(
+        src.contains("struct __align__(16) nacre_f16x8 { uint16_t v[8]; };"),
+        "{src}"
+    );
+    assert_eq!(src.matches("nacre_a1.v[").count(), 8, "{src}");
+    assert!(src.contains("asm(\"cvt.rn.f16.f32 %0, %1;\""), "{src}");
+    assert!(src.contains("#ifdef __CUDA_ARCH__"), "{src}");
 }
 
 #[test]

@@ -299,6 +299,10 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
             match (cst(*a), rty) {
                 (_, Some(to)) if to == from => Simplified::Alias(*a),
                 (Some(x), Some(to)) => make(semantics::cast(from, to, x.bits)),
+                (None, Some(to)) => match round_trip_source(func, *a) {
+                    Some(x) if ty_of(x) == to => Simplified::Alias(x),
+                    _ => Simplified::Keep,
+                },
                 _ => Simplified::Keep,
             }
         }
@@ -333,6 +337,18 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         | InstKind::Jump(_)
         | InstKind::Return(_) => Simplified::Keep,
     }
+}
+
+/// If `v` is an exact widening `cast<f32>(x)` of a half value `x` (or `cast<f64>` of an `f32`),
+/// `x`: casting `v` back to `x`'s type gives `x` again. (Widening `widen_half` output, where
+/// `cast<f16>(cast<f32>(x))` is common.)
+fn round_trip_source(func: &Function, v: Value) -> Option<Value> {
+    let InstKind::Cast(x) = func.defining_inst(v)? else {
+        return None;
+    };
+    let (from, to) = (func.values[*x].ty.scalar()?, func.values[v].ty.scalar()?);
+    let exact = (from.is_half() && to == Scalar::F32) || (from == Scalar::F32 && to == Scalar::F64);
+    exact.then_some(*x)
 }
 
 /// Exact identities of a binary operator with at most one constant operand. `ca`/`cb` are the

@@ -5,12 +5,16 @@
 //!   every load and store ([`insert_bounds_checks`]);
 //! - [`mod@copy_blocks`]: copies of a set of blocks with fresh values, targets remapped;
 //! - [`ssa_repair`]: restores SSA form for variables defined more than once, by adding block
-//!   parameters ([`repair`]).
+//!   parameters ([`repair`]);
+//! - [`mod@widen_half`]: half-precision arithmetic as `f32` arithmetic between casts, so that
+//!   backends know `f16` and `bf16` only as storage ([`widen_half()`]).
 
 pub mod bounds;
 pub mod copy_blocks;
 pub mod ssa_repair;
+pub mod widen_half;
 
 pub use bounds::{companion_positions, insert_bounds_checks, BoundsOptions};
 pub use copy_blocks::{copy_blocks, Copied};
 pub use ssa_repair::{repair, Variable};
+pub use widen_half::widen_half;

@@ -4,6 +4,7 @@
 
 use crate::ptr::Ptr;
 use crate::val::{IntoVal, Val};
+use nacre_ir::half::{bf16, f16};
 use nacre_ir::semantics::ScalarValue;
 
 /// Ordering operators over plain and traced values: `bool` for plain operands, `Val<bool>`
@@ -110,7 +111,7 @@ macro_rules! mixed_equality {
         traced_equality!(; $t; &Val<$t>, &$t; *);
     )*};
 }
-mixed_equality!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+mixed_equality!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
 
 /// `T op Val<T>` (a plain scalar on the left) for each scalar type: a generic `impl<T> ..
 /// for T` would cover every type, so these stay one per type.
@@ -142,7 +143,7 @@ macro_rules! scalar_lhs_compare {
         }
     )*};
 }
-scalar_lhs_compare!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+scalar_lhs_compare!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
 
 /// `Compare` and `Equality` for pointers (by address), by value or by reference.
 macro_rules! compare_ptr {
