@@ -11,7 +11,8 @@ Frameworks (each is skipped with a note when it cannot be imported or has no GPU
   script (the same algorithms written by hand, same grids);
 - ``torch``: PyTorch eager: ``y.add_(x, alpha=a)``, ``torch.add(a, b, out=c)``,
   ``torch.sum(x.view(-1, 256), 1, out=s)``, the logistic map as a loop of three eager ops per
-  step, ``c.add_(1)`` for the launch latency;
+  step, ``c.add_(1)`` for the launch latency; ``torch.softmax``, ``gelu`` and, on float16
+  tensors, ``y.add_(x, alpha=a)`` for the kernel-language suite;
 - ``triton``: the Triton kernels of ``triton_kernels.py``.
 
 Names: ``peer_<fw>_<kernel>_<N>[_<ITERS>]`` (kernel one of saxpy, vecadd, blocksum, logistic),
@@ -859,6 +860,11 @@ GELU_SIZE = 1 << 24
 #: Check tolerance of softmax (relative to the row's largest probability) and GELU.
 SOFTMAX_TOLERANCE = 1e-5
 GELU_TOLERANCE = 1e-5
+#: Elements of the half-precision saxpy, its alpha (exact in float16) and its tolerance
+#: (relative to |y|, plus an absolute part for results near zero: a few float16 roundings).
+SAXPY_F16_SIZE = 1 << 24
+SAXPY_F16_ALPHA = -1.25
+SAXPY_F16_TOLERANCE = 2.0 ** -9
 
 
 def softmax_reference(x):
@@ -908,6 +914,32 @@ def run_language(run, peer, rng):
 
         guarded(run, name, bench)
         free_memory(peer)
+    run_saxpy_f16(run, peer, rng)
+
+
+def run_saxpy_f16(run, peer, rng):
+    """`peer_torch_saxpy_f16_16777216`: `y.add_(x, alpha=a)` on float16 tensors (one kernel,
+    float arithmetic, one rounding), checked against float64 NumPy, timed with CUDA events."""
+    torch, cfg = peer.torch, run.cfg
+    name = f"peer_torch_saxpy_f16_{SAXPY_F16_SIZE}"
+    if not cfg.wants(name):
+        return
+
+    def bench():
+        x = random_floats(rng, SAXPY_F16_SIZE, -8.0, 8.0).astype(np.float16)
+        y = random_floats(rng, SAXPY_F16_SIZE, -8.0, 8.0).astype(np.float16)
+        tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+        ty.add_(tx, alpha=SAXPY_F16_ALPHA)
+        got = ty.cpu().numpy().astype(np.float64)
+        want = np.float64(SAXPY_F16_ALPHA) * x.astype(np.float64) + y.astype(np.float64)
+        err = float((np.abs(got - want) / (np.abs(want) + 2.0 ** -4)).max())
+        run.record_check(name, err <= SAXPY_F16_TOLERANCE, err, SAXPY_F16_TOLERANCE)
+        if err <= SAXPY_F16_TOLERANCE:
+            run.record(name, time_events(peer.clock, lambda: ty.add_(tx, alpha=SAXPY_F16_ALPHA),
+                                         cfg.runs, cfg.warmup))
+
+    guarded(run, name, bench)
+    free_memory(peer)
 
 
 #: Rows and columns of the 2D stencil benchmark (hand-written CUDA C under CuPy).

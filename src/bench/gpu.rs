@@ -60,7 +60,7 @@ use nacre::gpu::{Array, CpuMode, CpuOptions, DeviceKind, RuntimeOptions};
 use nacre::{Engine, Options};
 use nacre_corpus::bench::Batch;
 use nacre_corpus::kernels::{
-    run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
+    run_block_sum, run_logistic, run_saxpy_f16, run_saxpy_grid_stride, run_vec_add_grid_stride,
 };
 use rayon::prelude::*;
 use serde_json::json;
@@ -620,6 +620,42 @@ impl Suite {
         Ok(())
     }
 
+    /// `gpu_cpu_saxpy_f16_16777216` and `rust_rayon_saxpy_f16_16777216`: the half-precision
+    /// saxpy of [`language`], both checked bit for bit against the `half` crate's operators.
+    fn saxpy_f16(&mut self) -> Result<()> {
+        let suffix = language::saxpy_f16_name();
+        let (gpu, rust) = (
+            format!("{}_{suffix}", self.prefix),
+            format!("rust_rayon_{suffix}"),
+        );
+        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let (xv, yv, want) = language::saxpy_f16_case();
+        let alpha = language::saxpy_f16_alpha();
+        let mut y_rust = yv.clone();
+        language::rayon_saxpy_f16(alpha, &xv, &mut y_rust);
+        language::check_f16(&rust, &y_rust, &want)?;
+        let dev = self.engine.device();
+        let (x, mut y) = (Array::copy_on(dev.clone(), &xv)?, Array::copy_on(dev, &yv)?);
+        if self.h.wants(&gpu) {
+            let blocks = self.blocks(&gpu, xv.len());
+            let f = self.engine.compile(run_saxpy_f16)?;
+            settle_c_tier();
+            let len = xv.len() as u32;
+            f.call(alpha, &x, &mut y, len, blocks)?;
+            language::check_f16(&gpu, y.as_slice(), &want)?;
+            self.h
+                .time(&gpu, || f.call(black_box(alpha), &x, &mut y, len, blocks))?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time_infallible(&rust, || {
+                language::rayon_saxpy_f16(black_box(alpha), x.as_slice(), &mut y_rust);
+            });
+        }
+        Ok(())
+    }
+
     /// `gpu_cpu_logistic_262144_I`, `gpu_cpu_logistic_262144_I_unchecked` and
     /// `rust_rayon_logistic_262144_I`.
     fn logistic(&mut self, iters: u32) -> Result<()> {
@@ -790,6 +826,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     for k in language::kernels() {
         s.language(&k).with_context(|| k.suffix.clone())?;
     }
+    s.saxpy_f16().context("saxpy over f16")?;
     s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
     s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
     s.compile("blocksum", |e| e.compile(run_block_sum))?;

@@ -61,7 +61,7 @@ use nacre::gpu::{CpuOptions, RuntimeOptions};
 use nacre::kernel;
 use nacre::prelude::*;
 use nacre_corpus::kernels::{
-    run_block_sum, run_logistic, run_saxpy_grid_stride, run_vec_add_grid_stride,
+    run_block_sum, run_logistic, run_saxpy_f16, run_saxpy_grid_stride, run_vec_add_grid_stride,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -513,6 +513,30 @@ impl Suite {
         })
     }
 
+    /// `P_saxpy_f16_16777216` on the current pass's place: [`language::saxpy_f16_case`],
+    /// checked bit for bit, then event-timed (each call updates `y` in place).
+    fn saxpy_f16(&mut self) -> Result<()> {
+        let Some(name) = self.job(&language::saxpy_f16_name()) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        let (xv, yv, want) = language::saxpy_f16_case();
+        let alpha = language::saxpy_f16_alpha();
+        let place = self.place(is_cuda);
+        let blocks = place.grid(xv.len());
+        let f = place.engine.compile(run_saxpy_f16)?;
+        settle(is_cuda);
+        let x = Array::copy_on(place.device(), &xv)?;
+        let mut y = Array::copy_on(place.device(), &yv)?;
+        self.grids.push((name.clone(), blocks));
+        let len = xv.len() as u32;
+        f.call(alpha, &x, &mut y, len, blocks)?;
+        let check = language::check_f16(&name, y.as_slice(), &want);
+        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
+            f.call(alpha, &x, &mut y, black_box(len), blocks)
+        })
+    }
+
     /// `P_logistic_N_I` and `P_logistic_N_I_unchecked` on the current pass's place.
     fn logistic(&mut self, n: usize, iters: u32) -> Result<()> {
         let names = self.jobs(&format!("logistic_{n}_{iters}"));
@@ -861,6 +885,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         for k in language::kernels() {
             s.language(&k).with_context(|| k.suffix.clone())?;
         }
+        s.saxpy_f16().context("saxpy over f16")?;
         s.latency().context("launch latency")?;
         s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
         s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;

@@ -83,7 +83,7 @@ pub struct Verdict {
 
 /// The targets: saxpy and vecadd at 16M within PyTorch (floored at the copy ceiling); the
 /// block sum and the logistic maps within CuPy running the same algorithms written by hand;
-/// the row softmax and GELU within PyTorch's; the 2D stencil within the same algorithm written
+/// the row softmax, GELU and the `f16` saxpy within PyTorch's; the 2D stencil within the same algorithm written
 /// by hand under CuPy;
 /// the tiny kernel's call within 8 µs; each cold compile within 20 ms; no recompile on
 /// relaunch.
@@ -127,6 +127,7 @@ pub fn targets() -> Vec<Target> {
     for k in [
         super::language::softmax_name(),
         super::language::gelu_name(),
+        super::language::saxpy_f16_name(),
     ] {
         t.push(Target {
             name: format!("gpu_cuda_{k}"),

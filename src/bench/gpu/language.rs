@@ -4,7 +4,8 @@
 //! its tanh form over 16M floats (`gelu_16777216`, the corpus's `run_gelu`, a grid-stride
 //! loop calling `tanh`), and a 5-point stencil over a 4096 × 4096 image through a 2D shared
 //! tile with halo (`stencil2d_4096`, the corpus's `run_stencil2d`: 16 × 16 blocks, an 18 × 18
-//! tile).
+//! tile), and saxpy over 16M `f16` in `f16` storage (`saxpy_f16_16777216`, the corpus's
+//! `run_saxpy_f16`: a grid-stride loop whose operators compute in `f32` and round to `f16`).
 //!
 //! Both suites use what is here: `--backend cpu` times each beside its hand-written rayon
 //! baseline (`rust_rayon_softmax_4096x4096`: one row per task, `f32::exp`;
@@ -14,15 +15,17 @@
 //! hand in CUDA C under CuPy (`peer_cudac_stencil2d_4096`; its rayon baseline computes each
 //! row of outputs in a task from the clamped neighbours, no tile). Every first result is checked before timing:
 //! softmax within 1e-5 of a float64 reference, relative to the row's largest probability;
-//! GELU within 1e-5 × (1 + |y|) of the formula with the reference `tanh`.
+//! GELU within 1e-5 × (1 + |y|) of the formula with the reference `tanh`; the `f16` saxpy bit
+//! for bit against the `half` crate's operators (`rust_rayon_saxpy_f16_16777216` is that loop
+//! under rayon; the peer is `y.add_(x, alpha=a)` on PyTorch's half tensors).
 
 use super::{check_close, random_in};
 use anyhow::{bail, Result};
 use nacre::gpu::Array;
-use nacre::Engine;
+use nacre::{f16, Engine};
 use nacre_corpus::kernels::{
-    check_softmax, gelu_reference, run_gelu, run_softmax_rows, run_stencil2d, softmax_reference,
-    stencil_reference,
+    check_softmax, gelu_reference, run_gelu, run_softmax_rows, run_stencil2d, saxpy_f16_reference,
+    softmax_reference, stencil_reference,
 };
 use rayon::prelude::*;
 
@@ -205,6 +208,50 @@ pub fn rayon_gelu(x: &[f32], out: &mut [f32]) {
     });
 }
 
+/// Elements of the half-precision saxpy benchmark.
+pub const SAXPY_F16_SIZE: usize = 1 << 24;
+
+/// `alpha` of the half-precision saxpy (exact in `f16`).
+pub fn saxpy_f16_alpha() -> f16 {
+    f16::from_f32(-1.25)
+}
+
+/// The suffix of the half-precision saxpy benchmark's names.
+pub fn saxpy_f16_name() -> String {
+    format!("saxpy_f16_{SAXPY_F16_SIZE}")
+}
+
+/// The half-precision saxpy's `x` and `y` (`[-8, 8)`, rounded to `f16`) and the `y` one call
+/// makes of them.
+pub fn saxpy_f16_case() -> (Vec<f16>, Vec<f16>, Vec<f16>) {
+    let half = |seed| -> Vec<f16> {
+        let v = random_in(SAXPY_F16_SIZE, seed, -8.0, 8.0);
+        v.into_iter().map(f16::from_f32).collect()
+    };
+    let (x, y) = (half(47), half(53));
+    let want = saxpy_f16_reference(saxpy_f16_alpha(), &x, &y);
+    (x, y, want)
+}
+
+/// The half-precision saxpy by hand with rayon: the `half` crate's operators per element.
+pub fn rayon_saxpy_f16(alpha: f16, x: &[f16], y: &mut [f16]) {
+    y.par_iter_mut()
+        .zip(x.par_iter())
+        .for_each(|(y, &x)| *y = alpha * x + *y);
+}
+
+/// Checks `f16` results bit for bit (NaNs equal).
+pub fn check_f16(what: &str, got: &[f16], want: &[f16]) -> Result<()> {
+    if got.len() != want.len() {
+        bail!("{what}: {} results, expected {}", got.len(), want.len());
+    }
+    let same = |g: &f16, w: &f16| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+    match got.iter().zip(want).position(|(g, w)| !same(g, w)) {
+        Some(i) => bail!("{what}: [{i}] is {}, expected {}", got[i], want[i]),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +273,10 @@ mod tests {
         let mut out = vec![0.0; x.len()];
         rayon_stencil(&x, &mut out);
         assert!(out == stencil_reference(&x, STENCIL_SIZE, STENCIL_SIZE));
+        let (x, mut y, want) = saxpy_f16_case();
+        rayon_saxpy_f16(saxpy_f16_alpha(), &x, &mut y);
+        check_f16("saxpy f16", &y, &want).unwrap();
+        y[3] = -y[3] + f16::ONE;
+        assert!(check_f16("saxpy f16", &y, &want).is_err());
     }
 }
