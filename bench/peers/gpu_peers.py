@@ -860,7 +860,7 @@ GELU_SIZE = 1 << 24
 #: Check tolerance of softmax (relative to the row's largest probability) and GELU.
 SOFTMAX_TOLERANCE = 1e-5
 GELU_TOLERANCE = 1e-5
-#: Elements of the half-precision saxpy, its alpha (exact in float16) and its tolerance
+#: Elements of the half-precision saxpy, its alpha and its tolerance
 #: (relative to |y|, plus an absolute part for results near zero: a few float16 roundings).
 SAXPY_F16_SIZE = 1 << 24
 SAXPY_F16_ALPHA = -1.25

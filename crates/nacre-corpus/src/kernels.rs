@@ -1346,21 +1346,22 @@ fn check_saxpy_grid_stride(engine: &Engine, n: usize) -> Result<(), String> {
     compare("saxpy grid-stride", y.as_slice(), &want)
 }
 
-/// Grid-stride `y = alpha * x + y` on `f16` storage (each operator computes in `f32` and
-/// rounds to `f16`).
+/// Grid-stride `y = alpha * x + y` on `f16` storage, computed in `f32` and rounded once (as
+/// PyTorch's half kernels compute).
 #[kernel]
-pub fn saxpy_f16(alpha: Val<f16>, x: Ptr<f16>, y: Ptr<f16>, n: Val<u32>) {
+pub fn saxpy_f16(alpha: Val<f32>, x: Ptr<f16>, y: Ptr<f16>, n: Val<u32>) {
     let stride = global_size_x();
     let mut i = global_id_x();
     while i < n {
-        y[i] = alpha * x[i] + y[i];
+        let sum = alpha * x[i].cast::<f32>() + y[i].cast::<f32>();
+        y[i] = sum.cast::<f16>();
         i += stride;
     }
 }
 
 /// Launches [`saxpy_f16`] on `blocks` × 256 threads.
 #[jit]
-pub fn run_saxpy_f16(alpha: Val<f16>, x: Ptr<f16>, y: Ptr<f16>, n: Val<u32>, blocks: Val<u32>) {
+pub fn run_saxpy_f16(alpha: Val<f32>, x: Ptr<f16>, y: Ptr<f16>, n: Val<u32>, blocks: Val<u32>) {
     launch(
         saxpy_f16,
         Grid::new(blocks),
@@ -1369,9 +1370,12 @@ pub fn run_saxpy_f16(alpha: Val<f16>, x: Ptr<f16>, y: Ptr<f16>, n: Val<u32>, blo
     );
 }
 
-/// [`saxpy_f16`]'s result in plain Rust (the `half` crate's operators).
-pub fn saxpy_f16_reference(alpha: f16, x: &[f16], y: &[f16]) -> Vec<f16> {
-    x.iter().zip(y).map(|(&a, &b)| alpha * a + b).collect()
+/// [`saxpy_f16`]'s result in plain Rust (the `half` crate's conversions).
+pub fn saxpy_f16_reference(alpha: f32, x: &[f16], y: &[f16]) -> Vec<f16> {
+    x.iter()
+        .zip(y)
+        .map(|(&a, &b)| f16::from_f32(alpha * a.to_f32() + b.to_f32()))
+        .collect()
 }
 
 fn check_saxpy_f16(engine: &Engine, n: usize) -> Result<(), String> {
@@ -1384,7 +1388,7 @@ fn check_saxpy_f16(engine: &Engine, n: usize) -> Result<(), String> {
         Array::copy_on(engine.device(), &yv).map_err(err)?,
     );
     let f = engine.compile(run_saxpy_f16).map_err(err)?;
-    let alpha = f16::from_f32(-1.25);
+    let alpha = -1.25f32;
     f.call(alpha, &x, &mut y, n as u32, 5).map_err(err)?;
     compare(
         "saxpy f16",

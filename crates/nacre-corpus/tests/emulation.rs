@@ -202,8 +202,6 @@ pub enum Arg {
     F32(f32),
     /// An `f16` array of this length with values in (-8, 8).
     F16s(usize),
-    /// An `f16` scalar (rounded from this `f32`).
-    F16(f32),
 }
 
 impl Arg {
@@ -212,7 +210,7 @@ impl Arg {
         match self {
             Arg::F32s(len) | Arg::Unit(len) | Arg::U32s(len) | Arg::I32s(len) => Some(len * 4),
             Arg::F16s(len) => Some(len * 2),
-            Arg::U32(_) | Arg::F32(_) | Arg::F16(_) => None,
+            Arg::U32(_) | Arg::F32(_) => None,
         }
     }
 }
@@ -247,7 +245,7 @@ pub fn spec(case: &str) -> Vec<Arg> {
         "transpose_tile" => vec![F32s(384), F32s(384)],
         "transpose" => vec![F32s(20 * 36), F32s(20 * 36), U32(20), U32(36)],
         "saxpy_grid_stride" => vec![F32(1.5), F32s(1000), F32s(1000), U32(998), U32(2)],
-        "saxpy_f16" => vec![F16(-1.25), F16s(1000), F16s(1000), U32(998), U32(2)],
+        "saxpy_f16" => vec![F32(-1.25), F16s(1000), F16s(1000), U32(998), U32(2)],
         "saxpy_offsets" => vec![F32(1.5), F32s(1000), F32s(1000), U32(985), U32(1), U32(3)],
         "vec_add_grid_stride" | "large_batch" => {
             vec![F32s(1000), F32s(1000), F32s(1000), U32(1000), U32(2)]
@@ -347,7 +345,6 @@ pub fn run(
                 bits.push(arr.as_ptr() as u64);
                 arrays.push(Data::F16(arr));
             }
-            Arg::F16(x) => bits.push(u64::from(nacre::f16::from_f32(x).to_bits())),
             Arg::U32(x) => bits.push(x as u64),
             Arg::F32(x) => bits.push(x.to_bits() as u64),
         }

@@ -237,25 +237,65 @@ impl Dialect for CudaDialect {
 /// A half-precision conversion: the GPU's `cvt` instruction (`cvt.f32.f16`, `cvt.rn.f16.f32`,
 /// `cvt.rn.bf16.f32` on sm_80 and later; `bf16` widens by a shift), which rounds as
 /// [`nacre_ir::semantics`] does, and the portable definition where the source is compiled for
-/// the host (the emulation), which has no PTX.
+/// the host (the emulation), which has no PTX. `cvt` makes every NaN the canonical positive
+/// one, where the semantics keep a NaN's sign and payload (quieted): a NaN operand branches to
+/// a `__noinline__` function that builds the right bits, so that the common path costs one
+/// comparison and an untaken branch (a select would compute the NaN's bits every time).
 fn half_definition(d: &CudaDialect, helper: Helper, s: Scalar) -> String {
     let qualifier = "static __device__ __forceinline__ ";
+    let cold = "static __device__ __noinline__ ";
     let name = helper.name();
-    let device = match (helper, s) {
-        (Helper::HalfToF32(_), Scalar::BF16) => format!(
-            "{qualifier}float {name}(uint16_t h) {{\n    \
-             if ((h & 0x7fffu) > 0x7f80u) h |= 0x40u;\n    \
-             return __uint_as_float((uint32_t)h << 16);\n}}\n"
+    let widen = matches!(helper, Helper::HalfToF32(_));
+    let (nan_head, nan_body, fast) = match (widen, s) {
+        (true, Scalar::BF16) => (
+            String::new(),
+            String::new(),
+            vec![
+                "if ((h & 0x7fffu) > 0x7f80u) h |= 0x40u;".to_string(),
+                "return __uint_as_float((uint32_t)h << 16);".to_string(),
+            ],
         ),
-        (Helper::HalfToF32(_), _) => format!(
-            "{qualifier}float {name}(uint16_t h) {{\n    \
-             float f;\n    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n    return f;\n}}\n"
+        (true, _) => (
+            format!("float {name}_nan(uint16_t h)"),
+            "return __uint_as_float((uint32_t)(h & 0x8000u) << 16 | 0x7fc00000u | (uint32_t)(h & 0x3ffu) << 13);".to_string(),
+            vec![
+                "float f;".to_string(),
+                r#"asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));"#.to_string(),
+                format!("if ((h & 0x7fffu) > 0x7c00u) f = {name}_nan(h);"),
+                "return f;".to_string(),
+            ],
         ),
-        (_, kind) => format!(
-            "{qualifier}uint16_t {name}(float f) {{\n    \
-             uint16_t h;\n    asm(\"cvt.rn.{kind}.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n    return h;\n}}\n"
+        (false, kind) => (
+            format!("uint16_t {name}_nan(uint32_t b)"),
+            if kind == Scalar::BF16 {
+                "return (uint16_t)((b >> 16) | 0x40u);".to_string()
+            } else {
+                "return (uint16_t)(((b >> 16) & 0x8000u) | 0x7e00u | ((b >> 13) & 0x3ffu));".to_string()
+            },
+            vec![
+                "uint16_t h;".to_string(),
+                format!(r#"asm("cvt.rn.{kind}.f32 %0, %1;" : "=h"(h) : "f"(f));"#),
+                format!("if (f != f) h = {name}_nan(__float_as_uint(f));"),
+                "return h;".to_string(),
+            ],
         ),
     };
+    let head = if widen {
+        format!("float {name}(uint16_t h)")
+    } else {
+        format!("uint16_t {name}(float f)")
+    };
+    let mut device = String::new();
+    if !nan_head.is_empty() {
+        device.push_str(&format!("{cold}{nan_head} {{\n    {nan_body}\n}}\n"));
+    }
+    device.push_str(&format!("{qualifier}{head} {{\n"));
+    for line in fast {
+        device.push_str("    ");
+        device.push_str(&line);
+        device.push('\n');
+    }
+    device.push_str("}\n");
     let portable = helpers::c_definition(d, qualifier, helper);
     format!("#ifdef __CUDA_ARCH__\n{device}#else\n{portable}#endif\n")
 }

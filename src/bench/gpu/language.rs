@@ -5,7 +5,7 @@
 //! loop calling `tanh`), and a 5-point stencil over a 4096 × 4096 image through a 2D shared
 //! tile with halo (`stencil2d_4096`, the corpus's `run_stencil2d`: 16 × 16 blocks, an 18 × 18
 //! tile), and saxpy over 16M `f16` in `f16` storage (`saxpy_f16_16777216`, the corpus's
-//! `run_saxpy_f16`: a grid-stride loop whose operators compute in `f32` and round to `f16`).
+//! `run_saxpy_f16`: a grid-stride loop that widens to `f32`, computes and rounds once).
 //!
 //! Both suites use what is here: `--backend cpu` times each beside its hand-written rayon
 //! baseline (`rust_rayon_softmax_4096x4096`: one row per task, `f32::exp`;
@@ -16,8 +16,8 @@
 //! row of outputs in a task from the clamped neighbours, no tile). Every first result is checked before timing:
 //! softmax within 1e-5 of a float64 reference, relative to the row's largest probability;
 //! GELU within 1e-5 × (1 + |y|) of the formula with the reference `tanh`; the `f16` saxpy bit
-//! for bit against the `half` crate's operators (`rust_rayon_saxpy_f16_16777216` is that loop
-//! under rayon; the peer is `y.add_(x, alpha=a)` on PyTorch's half tensors).
+//! for bit against the same loop with the `half` crate's conversions
+//! (`rust_rayon_saxpy_f16_16777216` is that loop under rayon; the peer is `y.add_(x, alpha=a)` on PyTorch's half tensors).
 
 use super::{check_close, random_in};
 use anyhow::{bail, Result};
@@ -211,9 +211,9 @@ pub fn rayon_gelu(x: &[f32], out: &mut [f32]) {
 /// Elements of the half-precision saxpy benchmark.
 pub const SAXPY_F16_SIZE: usize = 1 << 24;
 
-/// `alpha` of the half-precision saxpy (exact in `f16`).
-pub fn saxpy_f16_alpha() -> f16 {
-    f16::from_f32(-1.25)
+/// `alpha` of the half-precision saxpy.
+pub fn saxpy_f16_alpha() -> f32 {
+    -1.25
 }
 
 /// The suffix of the half-precision saxpy benchmark's names.
@@ -233,11 +233,12 @@ pub fn saxpy_f16_case() -> (Vec<f16>, Vec<f16>, Vec<f16>) {
     (x, y, want)
 }
 
-/// The half-precision saxpy by hand with rayon: the `half` crate's operators per element.
-pub fn rayon_saxpy_f16(alpha: f16, x: &[f16], y: &mut [f16]) {
+/// The half-precision saxpy by hand with rayon: the `half` crate's conversions around `f32`
+/// arithmetic per element.
+pub fn rayon_saxpy_f16(alpha: f32, x: &[f16], y: &mut [f16]) {
     y.par_iter_mut()
         .zip(x.par_iter())
-        .for_each(|(y, &x)| *y = alpha * x + *y);
+        .for_each(|(y, &x)| *y = f16::from_f32(alpha * x.to_f32() + y.to_f32()));
 }
 
 /// Checks `f16` results bit for bit (NaNs equal).
