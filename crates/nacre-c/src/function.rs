@@ -551,21 +551,6 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         Ok(out)
     }
 
-    /// The half type an instruction computes on, if it is arithmetic or a comparison on one:
-    /// the printer knows half types only as storage (see `nacre_ir::transform::widen_half`).
-    fn unwidened_half(&self, kind: &InstKind) -> Option<Scalar> {
-        let operand = match kind {
-            InstKind::Unary(_, a)
-            | InstKind::Binary(_, a, _)
-            | InstKind::Fma(a, ..)
-            | InstKind::Math(_, a)
-            | InstKind::Math2(_, a, _)
-            | InstKind::Cmp(_, a, _) => *a,
-            _ => return None,
-        };
-        self.ty(operand).scalar().filter(|s| s.is_half())
-    }
-
     /// Prints the instructions of a block (which ends in a terminator: the verifier checks it).
     fn block(&mut self, block: Block, next: Option<Block>) -> Result<String, BackendError> {
         let mut out = String::new();
@@ -584,7 +569,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     ) -> Result<(), BackendError> {
         let data = &self.func.insts[inst];
         let result = data.result;
-        if let Some(s) = self.unwidened_half(&data.kind) {
+        if let Some(s) = nacre_ir::transform::widen_half::unwidened_half(self.func, &data.kind) {
             return Err(self.ctx.unsupported(format!(
                 "{s} arithmetic (widen it to f32 first: nacre_ir::transform::widen_half)"
             )));

@@ -322,7 +322,7 @@ impl Lowerer<'_, '_> {
             .get(inst)
             .ok_or_else(|| malformed(func, "unknown instruction"))?;
         let result_ty = data.result.map(|r| self.ty(r)).transpose()?;
-        if let Some(s) = self.unwidened_half(&data.kind)? {
+        if let Some(s) = nacre_ir::transform::widen_half::unwidened_half(func, &data.kind) {
             return Err(BackendError::Unsupported {
                 backend: BACKEND,
                 what: format!(
@@ -691,21 +691,6 @@ impl Lowerer<'_, '_> {
         let r = self.b.ins().select(x_nan, y, r);
         let y_nan = self.b.ins().fcmp(FloatCC::Unordered, y, y);
         self.b.ins().select(y_nan, x, r)
-    }
-
-    /// The half type an instruction computes on, if it is arithmetic or a comparison on one:
-    /// the backend knows half types only as storage (see `nacre_ir::transform::widen_half`).
-    fn unwidened_half(&self, kind: &InstKind) -> Result<Option<Scalar>, BackendError> {
-        let operand = match kind {
-            InstKind::Unary(_, a)
-            | InstKind::Binary(_, a, _)
-            | InstKind::Fma(a, ..)
-            | InstKind::Math(_, a)
-            | InstKind::Math2(_, a, _)
-            | InstKind::Cmp(_, a, _) => *a,
-            _ => return Ok(None),
-        };
-        Ok(self.ty(operand)?.scalar().filter(|s| s.is_half()))
     }
 
     /// Widens half type `s` (in its `i16` storage) to `f32`, or with `!widen` rounds an `f32`

@@ -111,6 +111,15 @@ fn a_generic_kernel_runs_for_two_types() {
     let mut y = vec![0i64; 3];
     g.call(-3, &x, &mut y, 3).unwrap();
     assert_eq!(y, [-3, 6, -9]);
+    // Half precision: each operator computes in f32 and rounds to f16.
+    let h = engine.compile(run_axpy::<nacre::f16>).unwrap();
+    let half =
+        |v: &[f32]| -> Vec<nacre::f16> { v.iter().map(|&x| nacre::f16::from_f32(x)).collect() };
+    let x = Array::copy(&half(&[1.0, 2.0, 3.0])).unwrap();
+    let mut y = Array::copy(&half(&[10.0, 20.0, 2048.0])).unwrap();
+    h.call(nacre::f16::from_f32(0.5), &x, &mut y, 3).unwrap();
+    // 2048 + 1.5 rounds to 2050 in f16 (its spacing there is 2), ties to even.
+    assert_eq!(y.as_slice(), half(&[10.5, 21.0, 2050.0]).as_slice());
 }
 
 /// Ordinary float code, ported by adding `#[jit]` and changing the types: a logistic, a
@@ -134,6 +143,7 @@ fn float_methods_work_on_both_float_types() {
     let engine = nacre::Engine::new(nacre::Options::default()).unwrap();
     let f = engine.compile(float_methods::<f32>).unwrap();
     let g = engine.compile(float_methods::<f64>).unwrap();
+    let h = engine.compile(float_methods::<nacre::f16>).unwrap();
     let want = |x: f64, y: f64| {
         let r = x.hypot(y);
         let logistic = ((-x).exp() + 1.0).recip();
@@ -155,6 +165,15 @@ fn float_methods_work_on_both_float_types() {
         assert!(
             (got - w).abs() <= 1e-4 * (1.0 + w.abs()),
             "{x} {y}: {got} vs {w}"
+        );
+        // f16 keeps 11 bits, and `sin` of an angle of about 175 (degrees, as radians)
+        // amplifies the rounding of the angle.
+        let half = |v: f64| nacre::f16::from_f64(v);
+        let got = h.call(half(x), half(y)).unwrap().to_f64();
+        assert!(
+            (got - want(x, y)).abs() <= 0.1 * (1.0 + want(x, y).abs()),
+            "{x} {y}: {got} in f16 vs {}",
+            want(x, y)
         );
     }
 }

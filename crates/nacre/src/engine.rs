@@ -82,7 +82,7 @@ pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Traced, Error> {
 }
 
 /// Verifies a captured module, widens its half-precision arithmetic to `f32`
-/// ([`nacre_ir::transform::widen_half`], which backends rely on) and runs the optimisation
+/// ([`nacre_ir::transform::widen_half()`], which backends rely on) and runs the optimisation
 /// passes on it (the engine's own pipeline: one verification, right after tracing; passes keep
 /// the module valid).
 pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, Error> {

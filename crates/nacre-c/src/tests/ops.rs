@@ -548,3 +548,22 @@ fn dispatcher_sanity() {
     assert_eq!(exe.call(&[99, 0, &mut out as *mut u64 as u64]), Ok(0));
     assert_eq!(out, 7);
 }
+
+/// Half arithmetic that `widen_half` has not lowered is a typed error that says what to do.
+#[test]
+fn unwidened_half_arithmetic_is_refused() {
+    let f = function("h", &[Type::BF16, Type::BF16], Some(Type::BOOL), |b, p| {
+        let r = b.cmp(CmpOp::Lt, p[0], p[1]);
+        b.ret(Some(r));
+    });
+    let verified = nacre_ir::verify(super::module(vec![f])).expect("valid IR");
+    let result = crate::CBackend::new(crate::COptions::default())
+        .compile_module(&verified, &nacre_backend::Linkage::default());
+    match result {
+        Err(e @ nacre_backend::BackendError::Unsupported { .. }) => {
+            assert!(e.to_string().contains("bf16 arithmetic"), "{e}");
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("unwidened bf16 comparison compiled"),
+    }
+}

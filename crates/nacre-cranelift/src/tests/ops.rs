@@ -568,3 +568,20 @@ fn float_library_calls_without_sse41_and_fma() {
     }
     bad.assert_none();
 }
+
+/// Half arithmetic that `widen_half` has not lowered is a typed error that says what to do.
+#[test]
+fn unwidened_half_arithmetic_is_refused() {
+    let f = function("h", &[Type::F16, Type::F16], Some(Type::F16), |b, p| {
+        let r = b.binary(BinaryOp::Add, p[0], p[1]);
+        b.ret(Some(r));
+    });
+    let verified = nacre_ir::verify(module(f, Vec::new())).expect("valid IR");
+    match backend(OptLevel::Speed).compile(&verified, &Linkage::default()) {
+        Err(e @ nacre_backend::BackendError::Unsupported { .. }) => {
+            assert!(e.to_string().contains("widen_half"), "{e}");
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("unwidened f16 arithmetic compiled"),
+    }
+}

@@ -55,6 +55,26 @@ fn widen_block(func: &mut Function, b: Block) -> usize {
     rewritten
 }
 
+/// The half type an instruction computes on, if it is arithmetic or a comparison on one: what
+/// [`widen_half`] leaves no trace of, so that a backend that knows halves only as storage can
+/// refuse it with a clear error.
+pub fn unwidened_half(func: &Function, kind: &InstKind) -> Option<Scalar> {
+    let operand = match kind {
+        InstKind::Unary(_, a)
+        | InstKind::Binary(_, a, _)
+        | InstKind::Fma(a, ..)
+        | InstKind::Math(_, a)
+        | InstKind::Math2(_, a, _)
+        | InstKind::Cmp(_, a, _) => *a,
+        _ => return None,
+    };
+    func.values
+        .get(operand)?
+        .ty
+        .scalar()
+        .filter(|s| s.is_half())
+}
+
 /// The rewrite of one block: new instructions go to `out`, in order.
 struct Widener<'a> {
     func: &'a mut Function,
