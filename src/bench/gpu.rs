@@ -212,19 +212,6 @@ pub fn launch_blocks(n: usize) -> u32 {
     n.div_ceil(per_block).clamp(1, u32::MAX as usize) as u32
 }
 
-/// Deterministic pseudo-random floats in [-1, 1) (xorshift).
-fn random_f32(n: usize, seed: u32) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x % 2000) as f32 / 1000.0 - 1.0
-        })
-        .collect()
-}
-
 /// Deterministic pseudo-random floats in [lo, hi) (xorshift).
 pub(crate) fn random_in(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
     let mut x = seed.wrapping_mul(2_654_435_761) | 1;
@@ -407,7 +394,7 @@ impl Suite {
         };
         settle_c_tier();
         let blocks = self.blocks(&gpu, n);
-        let (xv, yv) = (random_f32(n, 1), random_f32(n, 2));
+        let (xv, yv) = (random_in(n, 1, -1.0, 1.0), random_in(n, 2, -1.0, 1.0));
         let dev = self.engine.device();
         let (x, mut y) = (Array::copy_on(dev.clone(), &xv)?, Array::copy_on(dev, &yv)?);
         let mut y_rust = yv.clone();
@@ -462,8 +449,8 @@ impl Suite {
         settle_c_tier();
         let blocks = self.blocks(&gpu, n);
         let (a, b) = (
-            Array::copy_on(self.engine.device(), &random_f32(n, 3))?,
-            Array::copy_on(self.engine.device(), &random_f32(n, 4))?,
+            Array::copy_on(self.engine.device(), &random_in(n, 3, -1.0, 1.0))?,
+            Array::copy_on(self.engine.device(), &random_in(n, 4, -1.0, 1.0))?,
         );
         let mut c = Array::<f32>::alloc_on(self.engine.device(), n)?;
         let mut c_rust = vec![0.0f32; n];
@@ -519,7 +506,7 @@ impl Suite {
         if !run_gpu && !run_raw && !self.h.wants(&rust) && !self.h.wants(&tree) {
             return Ok(());
         }
-        let input = Array::copy_on(self.engine.device(), &random_f32(n, 5))?;
+        let input = Array::copy_on(self.engine.device(), &random_in(n, 5, -1.0, 1.0))?;
         let sums = n.div_ceil(BLOCK);
         let mut out = Array::<f32>::alloc_on(self.engine.device(), sums)?;
         let (mut out_rust, mut out_tree) = (vec![0.0f32; sums], vec![0.0f32; sums]);
