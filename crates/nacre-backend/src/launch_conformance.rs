@@ -6,7 +6,7 @@
 //!
 //! A backend's test calls each `check_*` function with a closure that compiles a module.
 
-use crate::{BackendError, Executable, LaunchBinding, Linkage};
+use crate::{BackendError, Executable, LaunchBinding, LaunchDims, Linkage};
 use nacre_ir::{
     verify, BinaryOp, CmpOp, Const, Dim, FuncId, FuncKind, Function, FunctionBuilder, GpuIndex,
     Module, Scalar, Signature, Trap, Type, Value,
@@ -59,8 +59,8 @@ pub const WIDE_PARAMS: usize = 20;
 pub struct Record {
     /// The kernel's handle.
     pub handle: usize,
-    /// Grid then block sizes.
-    pub dims: [u32; 6],
+    /// Grid then block sizes, then the bytes of dynamic shared memory.
+    pub dims: [u32; LaunchDims::WORDS],
     /// Argument bits.
     pub args: Vec<u64>,
 }
@@ -90,7 +90,7 @@ fn arity(handle: usize) -> usize {
 /// The test launcher: records the launch and writes [`FAIL`] into the status.
 ///
 /// # Safety
-/// The `LaunchFn` contract: `dims` points to six `u32`s, `args` to one `u64` per parameter of
+/// The `LaunchFn` contract: `dims` points to a [`LaunchDims`], `args` to one `u64` per parameter of
 /// the kernel `handle` stands for, `status` to a writable status word.
 pub unsafe extern "C" fn record_launch(
     handle: usize,
@@ -101,16 +101,14 @@ pub unsafe extern "C" fn record_launch(
     // SAFETY: guaranteed by the caller (the launch contract).
     let (dims, args) = unsafe {
         (
-            std::slice::from_raw_parts(dims, 6),
+            LaunchDims::read(dims),
             std::slice::from_raw_parts(args, arity(handle)),
         )
     };
-    let mut d = [0u32; 6];
-    d.copy_from_slice(dims);
     RECORDS.with(|r| {
         r.borrow_mut().push(Record {
             handle,
-            dims: d,
+            dims: dims.words(),
             args: args.to_vec(),
         })
     });
@@ -148,10 +146,11 @@ pub fn k_params() -> Vec<Type> {
 /// The functions of the test module.
 pub struct Ids {
     /// `host(k's params.., gx: u32) -> i32`: launches `k` over `(gx, 2, 3) x (4, 5, 6)` with
-    /// its first seven parameters, then stores `7.0` through the pointer and returns 1.
+    /// 48 bytes of dynamic shared memory and its first seven parameters, then stores `7.0` through the pointer and returns 1.
     pub host: FuncId,
     /// `looped(n: u32, data: ptr<u32>) -> u32`: for `i` in `0..n` launches `k2(i)` over
-    /// `(data[i], 1, 1) x (i + 1, 1, 1)`; returns `n`.
+    /// `(data[i], 1, 1) x (i + 1, 1, 1)` with `data[i]` bytes of dynamic shared memory;
+    /// returns `n`.
     pub looped: FuncId,
     /// `outer(p: ptr<f32>) -> i32`: calls `host` with constants, then stores `9.0` at `p[1]`
     /// and returns `host`'s result plus 1.
@@ -171,10 +170,12 @@ pub fn launch_module() -> (Module, Linkage, Ids) {
     params.push(Type::U32);
     let host = m.add_function(function("host", params, Some(Type::I32), |b, p| {
         let sizes: Vec<_> = (2..=6).map(|n| konst(b, Type::U32, n)).collect();
-        b.launch(
+        let shared = konst(b, Type::U32, 48);
+        b.launch_shared(
             k,
             [p[7], sizes[0], sizes[1]],
             [sizes[2], sizes[3], sizes[4]],
+            Some(shared),
             p[..7].to_vec(),
         );
         let seven = konst(b, Type::F32, u64::from(7f32.to_bits()));
@@ -201,7 +202,7 @@ pub fn launch_module() -> (Module, Linkage, Ids) {
             let at = b.elem_ptr(p[1], i);
             let g = b.load(at);
             let next = b.binary(BinaryOp::Add, i, one);
-            b.launch(k2, [g, one, one], [next, one, one], vec![i]);
+            b.launch_shared(k2, [g, one, one], [next, one, one], Some(g), vec![i]);
             b.jump(header, vec![next]);
             b.switch_to_block(exit);
             b.ret(Some(i));
@@ -297,7 +298,7 @@ pub fn check_sizes_and_argument_bits(compile_fn: Compile<'_>) {
         take_records(),
         [Record {
             handle: K_HANDLE,
-            dims: [17, 2, 3, 4, 5, 6],
+            dims: [17, 2, 3, 4, 5, 6, 48],
             args: args[..7].to_vec(),
         }]
     );
@@ -314,7 +315,7 @@ pub fn check_launches_in_a_loop(compile_fn: Compile<'_>) {
     let expected: Vec<Record> = (0u32..4)
         .map(|i| Record {
             handle: K2_HANDLE,
-            dims: [data[i as usize], 1, 1, i + 1, 1, 1],
+            dims: [data[i as usize], 1, 1, i + 1, 1, 1, data[i as usize]],
             args: vec![u64::from(i)],
         })
         .collect();
@@ -337,12 +338,12 @@ pub fn check_many_arguments(compile_fn: Compile<'_>) {
         [
             Record {
                 handle: K2_HANDLE,
-                dims: [0xfffe, 1, 1, 1, 1, 1],
+                dims: [0xfffe, 1, 1, 1, 1, 1, 0],
                 args: vec![0xfffe],
             },
             Record {
                 handle: WIDE_HANDLE,
-                dims: [1; 6],
+                dims: [1, 1, 1, 1, 1, 1, 0],
                 args: expected,
             }
         ]
@@ -479,7 +480,7 @@ pub fn check_launch_without_arguments(compile_fn: Compile<'_>) {
         take_records(),
         [Record {
             handle: K0_HANDLE,
-            dims: [3, 1, 1, 1, 1, 3],
+            dims: [3, 1, 1, 1, 1, 3, 0],
             args: vec![],
         }]
     );

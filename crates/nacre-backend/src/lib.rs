@@ -27,7 +27,7 @@ pub mod stack;
 #[cfg(feature = "conformance")]
 pub mod stack_conformance;
 
-pub use linkage::{DynCall, ExternAddr, LaunchBinding, LaunchFn, Linkage};
+pub use linkage::{DynCall, ExternAddr, LaunchBinding, LaunchDims, LaunchFn, Linkage};
 pub use stack::{nacre_stack_ok, StackCheckFn, STACK_MARGIN};
 
 use nacre_ir::{Trap, VerifiedModule};

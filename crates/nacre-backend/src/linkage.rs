@@ -29,12 +29,53 @@ pub struct ExternAddr {
 }
 
 /// The kernel runtime's launcher: `launch(handle, dims, args, status)`, where `handle` is the
-/// runtime's handle of the kernel, `dims` points to six `u32`s (grid x, y, z, then block x, y,
-/// z), `args` to one `u64` per kernel parameter in the bits encoding of
+/// runtime's handle of the kernel, `dims` points to a [`LaunchDims`] (seven `u32`s), `args` to one `u64` per kernel parameter in the bits encoding of
 /// [`nacre_ir::semantics`], and `status` to the caller's status word, which the launcher sets
 /// to a nonzero [`nacre_ir::Trap::code`] when the launch fails.
 pub type LaunchFn =
     unsafe extern "C" fn(handle: usize, dims: *const u32, args: *const u64, status: *mut u32);
+
+/// The shape of one launch as the launcher receives it: seven `u32`s, grid x, y, z, block x,
+/// y, z, then the bytes of dynamic shared memory per block (0 for none).
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct LaunchDims {
+    /// Blocks per grid in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block.
+    pub shared_bytes: u32,
+}
+
+impl LaunchDims {
+    /// The number of `u32` words compiled code writes for a launch.
+    pub const WORDS: usize = 7;
+
+    /// The shape from its words.
+    pub fn from_words(w: [u32; Self::WORDS]) -> LaunchDims {
+        LaunchDims {
+            grid: [w[0], w[1], w[2]],
+            block: [w[3], w[4], w[5]],
+            shared_bytes: w[6],
+        }
+    }
+
+    /// Its words, in the launcher's order.
+    pub fn words(&self) -> [u32; Self::WORDS] {
+        let ([gx, gy, gz], [bx, by, bz]) = (self.grid, self.block);
+        [gx, gy, gz, bx, by, bz, self.shared_bytes]
+    }
+
+    /// Reads the shape a launcher was given.
+    ///
+    /// # Safety
+    /// `dims` must point to [`Self::WORDS`] readable `u32`s (any alignment).
+    pub unsafe fn read(dims: *const u32) -> LaunchDims {
+        // SAFETY: guaranteed by the caller.
+        LaunchDims::from_words(unsafe { std::ptr::read_unaligned(dims.cast()) })
+    }
+}
 
 /// How compiled host code launches kernels: given by a kernel runtime after it prepared the
 /// module's kernels. Backends compile a [`nacre_ir::InstKind::Launch`] into a call of

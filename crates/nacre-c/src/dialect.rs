@@ -129,6 +129,10 @@ pub struct KernelHead<'h> {
     /// The index kinds the kernel reads through [`Dialect::gpu_index`], without repetition,
     /// in the order of [`GpuIndex::ALL`] (so a dialect can declare only the built-ins it uses).
     pub indices: &'h [GpuIndex],
+    /// Whether the kernel reads its dynamic shared memory or its size (through
+    /// [`Dialect::dynamic_shared`] and [`Dialect::dynamic_shared_bytes`]), for a dialect that
+    /// declares them in the kernel's head.
+    pub dynamic_shared: bool,
     /// The threads per block of every launch, when the kernel was specialised for its launch
     /// shape ([`nacre_kernel::specialise_launch_shapes`]), for a dialect that can tell its
     /// compiler (CUDA's `__launch_bounds__`).
@@ -236,6 +240,20 @@ pub trait Dialect {
     /// the allocating instruction.
     fn shared_array(&self, _elem: Scalar, _len: u32, _name: &str) -> Result<String, DialectError> {
         Err(DialectError::SharedArray)
+    }
+
+    /// The expression of the block's dynamic shared memory (16-byte aligned) as a pointer of
+    /// type `ptr_type` (the dialect's spelling of a shared-memory pointer, ending in `*`), for
+    /// example `(float *)nacre_dynamic_smem`; what it names is declared by
+    /// [`Dialect::kernel_prototype`] when [`KernelHead::dynamic_shared`] is set.
+    fn dynamic_shared(&self, _ptr_type: &str) -> Result<String, DialectError> {
+        Err(DialectError::DynamicShared)
+    }
+
+    /// The expression (of the dialect's `u32` type) of the size in bytes of the block's
+    /// dynamic shared memory, declared like [`Dialect::dynamic_shared`].
+    fn dynamic_shared_bytes(&self) -> Result<String, DialectError> {
+        Err(DialectError::DynamicShared)
     }
 
     /// The head of a kernel: its signature (with the IR parameters, the status pointer last,
@@ -419,9 +437,15 @@ mod tests {
             params: &[],
             status: "status",
             indices: &[],
+            dynamic_shared: false,
             threads_per_block: None,
         };
         let refused = d.kernel_prototype(&head).unwrap_err();
+        assert_eq!(
+            d.dynamic_shared("float *"),
+            Err(DialectError::DynamicShared)
+        );
+        assert_eq!(d.dynamic_shared_bytes(), Err(DialectError::DynamicShared));
         assert_eq!(refused, DialectError::Kernel);
         assert!(refused.to_string().contains("kernel"), "{refused}");
     }

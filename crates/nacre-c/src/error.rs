@@ -28,6 +28,11 @@ pub enum DialectError {
     /// [`Dialect::shared_array`]: crate::Dialect::shared_array
     #[error("block-shared arrays")]
     SharedArray,
+    /// Dynamic shared memory ([`Dialect::dynamic_shared`]), in a dialect without it.
+    ///
+    /// [`Dialect::dynamic_shared`]: crate::Dialect::dynamic_shared
+    #[error("dynamic shared memory")]
+    DynamicShared,
     /// GPU kernels ([`Dialect::kernel_prototype`]), in a dialect that prints only host code.
     ///
     /// [`Dialect::kernel_prototype`]: crate::Dialect::kernel_prototype

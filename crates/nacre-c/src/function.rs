@@ -302,6 +302,8 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     shared_decls: Vec<String>,
     /// The index kinds the function reads, by position in [`GpuIndex::ALL`].
     indices: [bool; 4],
+    /// Whether the function reads its dynamic shared memory or its size.
+    dynamic_shared: bool,
     /// The kernel's lane-parallel grid-stride loop, printed with wide accesses (see `lanes`).
     lanes: Option<lanes::LanePlan>,
     /// Whether the function opens with the stack check (a recursive host function).
@@ -338,6 +340,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             shared: HashMap::new(),
             shared_decls: Vec::new(),
             indices: [false; 4],
+            dynamic_shared: false,
             lanes,
             stack_check,
         }
@@ -416,6 +419,9 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     self.indices[i] = true;
                 }
             }
+            InstKind::DynamicShared { .. } | InstKind::DynamicSharedBytes => {
+                self.dynamic_shared = true;
+            }
             InstKind::SharedAlloc { elem, len } => {
                 let name = format!("s{}", self.shared_decls.len());
                 self.ctx.c_type(Type::Scalar(elem))?;
@@ -463,6 +469,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     params: &params,
                     status: STATUS,
                     indices: &indices,
+                    dynamic_shared: self.dynamic_shared,
                     threads_per_block: self.ctx.kernel_shape.threads_per_block(),
                 };
                 let p = dialect.kernel_prototype(&head).map_err(refused)?;
@@ -641,6 +648,19 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             }
             // `collect` named the storage of every shared array of the layout.
             InstKind::SharedAlloc { .. } => self.shared[&inst].clone(),
+            InstKind::DynamicShared { .. } => {
+                let r = result.ok_or_else(|| self.internal("dynamic_shared without a result"))?;
+                let ptr_type = self.ctx.c_type(self.func.values[r].ty)?;
+                self.ctx
+                    .dialect
+                    .dynamic_shared(&ptr_type)
+                    .map_err(|e| self.ctx.refused(e))?
+            }
+            InstKind::DynamicSharedBytes => self
+                .ctx
+                .dialect
+                .dynamic_shared_bytes()
+                .map_err(|e| self.ctx.refused(e))?,
             InstKind::Jump(dest) => {
                 if self.lanes.as_ref().is_some_and(|p| p.entry_jump() == inst) {
                     self.lane_prelude(out)?;
@@ -916,7 +936,8 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             .iter()
             .position(|&k| k == l.kernel)
             .ok_or_else(|| self.internal(format_args!("no handle slot for @{}", kernel.name)))?;
-        let dims = arguments(&[l.grid, l.block].concat());
+        let mut dims = arguments(&[l.grid, l.block].concat());
+        dims.push(l.shared_bytes.map_or("0".into(), |v| v.to_string()));
         let args = arguments(&l.args);
         let u32_type = self.scalar_type(Scalar::U32);
         let u64_type = self.scalar_type(Scalar::U64);
@@ -924,7 +945,11 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         line(
             out,
             2,
-            format_args!("{u32_type} dims[6] = {{ {} }};", dims.join(", ")),
+            format_args!(
+                "{u32_type} dims[{}] = {{ {} }};",
+                dims.len(),
+                dims.join(", ")
+            ),
         );
         if args.is_empty() {
             // C has no empty arrays; the launcher reads no argument.

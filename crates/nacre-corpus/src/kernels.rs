@@ -3,9 +3,9 @@
 //! every check allocates its arrays on the engine's device (`Engine::device`).
 
 use nacre::gpu::{
-    block_dim_x, block_idx, block_idx_x, global_id_x, global_id_y, global_id_z, global_size_x,
-    global_size_y, grid_dim_x, launch, shared_array, sync_threads, thread_idx, thread_idx_x, Array,
-    Block, Grid,
+    block_dim_x, block_idx, block_idx_x, dynamic_shared, dynamic_shared_len, global_id_x,
+    global_id_y, global_id_z, global_size_x, global_size_y, grid_dim_x, launch, launch_with_shared,
+    shared_array, sync_threads, thread_idx, thread_idx_x, Array, Block, Grid,
 };
 use nacre::prelude::*;
 use nacre::{f16, kernel, Engine};
@@ -1255,6 +1255,83 @@ fn check_block_sum(engine: &Engine, n: usize) -> Result<(), String> {
     compare_f32("block sums", out.as_slice(), &want, 1e-4)
 }
 
+/// Block sum and maximum through dynamic shared memory: the launch gives `2 * blockDim.x`
+/// floats (sums in the first half, maxima in the second), which follow a static 3-element
+/// array (12 bytes, so the dynamic memory's own alignment shows) holding the block's results
+/// and the number of floats the kernel was given. Writes `out[3 * b..3 * b + 3]` for block `b`.
+#[kernel]
+pub fn dyn_block_stats(input: Ptr<f32>, out: Ptr<f32>, n: Val<u32>) {
+    let res = shared_array::<f32, 3>();
+    let s = dynamic_shared::<f32>();
+    let t = thread_idx_x();
+    let b = block_dim_x();
+    let i = global_id_x();
+    let mut v = Val::new(0.0f32);
+    let mut m = Val::new(f32::NEG_INFINITY);
+    if i < n {
+        v = input[i];
+        m = v;
+    }
+    s[t] = v;
+    s[t + b] = m;
+    sync_threads();
+    let mut k = b / 2;
+    while k > 0u32 {
+        if t < k {
+            s[t] = s[t] + s[t + k];
+            s[t + b] = s[t + b].max(s[t + k + b]);
+        }
+        sync_threads();
+        k /= 2u32;
+    }
+    if t == 0u32 {
+        res[0u32] = s[0u32];
+        res[1u32] = s[b];
+        res[2u32] = dynamic_shared_len::<f32>().cast::<f32>();
+    }
+    sync_threads();
+    if t < 3u32 {
+        out[block_idx_x() * 3u32 + t] = res[t];
+    }
+}
+
+/// Launches [`dyn_block_stats`] over `n` elements in blocks of `block` threads (a power of
+/// two), with `2 * block` floats of dynamic shared memory per block.
+#[jit]
+pub fn run_dyn_block_stats(input: Ptr<f32>, out: Ptr<f32>, n: Val<u32>, block: Val<u32>) {
+    launch_with_shared(
+        dyn_block_stats,
+        Grid::new((n + block - 1u32) / block),
+        Block::new(block),
+        block * 8u32,
+        (input, out, n),
+    );
+}
+
+/// The per-block sums, maxima and dynamic float counts [`dyn_block_stats`] computes.
+fn dyn_block_stats_reference(x: &[f32], block: usize) -> Vec<f32> {
+    x.chunks(block)
+        .flat_map(|c| {
+            let max = c.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            [c.iter().sum(), max, (2 * block) as f32]
+        })
+        .collect()
+}
+
+fn check_dyn_block_stats(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let block = 128;
+    let blocks = n.div_ceil(block);
+    let xv = random_f32(n, 29);
+    let input = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<f32>::alloc_on(engine.device(), 3 * blocks).map_err(err)?;
+    let f = engine.compile(run_dyn_block_stats).map_err(err)?;
+    f.call(&input, &mut out, n as u32, block as u32)
+        .map_err(err)?;
+    let want = dyn_block_stats_reference(&xv, block);
+    compare_f32("block stats", out.as_slice(), &want, 1e-4)
+}
+
 /// Matrix transpose through a 16×16 shared tile (2D grid and blocks).
 #[kernel]
 pub fn transpose(input: Ptr<f32>, out: Ptr<f32>, width: Val<u32>, height: Val<u32>) {
@@ -1675,6 +1752,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_copy_rows,
             trace: || nacre::trace_module(&run_copy_rows),
+        },
+        KernelCase {
+            name: "dyn_block_stats",
+            grid_stride: false,
+            check: check_dyn_block_stats,
+            trace: || nacre::trace_module(&run_dyn_block_stats),
         },
         KernelCase {
             name: "block_sum",

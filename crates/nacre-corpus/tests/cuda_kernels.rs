@@ -9,7 +9,8 @@
 
 use nacre::gpu::cuda::{self, CudaError};
 use nacre::gpu::{
-    global_id_x, launch, Array, Block, DeviceKind, Grid, MemoryError, RuntimeOptions,
+    block_dim_x, dynamic_shared, dynamic_shared_len, global_id_x, launch, launch_with_shared,
+    sync_threads, thread_idx_x, Array, Block, DeviceKind, Grid, MemoryError, RuntimeOptions,
 };
 use nacre::prelude::*;
 use nacre::{kernel, Error, Trap};
@@ -284,6 +285,65 @@ fn an_oversized_block_is_an_invalid_launch() {
     let f = engine.compile(oversized_block).unwrap();
     let err = f.call(&mut v, 16).unwrap_err();
     assert!(matches!(err, Error::Trap(Trap::InvalidLaunch)), "{err}");
+}
+
+/// Fills the whole dynamic shared memory (one `u32` per 4 bytes, every thread a stride of
+/// it), then each thread sums its stride backwards: every word was written by another thread.
+#[kernel]
+fn fill_dynamic(out: Ptr<u32>) {
+    let words = dynamic_shared::<u32>();
+    let len = dynamic_shared_len::<u32>();
+    let t = thread_idx_x();
+    let b = block_dim_x();
+    let mut i = t;
+    while i < len {
+        words[i] = i * 3u32;
+        i += b;
+    }
+    sync_threads();
+    let mut sum = Val::new(0u32);
+    let mut j = t;
+    while j < len {
+        sum = sum.wrapping_add(words[len - 1u32 - j]);
+        j += b;
+    }
+    out[t] = sum;
+}
+
+#[jit]
+fn run_fill_dynamic(out: Ptr<u32>, bytes: Val<u32>) {
+    launch_with_shared(
+        fill_dynamic,
+        Grid::new(1u32),
+        Block::new(256u32),
+        bytes,
+        (out,),
+    );
+}
+
+#[test]
+fn dynamic_shared_memory_above_48_kib_opts_in_up_to_the_device_limit() {
+    let Some(engine) = cuda_engine() else { return };
+    let f = engine.compile(run_fill_dynamic).unwrap();
+    let limit = cuda::device_info(0).unwrap().limits.max_shared_bytes;
+    let mut out = Array::<u32>::alloc_on(engine.device(), 256).unwrap();
+    for bytes in [1024u32, 48 * 1024, 64 * 1024, limit] {
+        f.call(&mut out, bytes)
+            .unwrap_or_else(|e| panic!("{bytes} bytes: {e}"));
+        let len = bytes / 4;
+        for t in 0..256u32 {
+            let want = (t..len)
+                .step_by(256)
+                .fold(0u32, |s, j| s.wrapping_add((len - 1 - j) * 3));
+            assert_eq!(
+                out.as_slice()[t as usize],
+                want,
+                "{bytes} bytes, thread {t}"
+            );
+        }
+    }
+    let err = f.call(&mut out, limit + 4).unwrap_err();
+    assert!(matches!(err, Error::Trap(Trap::SharedMemoryLimit)), "{err}");
 }
 
 #[test]

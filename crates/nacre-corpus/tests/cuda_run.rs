@@ -45,6 +45,8 @@ fn emulation_source(k: &KernelSource, params: &[Param]) -> String {
             "blockIdx = {gx, gy, gz};".to_string(),
             "blockDim = block;".to_string(),
             "gridDim = grid;".to_string(),
+            "nacre_dynamic_smem = dyn_shared;".to_string(),
+            "nacre_dynamic_smem_bytes = dyn_bytes;".to_string(),
             format!("{}({});", k.name, args.join(", ")),
         ],
     );

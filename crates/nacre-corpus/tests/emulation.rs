@@ -8,7 +8,8 @@
 //! launching the kernels on the CPU runtime in grid mode.
 //!
 //! The runner's signature is `extern "C" void nacre_run(const unsigned *dims, void *const
-//! *args, unsigned *status)`: the grid and block dimensions, a pointer per kernel parameter
+//! *args, unsigned *status)`: the launch's seven words (`nacre_backend::LaunchDims`: grid,
+//! block, bytes of dynamic shared memory), a pointer per kernel parameter
 //! (the array's address for a pointer, the address of the value for a scalar), the status
 //! word.
 //!
@@ -20,7 +21,7 @@
 
 use nacre::ir::{FuncId, Module, PassOptions, Scalar, VerifiedModule};
 use nacre::{bounds_checked, make_backend, optimize, Backend, BackendKind, Options};
-use nacre_backend::{Executable, LaunchBinding};
+use nacre_backend::{Executable, LaunchBinding, LaunchDims};
 use nacre_corpus::kernels::{all, KernelCase};
 use nacre_cpu::{prepare_cpu, CpuKernels, CpuMode};
 use nacre_runtime::{Array, PreparedKernels};
@@ -69,7 +70,8 @@ fn cxx() -> Option<String> {
 /// one thread per thread of the block, all meeting at the block's `std::barrier` (published to
 /// the emulation header as `nacre_emulated_barrier`), each running `per_thread`. `dim3` is the
 /// emulation's three-component index type; `grid`, `block`, `gx`.. and `tx`.. name the launch's
-/// shape and the thread's block and thread indices.
+/// shape and the thread's block and thread indices, `dyn_shared` (16-byte aligned, per block)
+/// and `dyn_bytes` the block's dynamic shared memory.
 pub fn runner(dim3: &str, per_thread: &[String]) -> String {
     let body: String = per_thread
         .iter()
@@ -79,10 +81,13 @@ pub fn runner(dim3: &str, per_thread: &[String]) -> String {
         r#"extern "C" void nacre_run(const unsigned *dims, void *const *args, unsigned *status) {{
     {dim3} grid{{dims[0], dims[1], dims[2]}};
     {dim3} block{{dims[3], dims[4], dims[5]}};
+    unsigned dyn_bytes = dims[6];
     unsigned n = block.x * block.y * block.z;
     for (unsigned gz = 0; gz < grid.z; gz++)
     for (unsigned gy = 0; gy < grid.y; gy++)
     for (unsigned gx = 0; gx < grid.x; gx++) {{
+        std::vector<__int128> dyn_storage(dyn_bytes / 16 + 1);
+        unsigned char *dyn_shared = (unsigned char *)dyn_storage.data();
         std::barrier<> group(n);
         std::vector<std::thread> threads;
         threads.reserve(n);
@@ -160,13 +165,13 @@ pub unsafe extern "C" fn emulated_launch(
     args: *const u64,
     status: *mut u32,
 ) {
-    // SAFETY: the handle is a live `Emulated` of this test; six dims and one argument per
-    // parameter, as every launcher gets.
-    let (k, d) = unsafe { (&*(handle as *const Emulated), *(dims as *const [u32; 6])) };
-    let threads: u64 = d[3..].iter().map(|&x| u64::from(x)).product();
-    if d.contains(&0) || threads > 1024 {
+    // SAFETY: the handle is a live `Emulated` of this test; a `LaunchDims` and one argument
+    // per parameter, as every launcher gets.
+    let (k, d) = unsafe { (&*(handle as *const Emulated), LaunchDims::read(dims)) };
+    // The GPU's limits (the CPU runtime's), static shared arrays not counted.
+    if let Err(trap) = nacre_runtime::LaunchLimits::TYPICAL.check(&d, 0) {
         // SAFETY: `status` is the caller's writable status word.
-        unsafe { *status = nacre::Trap::InvalidLaunch.code() };
+        unsafe { *status = trap.code() };
         return;
     }
     let ptrs: Vec<*mut c_void> = k
@@ -230,6 +235,7 @@ pub fn spec(case: &str) -> Vec<Arg> {
         "classify" => vec![F32s(300), U32s(300), U32(300)],
         "prefix_sum" => vec![I32s(512), U32(2)],
         "block_sum" => vec![F32s(600), F32s(3), U32(600)],
+        "dyn_block_stats" => vec![F32s(300), F32s(9), U32(300), U32(128)],
         "copy_rows" => vec![F32s(70 * 16), F32s(70 * 16), U32(70)],
         "match_kernel" => vec![U32s(300), U32s(300), U32(300)],
         "enum_kernel" => vec![I32s(300), I32s(300), I32s(300), U32(300)],

@@ -16,6 +16,7 @@ use crate::emulation::{
 };
 use nacre::ir::VerifiedModule;
 use nacre_c::Dialect;
+use nacre_metal::clang_check::THREADGROUP_ATTRIBUTE;
 use nacre_metal::layout;
 use nacre_metal::{emit_msl, MslDialect, MslKernel};
 use std::path::Path;
@@ -24,10 +25,12 @@ const EMULATION_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../nacre-metal
 
 /// The kernel source with its kernel-scope shared arrays made function statics (one array
 /// for the threads of the threadgroup that runs), and a runner `nacre_run` that calls the
-/// kernel once per thread of every threadgroup.
+/// kernel once per thread of every threadgroup. The dynamic shared memory parameter loses its
+/// attribute (`threadgroup` is an empty macro here, see `nacre_metal::clang_check::check_msl`).
 fn emulation_source(k: &MslKernel) -> String {
     let mut out = String::new();
-    for line in k.source.lines() {
+    let source = k.source.replace(THREADGROUP_ATTRIBUTE, "");
+    for line in source.lines() {
         let t = line.trim_start();
         let is_shared_storage = t.starts_with("threadgroup ")
             && !t.contains('*')
@@ -71,6 +74,10 @@ fn emulation_source(k: &MslKernel) -> String {
     .collect();
     builtins.sort();
     args.extend(builtins.into_iter().map(|(_, v)| v.to_string()));
+    if k.layout.dynamic_shared {
+        // Threadgroup memory 0 and its size, after the built-ins (see the MSL prototype).
+        args.extend(["dyn_shared".to_string(), "dyn_bytes".to_string()]);
+    }
     out.push_str("\n#undef thread\n\n");
     out.push_str(&runner(
         "uint3",

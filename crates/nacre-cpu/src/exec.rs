@@ -27,6 +27,7 @@
 //! unspecified contents (on the CPU, whatever the worker's previous block left there).
 
 use crate::kernel::CpuKernel;
+use nacre_backend::LaunchDims;
 use nacre_ir::Trap;
 use nacre_kernel::step::{collapse, ctx};
 use nacre_kernel::CpuMode;
@@ -60,13 +61,8 @@ pub unsafe extern "C" fn cpu_launch(
     args: *const u64,
     status: *mut u32,
 ) {
-    // SAFETY: the caller passes the handle of a live kernel and six readable dims.
-    let (kernel, dims) = unsafe {
-        (
-            &*(handle as *const CpuKernel),
-            std::ptr::read_unaligned(dims as *const [u32; 6]),
-        )
-    };
+    // SAFETY: the caller passes the handle of a live kernel and a readable `LaunchDims`.
+    let (kernel, dims) = unsafe { (&*(handle as *const CpuKernel), LaunchDims::read(dims)) };
     // SAFETY: `args` holds one slot per parameter; the rest is the caller's contract.
     if let Err(code) = unsafe { kernel.launch_raw(dims, args) } {
         if !status.is_null() {
@@ -83,14 +79,18 @@ struct Shape {
     block: [u64; 3],
     blocks: u64,
     threads: u64,
+    /// Bytes of dynamic shared memory per block.
+    dynamic_shared: u64,
 }
 
 impl Shape {
-    /// Validates the six launch dimensions.
-    fn new(dims: [u32; 6]) -> Result<Shape, u32> {
-        LaunchLimits::TYPICAL.check(dims).map_err(Trap::code)?;
-        let grid = [dims[0] as u64, dims[1] as u64, dims[2] as u64];
-        let block = [dims[3] as u64, dims[4] as u64, dims[5] as u64];
+    /// Validates a launch of a kernel with `static_shared` bytes of shared arrays.
+    fn new(dims: &LaunchDims, static_shared: u64) -> Result<Shape, u32> {
+        LaunchLimits::TYPICAL
+            .check(dims, static_shared)
+            .map_err(Trap::code)?;
+        let grid = dims.grid.map(u64::from);
+        let block = dims.block.map(u64::from);
         // Within the limits neither product overflows a u64.
         let threads = block.iter().product();
         let blocks = grid.iter().product();
@@ -99,16 +99,21 @@ impl Shape {
             block,
             blocks,
             threads,
+            dynamic_shared: u64::from(dims.shared_bytes),
         })
     }
 
-    /// The serial mode's shape: one block of one thread.
-    const SERIAL: Shape = Shape {
-        grid: [1; 3],
-        block: [1; 3],
-        blocks: 1,
-        threads: 1,
-    };
+    /// The serial mode's shape: one block of one thread, with the launch's dynamic shared
+    /// memory.
+    fn serial(&self) -> Shape {
+        Shape {
+            grid: [1; 3],
+            block: [1; 3],
+            blocks: 1,
+            threads: 1,
+            dynamic_shared: self.dynamic_shared,
+        }
+    }
 
     /// A context block for this shape, with the buffers' addresses.
     fn ctx(&self, shared: u64, state: u64) -> [u64; ctx::CTX_WORDS] {
@@ -118,14 +123,26 @@ impl Shape {
         c[ctx::BLOCK_THREADS] = self.threads;
         c[ctx::SHARED_BASE] = shared;
         c[ctx::STATE_BASE] = state;
+        c[ctx::DYNAMIC_SHARED_BYTES] = self.dynamic_shared;
         c
+    }
+
+    /// Bytes of shared memory per block for a kernel with `static_bytes` of shared arrays:
+    /// those, then the dynamic shared memory (see [`ctx::dynamic_shared_offset`]).
+    fn shared_bytes(&self, static_bytes: usize) -> usize {
+        match self.dynamic_shared {
+            0 => static_bytes,
+            // Within the limits (48 KiB in all) this neither overflows nor truncates.
+            d => (ctx::dynamic_shared_offset(static_bytes as u64) + d) as usize,
+        }
     }
 }
 
 /// A worker's reusable buffers.
 #[derive(Default)]
 struct Scratch {
-    shared: Vec<u64>,
+    /// The block's shared memory, 16-byte aligned (for the dynamic shared memory).
+    shared: Vec<u128>,
     state: Vec<u64>,
 }
 
@@ -133,7 +150,7 @@ impl Scratch {
     /// Grows the buffers to `shared_bytes` bytes and `state_words` words; returns their
     /// addresses.
     fn prepare(&mut self, shared_bytes: usize, state_words: usize) -> (u64, u64) {
-        let shared_words = shared_bytes.div_ceil(8);
+        let shared_words = shared_bytes.div_ceil(16);
         if self.shared.len() < shared_words {
             self.shared.resize(shared_words, 0);
         }
@@ -169,8 +186,8 @@ impl CpuKernel {
     ///
     /// # Safety
     /// As [`cpu_launch`].
-    pub(crate) unsafe fn launch_raw(&self, dims: [u32; 6], args: *const u64) -> Result<(), u32> {
-        let shape = Shape::new(dims)?;
+    pub(crate) unsafe fn launch_raw(&self, dims: LaunchDims, args: *const u64) -> Result<(), u32> {
+        let shape = Shape::new(&dims, self.info().shared_bytes as u64)?;
         let params = &self.info().params;
         // A bounds-checked kernel checks every access against the memory each pointer came
         // with (borrowed by the safe call, possibly a plain slice); an unchecked one may only
@@ -187,7 +204,7 @@ impl CpuKernel {
         }
         match self.mode() {
             // SAFETY: one block of one thread; buffers sized by `run_blocks`.
-            CpuMode::Serial => unsafe { self.run_blocks(&Shape::SERIAL, args, 0, 1, None) },
+            CpuMode::Serial => unsafe { self.run_blocks(&shape.serial(), args, 0, 1, None) },
             CpuMode::Grid => {
                 // SAFETY: forwarded contract.
                 if unsafe { self.run_collapsed(&shape, args) }? {
@@ -218,7 +235,7 @@ impl CpuKernel {
         if !one_dim || threads > max.min(u32::MAX as u64) {
             return Ok(false);
         }
-        let mut ctx = Shape::SERIAL.ctx(0, 0);
+        let mut ctx = shape.serial().ctx(0, 0);
         ctx[ctx::CHUNK_LIMIT] = max - threads;
         let next = AtomicU64::new(0);
         let ended = AtomicBool::new(false);
@@ -317,7 +334,8 @@ impl CpuKernel {
         let info = self.info();
         with_scratch(|scratch| {
             let state_words = info.state_words * shape.threads as usize;
-            let (shared, state) = scratch.prepare(info.shared_bytes, state_words);
+            let (shared, state) =
+                scratch.prepare(shape.shared_bytes(info.shared_bytes), state_words);
             let mut ctx = shape.ctx(shared, state);
             let [gx, gy, _] = shape.grid;
             let mut idx = [lo % gx, (lo / gx) % gy, lo / (gx * gy)];
@@ -357,27 +375,73 @@ impl CpuKernel {
 mod tests {
     use super::*;
 
+    fn at(w: [u32; 6]) -> LaunchDims {
+        LaunchDims::from_words([w[0], w[1], w[2], w[3], w[4], w[5], 0])
+    }
+
     #[test]
     fn shapes_are_validated() {
         let invalid = Err(Trap::InvalidLaunch.code());
-        assert_eq!(Shape::new([0, 1, 1, 1, 1, 1]).map(|s| s.blocks), invalid);
-        assert_eq!(Shape::new([1, 1, 1, 1, 0, 1]).map(|s| s.blocks), invalid);
-        assert_eq!(Shape::new([1, 1, 1, 1025, 1, 1]).map(|s| s.blocks), invalid);
-        assert_eq!(Shape::new([1, 1, 1, 32, 32, 2]).map(|s| s.blocks), invalid);
+        assert_eq!(
+            Shape::new(&at([0, 1, 1, 1, 1, 1]), 0).map(|s| s.blocks),
+            invalid
+        );
+        assert_eq!(
+            Shape::new(&at([1, 1, 1, 1, 0, 1]), 0).map(|s| s.blocks),
+            invalid
+        );
+        assert_eq!(
+            Shape::new(&at([1, 1, 1, 1025, 1, 1]), 0).map(|s| s.blocks),
+            invalid
+        );
+        assert_eq!(
+            Shape::new(&at([1, 1, 1, 32, 32, 2]), 0).map(|s| s.blocks),
+            invalid
+        );
         let max = u32::MAX;
         assert_eq!(
-            Shape::new([1, 1, 1, max, max, max]).map(|s| s.blocks),
+            Shape::new(&at([1, 1, 1, max, max, max]), 0).map(|s| s.blocks),
             invalid
         );
         // CUDA's largest grid is the largest the CPU accepts.
         let top = i32::MAX as u32;
-        let s = Shape::new([top, 65535, 65535, 32, 32, 1]).unwrap();
+        let s = Shape::new(&at([top, 65535, 65535, 32, 32, 1]), 0).unwrap();
         assert_eq!(s.blocks, u64::from(top) * 65535 * 65535);
         assert_eq!(s.threads, 1024);
         for grid in [[top + 1, 1, 1], [1, 65536, 1], [1, 1, 65536], [max, max, 1]] {
             let dims = [grid[0], grid[1], grid[2], 1, 1, 1];
-            assert_eq!(Shape::new(dims).map(|s| s.blocks), invalid, "{grid:?}");
+            assert_eq!(
+                Shape::new(&at(dims), 0).map(|s| s.blocks),
+                invalid,
+                "{grid:?}"
+            );
         }
+    }
+
+    #[test]
+    fn dynamic_shared_memory_follows_the_static_arrays_within_the_limit() {
+        let dims = LaunchDims {
+            shared_bytes: 1000,
+            ..at([2, 1, 1, 32, 1, 1])
+        };
+        let s = Shape::new(&dims, 20).unwrap();
+        assert_eq!(s.shared_bytes(20), 32 + 1000);
+        assert_eq!(s.serial().shared_bytes(0), 1000);
+        assert_eq!(s.ctx(0, 0)[ctx::DYNAMIC_SHARED_BYTES], 1000);
+        assert_eq!(
+            Shape::new(&at([2, 1, 1, 32, 1, 1]), 20)
+                .unwrap()
+                .shared_bytes(20),
+            20
+        );
+        let over = LaunchDims {
+            shared_bytes: 48 * 1024 - 16,
+            ..dims
+        };
+        assert_eq!(
+            Shape::new(&over, 17).map(|s| s.blocks),
+            Err(Trap::SharedMemoryLimit.code())
+        );
     }
 
     #[test]

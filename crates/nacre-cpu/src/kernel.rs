@@ -1,7 +1,7 @@
 //! [`CpuKernel`]: a kernel compiled for the CPU, ready to launch.
 
 use crate::c_tier::{TierState, Upgrade};
-use nacre_backend::Executable;
+use nacre_backend::{Executable, LaunchDims};
 use nacre_ir::{Module, Trap};
 use nacre_kernel::step::StepInfo;
 use nacre_kernel::CpuMode;
@@ -244,10 +244,25 @@ impl CpuKernel {
     /// these arguments and this grid must be inside the arrays, and no other code may access
     /// the arrays while the launch runs.
     pub unsafe fn launch(&self, grid: [u32; 3], block: [u32; 3], args: &[u64]) -> Result<(), Trap> {
+        let dims = LaunchDims {
+            grid,
+            block,
+            shared_bytes: 0,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_dims(dims, args) }
+    }
+
+    /// Launches the kernel like [`CpuKernel::launch`], with the launch's dynamic shared
+    /// memory; more shared memory than [`nacre_runtime::LaunchLimits::TYPICAL`] allows (48 KiB,
+    /// with the kernel's static arrays) is [`Trap::SharedMemoryLimit`].
+    ///
+    /// # Safety
+    /// As [`CpuKernel::launch`].
+    pub unsafe fn launch_dims(&self, dims: LaunchDims, args: &[u64]) -> Result<(), Trap> {
         if args.len() != self.info.params.len() {
             return Err(Trap::InvalidLaunch);
         }
-        let dims = [grid[0], grid[1], grid[2], block[0], block[1], block[2]];
         // SAFETY: `args` has one slot per parameter; the rest is the caller's contract.
         unsafe { self.launch_raw(dims, args.as_ptr()) }
             .map_err(|code| Trap::from_code(code).unwrap_or(Trap::DeviceError))

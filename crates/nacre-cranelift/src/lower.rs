@@ -38,9 +38,9 @@ use nacre_ir::{
 
 mod stack_check;
 
-/// Bytes of the six `u32` grid and block sizes at the start of the launch slot; the
-/// arguments (one `u64` each) follow.
-const LAUNCH_DIMS_BYTES: u32 = 24;
+/// Bytes of the launch's [`nacre_backend::LaunchDims`] (seven `u32`s) at the start of the
+/// launch slot, rounded up to 8; the arguments (one `u64` each) follow.
+const LAUNCH_DIMS_BYTES: u32 = (nacre_backend::LaunchDims::WORDS as u32 * 4).next_multiple_of(8);
 
 /// What the translation of a function needs to know about the module it belongs to.
 pub(crate) struct ModuleEnv<'a> {
@@ -410,7 +410,11 @@ impl Lowerer<'_, '_> {
                 self.launch(l)?;
                 None
             }
-            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. } => {
+            InstKind::GpuIndex(..)
+            | InstKind::Barrier
+            | InstKind::SharedAlloc { .. }
+            | InstKind::DynamicShared { .. }
+            | InstKind::DynamicSharedBytes => {
                 return Err(BackendError::Unsupported {
                     backend: BACKEND,
                     what: "GPU operations (kernels run on the CPU after nacre-kernel lowers them to step functions)"
@@ -984,14 +988,22 @@ impl Lowerer<'_, '_> {
         for &v in l.grid.iter().chain(&l.block) {
             let (x, ty) = self.operand(v)?;
             if ty != Type::U32 {
-                return Err(malformed(
-                    func,
-                    &format!("grid or block size {v} is not a u32"),
-                ));
+                return Err(malformed(func, &format!("launch size {v} is not a u32")));
             }
             self.b.ins().store(MemFlagsData::trusted(), x, base, offset);
             offset += 4;
         }
+        let shared = match l.shared_bytes {
+            Some(v) => match self.operand(v)? {
+                (x, Type::U32) => x,
+                _ => return Err(malformed(func, &format!("launch size {v} is not a u32"))),
+            },
+            None => self.iconst(clif::types::I32, 0),
+        };
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), shared, base, offset);
+        offset = LAUNCH_DIMS_BYTES as i32;
         for &v in &l.args {
             let (x, ty) = self.operand(v)?;
             let bits = encode(&mut self.b, x, ty, pointer);

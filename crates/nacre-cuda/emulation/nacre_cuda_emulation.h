@@ -36,6 +36,11 @@ inline thread_local nacre_dim3 threadIdx, blockIdx, blockDim, gridDim;
 // The barrier of the block the calling thread belongs to (set by the runner).
 inline thread_local std::barrier<> *nacre_emulated_barrier = nullptr;
 
+// The block's dynamic shared memory and its size in bytes (set by the runner; on the GPU an
+// `extern __shared__` array and `%dynamic_smem_size`, declared by the kernel).
+inline thread_local unsigned char *nacre_dynamic_smem = nullptr;
+inline thread_local unsigned nacre_dynamic_smem_bytes = 0;
+
 inline void __syncthreads() { nacre_emulated_barrier->arrive_and_wait(); }
 
 // The integer intrinsics of the bit operations, as CUDA defines them.

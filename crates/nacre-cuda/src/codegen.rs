@@ -115,6 +115,26 @@ fn fast_intrinsic(f: MathFn) -> Option<&'static str> {
     })
 }
 
+/// The name of the block's dynamic shared memory in a kernel body (an `extern __shared__`
+/// byte array on the GPU, the emulation header's per-block buffer on the host).
+const DYNAMIC_SHARED: &str = "nacre_dynamic_smem";
+
+/// The name of its size in bytes (PTX's `%dynamic_smem_size` on the GPU).
+const DYNAMIC_SHARED_BYTES: &str = "nacre_dynamic_smem_bytes";
+
+/// The statements opening a kernel that reads its dynamic shared memory: on the GPU the
+/// `extern __shared__` array (16-byte aligned) and its size from `%dynamic_smem_size`; the host
+/// emulation defines both names itself.
+fn dynamic_shared_prologue() -> Vec<String> {
+    vec![
+        "#ifdef __CUDA_ARCH__".into(),
+        format!("extern __shared__ __align__(16) unsigned char {DYNAMIC_SHARED}[];"),
+        format!("uint32_t {DYNAMIC_SHARED_BYTES};"),
+        format!("asm(\"mov.u32 %0, %%dynamic_smem_size;\" : \"=r\"({DYNAMIC_SHARED_BYTES}));"),
+        "#endif".into(),
+    ]
+}
+
 impl Dialect for CudaDialect {
     fn backend_name(&self) -> &'static str {
         "cuda"
@@ -210,8 +230,20 @@ impl Dialect for CudaDialect {
                 head.name,
                 params.join(", ")
             ),
-            prologue: Vec::new(),
+            prologue: if head.dynamic_shared {
+                dynamic_shared_prologue()
+            } else {
+                Vec::new()
+            },
         })
+    }
+
+    fn dynamic_shared(&self, ptr_type: &str) -> Result<String, DialectError> {
+        Ok(format!("({ptr_type}){DYNAMIC_SHARED}"))
+    }
+
+    fn dynamic_shared_bytes(&self) -> Result<String, DialectError> {
+        Ok(DYNAMIC_SHARED_BYTES.to_string())
     }
 
     fn device_function_qualifier(&self) -> Result<&'static str, DialectError> {

@@ -14,6 +14,7 @@
 use crate::mem::{load, store};
 use crate::ops::{CallOp, LaunchOp, Op, Reg};
 use crate::program::{LoweredFunc, Program};
+use nacre_backend::LaunchDims;
 use nacre_ir::{semantics, Trap};
 use thiserror::Error;
 
@@ -197,8 +198,8 @@ fn launch(
 ) -> Result<(), Trap> {
     let kernel = &prog.launches[l.kernel as usize];
     let start = l.args as usize;
-    let (sizes, args) = f.arg_pool[start..start + 6 + l.nargs as usize].split_at(6);
-    let mut dims = [0u32; 6];
+    let (sizes, args) = f.arg_pool[start..start + l.sizes() + l.nargs as usize].split_at(l.sizes());
+    let mut dims = [0u32; LaunchDims::WORDS];
     for (d, &r) in dims.iter_mut().zip(sizes) {
         // A `u32` register holds its value zero-extended.
         *d = regs[r as usize] as u32;
@@ -217,7 +218,7 @@ fn launch(
     let mut status = 0u32;
     // SAFETY: `kernel.launcher` and `kernel.handle` come from the linkage's `LaunchBinding`,
     // whose contract (see `nacre_backend::LaunchFn`) is that the launcher accepts the handles the
-    // runtime gave for the module's kernels, six `u32` sizes and one `u64` per kernel
+    // runtime gave for the module's kernels, a `LaunchDims` and one `u64` per kernel
     // parameter in the bits encoding, and a status word to write. Lowering checked that this
     // launch passes exactly as many arguments as the kernel has parameters; `dims`, `bits` and
     // `status` are live, non-null and aligned for the duration of the call.

@@ -1180,7 +1180,11 @@ impl<'a> FnLowerer<'a> {
                 })
             }
             InstKind::Launch(l) => self.launch(l)?,
-            InstKind::GpuIndex(..) | InstKind::Barrier | InstKind::SharedAlloc { .. } => {
+            InstKind::GpuIndex(..)
+            | InstKind::Barrier
+            | InstKind::SharedAlloc { .. }
+            | InstKind::DynamicShared { .. }
+            | InstKind::DynamicSharedBytes => {
                 return Err(BackendError::Unsupported {
                     backend: BACKEND,
                     what: "GPU operations (kernels run on the CPU after nacre-kernel lowers them to step functions)"
@@ -1219,18 +1223,20 @@ impl<'a> FnLowerer<'a> {
                 kernel.name
             )));
         }
-        for &v in l.grid.iter().chain(&l.block) {
+        for &v in l.grid.iter().chain(&l.block).chain(&l.shared_bytes) {
             if self.ty(v)? != Type::U32 {
-                return Err(self.err(format!("grid or block size {v} is not a u32")));
+                return Err(self.err(format!("launch size {v} is not a u32")));
             }
         }
         let (args, _) = self.push_args(&l.grid)?;
         self.push_args(&l.block)?;
+        self.push_args(l.shared_bytes.as_slice())?;
         let (_, nargs) = self.push_args(&l.args)?;
         Ok(Op::Launch(LaunchOp {
             kernel: index,
             args,
             nargs,
+            shared: l.shared_bytes.is_some(),
         }))
     }
 

@@ -114,8 +114,18 @@ pub(crate) struct LaunchOp {
     pub kernel: u32,
     /// Start of the size and argument slots in the caller's argument pool.
     pub args: u32,
-    /// Number of kernel arguments (after the six sizes).
+    /// Number of kernel arguments (after the sizes).
     pub nargs: u32,
+    /// Whether a seventh size slot, the bytes of dynamic shared memory, follows the grid and
+    /// block sizes (0 bytes without).
+    pub shared: bool,
+}
+
+impl LaunchOp {
+    /// Number of size slots before the arguments.
+    pub(crate) fn sizes(&self) -> usize {
+        6 + usize::from(self.shared)
+    }
 }
 
 /// Pointer plus scaled index.

@@ -122,7 +122,7 @@ impl Program {
                         let start = l.args as usize;
                         let regs = func
                             .arg_pool
-                            .get(start..start.saturating_add(6 + l.nargs as usize))
+                            .get(start..start.saturating_add(l.sizes() + l.nargs as usize))
                             .unwrap_or(&[]);
                         let list = |rs: &[Reg]| {
                             rs.iter()
@@ -130,15 +130,14 @@ impl Program {
                                 .collect::<Vec<_>>()
                                 .join(", ")
                         };
-                        let (dims, args) = regs.split_at(regs.len().min(6));
-                        let (grid, block) = dims.split_at(dims.len().min(3));
-                        let _ = write!(
-                            out,
-                            " grid({}) block({}) args({})",
-                            list(grid),
-                            list(block),
-                            list(args)
-                        );
+                        let (dims, args) = regs.split_at(regs.len().min(l.sizes()));
+                        let (grid, rest) = dims.split_at(dims.len().min(3));
+                        let (block, shared) = rest.split_at(rest.len().min(3));
+                        let _ = write!(out, " grid({}) block({})", list(grid), list(block));
+                        if !shared.is_empty() {
+                            let _ = write!(out, " shared({})", list(shared));
+                        }
+                        let _ = write!(out, " args({})", list(args));
                     }
                     _ => {
                         let _ = write!(out, "{op}");

@@ -315,7 +315,17 @@ impl<'f> FunctionBuilder<'f> {
         self.value(InstKind::SharedAlloc { elem, len }, Type::ptr(elem))
     }
 
-    /// Launches `kernel` over a grid.
+    /// The block's dynamic shared memory as a pointer to `elem`.
+    pub fn dynamic_shared(&mut self, elem: Scalar) -> Value {
+        self.value(InstKind::DynamicShared { elem }, Type::ptr(elem))
+    }
+
+    /// The size in bytes of the block's dynamic shared memory (`u32`).
+    pub fn dynamic_shared_bytes(&mut self) -> Value {
+        self.value(InstKind::DynamicSharedBytes, Type::U32)
+    }
+
+    /// Launches `kernel` over a grid, without dynamic shared memory.
     pub fn launch(
         &mut self,
         kernel: FuncId,
@@ -323,16 +333,27 @@ impl<'f> FunctionBuilder<'f> {
         block: [Value; 3],
         args: Vec<Value>,
     ) -> Inst {
-        self.append(
-            InstKind::Launch(Box::new(Launch {
-                kernel,
-                grid,
-                block,
-                args,
-            })),
-            None,
-        )
-        .0
+        self.launch_shared(kernel, grid, block, None, args)
+    }
+
+    /// Launches `kernel` over a grid with `shared_bytes` (a `u32`) bytes of dynamic shared
+    /// memory per block.
+    pub fn launch_shared(
+        &mut self,
+        kernel: FuncId,
+        grid: [Value; 3],
+        block: [Value; 3],
+        shared_bytes: Option<Value>,
+        args: Vec<Value>,
+    ) -> Inst {
+        let launch = Launch {
+            kernel,
+            grid,
+            block,
+            args,
+            shared_bytes,
+        };
+        self.append(InstKind::Launch(Box::new(launch)), None).0
     }
 
     /// Terminates the current block with a jump.

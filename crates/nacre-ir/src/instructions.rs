@@ -239,6 +239,9 @@ pub struct Launch {
     pub block: [Value; 3],
     /// The kernel's arguments.
     pub args: Vec<Value>,
+    /// Bytes of dynamic shared memory per block (a `u32`; `None`: none), what the kernel's
+    /// [`InstKind::DynamicShared`] points to.
+    pub shared_bytes: Option<Value>,
 }
 
 /// A jump target with the arguments for the target block's parameters.
@@ -313,6 +316,17 @@ pub enum InstKind {
         /// Number of elements.
         len: u32,
     },
+    /// The block's dynamic shared memory (kernels only), sized by the launch
+    /// ([`Launch::shared_bytes`]), as a pointer to `elem`: every instance in a kernel points to
+    /// the same memory (CUDA `extern __shared__`, Metal `[[threadgroup(0)]]`), aligned to 16
+    /// bytes, after the kernel's static shared arrays.
+    DynamicShared {
+        /// Element type.
+        elem: Scalar,
+    },
+    /// The size in bytes of the block's dynamic shared memory (a `u32`; kernels only): the
+    /// launch's [`Launch::shared_bytes`], 0 when it gave none.
+    DynamicSharedBytes,
     /// Launches a kernel over a grid (host functions only); waits for it to complete.
     /// Can fail at run time (see [`crate::Trap`]).
     Launch(Box<Launch>),
@@ -355,7 +369,9 @@ impl InstKind {
             | InstKind::ElemPtr(..)
             | InstKind::Load(_)
             | InstKind::GpuIndex(..)
-            | InstKind::SharedAlloc { .. } => true,
+            | InstKind::SharedAlloc { .. }
+            | InstKind::DynamicShared { .. }
+            | InstKind::DynamicSharedBytes => true,
             InstKind::Binary(op, a, _) => {
                 !(matches!(op, BinaryOp::Div | BinaryOp::Rem) && operand_ty(*a).is_int())
             }
@@ -377,12 +393,15 @@ impl InstKind {
             InstKind::Const(_)
             | InstKind::GpuIndex(..)
             | InstKind::Barrier
-            | InstKind::SharedAlloc { .. } => {}
+            | InstKind::SharedAlloc { .. }
+            | InstKind::DynamicShared { .. }
+            | InstKind::DynamicSharedBytes => {}
             InstKind::Launch(l) => l
                 .grid
                 .iter()
                 .chain(&l.block)
                 .chain(&l.args)
+                .chain(&l.shared_bytes)
                 .copied()
                 .for_each(f),
             InstKind::Unary(_, a)
@@ -436,14 +455,21 @@ impl InstKind {
             InstKind::Const(_)
             | InstKind::GpuIndex(..)
             | InstKind::Barrier
-            | InstKind::SharedAlloc { .. } => {}
+            | InstKind::SharedAlloc { .. }
+            | InstKind::DynamicShared { .. }
+            | InstKind::DynamicSharedBytes => {}
             InstKind::Launch(l) => {
                 let Launch {
-                    grid, block, args, ..
+                    grid,
+                    block,
+                    args,
+                    shared_bytes,
+                    ..
                 } = &mut **l;
                 grid.iter_mut()
                     .chain(block.iter_mut())
                     .chain(args.iter_mut())
+                    .chain(shared_bytes.iter_mut())
                     .for_each(|a| *a = f(*a))
             }
             InstKind::Unary(_, a)

@@ -158,6 +158,8 @@ fn write_function(
                 InstKind::GpuIndex(index, dim) => write!(f, "{}.{}", index.name(), dim.name())?,
                 InstKind::Barrier => f.write_str("barrier")?,
                 InstKind::SharedAlloc { elem, len } => write!(f, "shared_alloc.{elem} {len}")?,
+                InstKind::DynamicShared { elem } => write!(f, "dynamic_shared.{elem}")?,
+                InstKind::DynamicSharedBytes => f.write_str("dynamic_shared_bytes")?,
                 InstKind::Launch(l) => {
                     match module.and_then(|m| m.functions.get(l.kernel)) {
                         Some(k) => write!(f, "launch @{}", k.name)?,
@@ -165,7 +167,11 @@ fn write_function(
                     }
                     let [gx, gy, gz] = l.grid;
                     let [bx, by, bz] = l.block;
-                    write!(f, " grid({gx}, {gy}, {gz}) block({bx}, {by}, {bz}) (")?;
+                    write!(f, " grid({gx}, {gy}, {gz}) block({bx}, {by}, {bz})")?;
+                    if let Some(bytes) = l.shared_bytes {
+                        write!(f, " shared({bytes})")?;
+                    }
+                    f.write_str(" (")?;
                     write_args(f, &l.args)?;
                     f.write_char(')')?
                 }

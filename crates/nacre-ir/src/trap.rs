@@ -22,6 +22,9 @@ pub enum Trap {
     UnknownBuffer,
     /// The GPU device reported an error during a launch (details are logged by the runtime).
     DeviceError,
+    /// A kernel launch asks for more shared memory per block (the kernel's static shared
+    /// arrays plus the launch's dynamic shared memory) than the device allows.
+    SharedMemoryLimit,
     /// A load or store outside the memory its pointer was derived from (a checked access, see
     /// [`crate::InstKind::BoundsCheck`]).
     OutOfBounds {
@@ -45,6 +48,7 @@ impl Trap {
             Trap::InvalidLaunch => 4,
             Trap::UnknownBuffer => 5,
             Trap::DeviceError => 6,
+            Trap::SharedMemoryLimit => 8,
             Trap::OutOfBounds { func, param } => {
                 let func = match func {
                     Some(f) => f as u32 + 1,
@@ -111,6 +115,7 @@ impl Trap {
             4 => Some(Trap::InvalidLaunch),
             5 => Some(Trap::UnknownBuffer),
             6 => Some(Trap::DeviceError),
+            8 => Some(Trap::SharedMemoryLimit),
             _ => None,
         }
     }
@@ -130,6 +135,11 @@ impl fmt::Display for Trap {
                  keep the Array alive until the launch completes",
             ),
             Trap::DeviceError => f.write_str("the GPU device reported an error during a kernel launch"),
+            Trap::SharedMemoryLimit => f.write_str(
+                "a kernel launch asks for more shared memory per block (static shared arrays plus \
+                 the dynamic size) than the device allows; give a smaller dynamic size or use \
+                 smaller shared arrays",
+            ),
             Trap::OutOfBounds { func, param } => {
                 f.write_str("out-of-bounds memory access")?;
                 if let Some(p) = param {

@@ -496,7 +496,7 @@ impl<'f> Analysis<'f> {
                             self.flows[*y].push(r);
                         }
                     }
-                    InstKind::SharedAlloc { .. } => {
+                    InstKind::SharedAlloc { .. } | InstKind::DynamicShared { .. } => {
                         if let Some(r) = result {
                             self.shared_allocs.push(r);
                         }
@@ -639,6 +639,7 @@ impl<'f> Analysis<'f> {
                     Some(InstKind::Call(..)) => "call",
                     Some(InstKind::Const(..)) => "const",
                     Some(InstKind::SharedAlloc { .. }) => "shared_alloc",
+                    Some(InstKind::DynamicShared { .. }) => "dynamic_shared",
                     Some(InstKind::Binary(op, ..)) => op.name(),
                     _ => "instruction",
                 };

@@ -136,9 +136,11 @@ pub fn grid_stride_loop(f: &Function, shape: &LaunchShape) -> Option<GridStrideL
     for &b in &f.layout {
         for &i in &f.blocks[b].insts {
             match &f.insts[i].kind {
-                InstKind::Barrier | InstKind::SharedAlloc { .. } | InstKind::Launch(_) => {
-                    return None
-                }
+                InstKind::Barrier
+                | InstKind::SharedAlloc { .. }
+                | InstKind::DynamicShared { .. }
+                | InstKind::DynamicSharedBytes
+                | InstKind::Launch(_) => return None,
                 InstKind::GpuIndex(_, d) if *d != Dim::X => return None,
                 _ => {}
             }
@@ -462,7 +464,10 @@ pub fn lane_access(f: &Function, lp: &GridStrideLoop) -> Option<LaneAccess> {
                 access.arrays[a].stored = true;
                 stored_any = true;
             }
-            InstKind::SharedAlloc { .. } | InstKind::GpuIndex(..) => return None,
+            InstKind::SharedAlloc { .. }
+            | InstKind::DynamicShared { .. }
+            | InstKind::DynamicSharedBytes
+            | InstKind::GpuIndex(..) => return None,
             k if k.is_pure(|v| f.values[v].ty) => {
                 let mut uses_address = false;
                 k.for_each_operand(|v| uses_address |= address_values.contains(&v));

@@ -61,6 +61,9 @@ pub enum ClangCheckError {
     },
 }
 
+/// The attribute of the dynamic shared memory parameter (see [`check_msl`]).
+pub const THREADGROUP_ATTRIBUTE: &str = "[[threadgroup(0)]]";
+
 /// The clang command: `NACRE_CLANG` or `clang`.
 pub fn clang_command() -> String {
     std::env::var("NACRE_CLANG").unwrap_or_else(|_| "clang".to_string())
@@ -88,8 +91,11 @@ pub fn clang_version() -> Result<String, ClangCheckError> {
 }
 
 /// Compiles MSL `source` with clang as OpenCL C++ against the Metal header; `Ok` when clang
-/// accepts it.
+/// accepts it. The attribute `[[threadgroup(0)]]` of a dynamic shared memory parameter is left
+/// out: the header spells the `threadgroup` address space as a macro for OpenCL's `__local`,
+/// which would expand inside the attribute's name too.
 pub fn check_msl(source: &str) -> Result<(), ClangCheckError> {
+    let source = source.replace(THREADGROUP_ATTRIBUTE, "");
     let command = clang_command();
     let mut child = Command::new(&command)
         .args(FLAGS)

@@ -11,7 +11,7 @@ use crate::error::MetalError;
 use crate::layout::{plan_launch, KernelLayout};
 use crate::msl::{emit_msl, MslKernel};
 use crate::runtime::{self, Pipeline};
-use nacre_backend::{Backend, LaunchBinding, Linkage};
+use nacre_backend::{Backend, LaunchBinding, LaunchDims, Linkage};
 use nacre_ir::{FuncId, VerifiedModule};
 use nacre_runtime::{Device, KernelRuntime, PreparedKernels, RuntimeError};
 use std::sync::{Arc, OnceLock};
@@ -146,14 +146,14 @@ impl KernelRuntime for MetalRuntime {
 
 /// The launcher the Metal runtime binds into host modules (a [`nacre_backend::LaunchFn`]).
 ///
-/// `handle` is a [`MetalKernel::handle`], `dims` six `u32`s (grid x, y, z, block x, y, z),
+/// `handle` is a [`MetalKernel::handle`], `dims` a [`LaunchDims`],
 /// `args` one `u64` per kernel parameter. Waits for the kernel; on failure writes the trap's
 /// code to `*status`: [`nacre_ir::Trap::InvalidLaunch`] and
 /// [`nacre_ir::Trap::UnknownBuffer`] from [`plan_launch`], a trap raised in the kernel, or
 /// [`nacre_ir::Trap::DeviceError`] (see [`runtime::last_device_error`]).
 ///
 /// # Safety
-/// `handle` must be the handle of a live `MetalKernel`, `dims` must point to six `u32`s,
+/// `handle` must be the handle of a live `MetalKernel`, `dims` must point to a [`LaunchDims`],
 /// `args` to one `u64` per kernel parameter, `status` to a writable `u32` (or be null); the
 /// kernel's accesses through its pointer arguments must stay inside their arrays.
 pub unsafe extern "C" fn metal_launch(
@@ -162,13 +162,8 @@ pub unsafe extern "C" fn metal_launch(
     args: *const u64,
     status: *mut u32,
 ) {
-    // SAFETY: the caller passes the handle of a live kernel and six readable dims.
-    let (kernel, dims) = unsafe {
-        (
-            &*(handle as *const MetalKernel),
-            std::ptr::read_unaligned(dims as *const [u32; 6]),
-        )
-    };
+    // SAFETY: the caller passes the handle of a live kernel and a readable `LaunchDims`.
+    let (kernel, dims) = unsafe { (&*(handle as *const MetalKernel), LaunchDims::read(dims)) };
     let n = kernel.msl.layout.params.len();
     let args = if n == 0 {
         &[][..]
@@ -176,13 +171,12 @@ pub unsafe extern "C" fn metal_launch(
         // SAFETY: `args` holds one slot per parameter (the caller's contract).
         unsafe { std::slice::from_raw_parts(args, n) }
     };
-    let max_threads = runtime::max_threads(&kernel.pipeline);
     let result = plan_launch(
         &kernel.msl.layout,
-        dims,
+        &dims,
         args,
         runtime::page_size(),
-        max_threads,
+        runtime::limits(&kernel.pipeline),
     )
     .and_then(|plan| runtime::dispatch(&kernel.pipeline, &plan));
     if let Err(trap) = result {

@@ -10,12 +10,18 @@
 //! that lie in the same pages share one wrapped buffer. A scalar argument is passed by value
 //! (`setBytes`) in its own size.
 //!
+//! A kernel that reads its dynamic shared memory takes it as threadgroup memory 0
+//! (`[[threadgroup(0)]]`, set with `setThreadgroupMemoryLength:atIndex:`, rounded up to 16
+//! bytes as Metal requires) and its size in bytes at the slot after the status word.
+//!
 //! The grid is dispatched by threadgroups: the launch's grid is the number of threadgroups
 //! in x, y, z and its block the threads per threadgroup. An empty grid or block, or more
-//! threads per threadgroup than the pipeline allows, is [`Trap::InvalidLaunch`].
+//! threads per threadgroup than the pipeline allows, is [`Trap::InvalidLaunch`]; more dynamic
+//! shared memory than the device leaves the pipeline is [`Trap::SharedMemoryLimit`].
 
 use crate::error::MetalError;
-use nacre_ir::{AddressSpace, Function, Scalar, Trap, Type};
+use nacre_backend::LaunchDims;
+use nacre_ir::{AddressSpace, Function, InstKind, Scalar, Trap, Type};
 use nacre_runtime::find_buffer;
 
 /// Buffer slots of a Metal compute function's argument table.
@@ -36,6 +42,9 @@ pub enum Param {
 pub struct KernelLayout {
     /// The parameters, in order.
     pub params: Vec<Param>,
+    /// Whether the kernel reads its dynamic shared memory (or its size), which then takes
+    /// threadgroup memory 0 and, for its size, the slot [`KernelLayout::dynamic_shared_slot`].
+    pub dynamic_shared: bool,
 }
 
 impl KernelLayout {
@@ -46,11 +55,18 @@ impl KernelLayout {
     /// pointer parameter that is not in device memory.
     pub fn of(kernel: &Function) -> Result<KernelLayout, MetalError> {
         let n = kernel.signature.params.len();
-        if n + 1 > MAX_BUFFERS {
+        let dynamic_shared = kernel.live_insts().any(|d| {
+            matches!(
+                d.kind,
+                InstKind::DynamicShared { .. } | InstKind::DynamicSharedBytes
+            )
+        });
+        let hidden = 1 + usize::from(dynamic_shared);
+        if n + hidden > MAX_BUFFERS {
             return Err(MetalError::TooManyArguments {
                 kernel: kernel.name.clone(),
                 params: n,
-                max: MAX_BUFFERS - 1,
+                max: MAX_BUFFERS - hidden,
             });
         }
         let params = kernel
@@ -66,13 +82,32 @@ impl KernelLayout {
                 }),
             })
             .collect::<Result<_, _>>()?;
-        Ok(KernelLayout { params })
+        Ok(KernelLayout {
+            params,
+            dynamic_shared,
+        })
     }
 
     /// The buffer slot of the status word.
     pub fn status_slot(&self) -> usize {
         self.params.len()
     }
+
+    /// The buffer slot of the dynamic shared memory's size (a `uint`), when the kernel reads
+    /// its dynamic shared memory.
+    pub fn dynamic_shared_slot(&self) -> usize {
+        self.params.len() + 1
+    }
+}
+
+/// What a compiled pipeline allows a launch.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct PipelineLimits {
+    /// Threads per threadgroup.
+    pub max_threads: u64,
+    /// Bytes of dynamic threadgroup memory: the device's maximum less the pipeline's static
+    /// threadgroup memory.
+    pub max_dynamic_shared: u64,
 }
 
 /// A dispatch: threadgroups per grid and threads per threadgroup, in x, y, z.
@@ -85,19 +120,21 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
-    /// Checks the six launch dimensions (grid x, y, z, block x, y, z) against the most
-    /// threads per threadgroup the pipeline allows.
-    pub fn new(dims: [u32; 6], max_threads: u64) -> Result<Dispatch, Trap> {
-        if dims.contains(&0) {
+    /// Checks a launch's grid, block and dynamic shared memory against what the pipeline
+    /// allows.
+    pub fn new(dims: &LaunchDims, limits: PipelineLimits) -> Result<Dispatch, Trap> {
+        if dims.grid.contains(&0) || dims.block.contains(&0) {
             return Err(Trap::InvalidLaunch);
         }
-        let d = dims.map(u64::from);
-        let threads = [d[3], d[4], d[5]];
-        if threads.iter().product::<u64>() > max_threads {
+        let threads = dims.block.map(u64::from);
+        if threads.iter().product::<u64>() > limits.max_threads {
             return Err(Trap::InvalidLaunch);
+        }
+        if u64::from(dims.shared_bytes) > limits.max_dynamic_shared {
+            return Err(Trap::SharedMemoryLimit);
         }
         Ok(Dispatch {
-            threadgroups: [d[0], d[1], d[2]],
+            threadgroups: dims.grid.map(u64::from),
             threads,
         })
     }
@@ -147,6 +184,9 @@ pub struct LaunchPlan {
     pub bindings: Vec<Binding>,
     /// The status word's slot.
     pub status_slot: usize,
+    /// Bytes of threadgroup memory 0 (the dynamic shared memory, a multiple of 16; 0 for a
+    /// kernel that reads none).
+    pub dynamic_shared: u64,
 }
 
 /// The bytes a scalar takes as a kernel argument.
@@ -156,18 +196,19 @@ fn scalar_len(s: Scalar) -> usize {
 
 /// Plans a launch of a kernel with `layout`: `dims` as in [`nacre_backend::LaunchFn`], `args` one
 /// value per parameter in the bits encoding of [`nacre_ir::semantics`], `page` the system's
-/// page size, `max_threads` the pipeline's most threads per threadgroup.
+/// page size, `limits` what the pipeline allows.
 ///
 /// Fails with [`Trap::InvalidLaunch`] for a bad grid or block or a wrong argument count,
-/// and [`Trap::UnknownBuffer`] for a pointer outside every live array.
+/// [`Trap::SharedMemoryLimit`] for too much dynamic shared memory, and
+/// [`Trap::UnknownBuffer`] for a pointer outside every live array.
 pub fn plan_launch(
     layout: &KernelLayout,
-    dims: [u32; 6],
+    dims: &LaunchDims,
     args: &[u64],
     page: usize,
-    max_threads: u64,
+    limits: PipelineLimits,
 ) -> Result<LaunchPlan, Trap> {
-    let dispatch = Dispatch::new(dims, max_threads)?;
+    let dispatch = Dispatch::new(dims, limits)?;
     if args.len() != layout.params.len() || !page.is_power_of_two() {
         return Err(Trap::InvalidLaunch);
     }
@@ -208,11 +249,22 @@ pub fn plan_launch(
             }
         }
     }
+    let mut dynamic_shared = 0;
+    if layout.dynamic_shared {
+        bindings.push(Binding::Bytes {
+            slot: layout.dynamic_shared_slot(),
+            bytes: u64::from(dims.shared_bytes).to_le_bytes(),
+            len: 4,
+        });
+        // Metal wants a multiple of 16; at least 16, so the argument is always bound.
+        dynamic_shared = u64::from(dims.shared_bytes).next_multiple_of(16).max(16);
+    }
     Ok(LaunchPlan {
         dispatch,
         regions,
         bindings,
         status_slot: layout.status_slot(),
+        dynamic_shared,
     })
 }
 
@@ -221,6 +273,15 @@ mod tests {
     use super::*;
     use nacre_ir::{FuncKind, Signature};
     use nacre_runtime::memory::{register, unregister, Entry};
+
+    const LIM: PipelineLimits = PipelineLimits {
+        max_threads: 1024,
+        max_dynamic_shared: 32768,
+    };
+
+    fn at(w: [u32; 6]) -> LaunchDims {
+        LaunchDims::from_words([w[0], w[1], w[2], w[3], w[4], w[5], 0])
+    }
 
     fn layout(params: &[Type]) -> Result<KernelLayout, MetalError> {
         let f = Function::new(
@@ -275,22 +336,31 @@ mod tests {
 
     #[test]
     fn grids_are_dispatched_by_threadgroups() {
-        let d = Dispatch::new([4, 2, 1, 256, 1, 1], 1024).unwrap();
+        let d = Dispatch::new(&at([4, 2, 1, 256, 1, 1]), LIM).unwrap();
         assert_eq!(d.threadgroups, [4, 2, 1]);
         assert_eq!(d.threads, [256, 1, 1]);
         assert_eq!(
-            Dispatch::new([1, 1, 1, 0, 1, 1], 1024),
+            Dispatch::new(&at([1, 1, 1, 0, 1, 1]), LIM),
             Err(Trap::InvalidLaunch)
         );
         assert_eq!(
-            Dispatch::new([0, 1, 1, 1, 1, 1], 1024),
+            Dispatch::new(&at([0, 1, 1, 1, 1, 1]), LIM),
             Err(Trap::InvalidLaunch)
         );
         assert_eq!(
-            Dispatch::new([1, 1, 1, 32, 32, 2], 1024),
+            Dispatch::new(&at([1, 1, 1, 32, 32, 2]), LIM),
             Err(Trap::InvalidLaunch)
         );
-        assert!(Dispatch::new([u32::MAX, u32::MAX, u32::MAX, 1024, 1, 1], 1024).is_ok());
+        assert!(Dispatch::new(&at([u32::MAX, u32::MAX, u32::MAX, 1024, 1, 1]), LIM).is_ok());
+        let shared = |bytes| LaunchDims {
+            shared_bytes: bytes,
+            ..at([1, 1, 1, 32, 1, 1])
+        };
+        assert!(Dispatch::new(&shared(32768), LIM).is_ok());
+        assert_eq!(
+            Dispatch::new(&shared(32769), LIM),
+            Err(Trap::SharedMemoryLimit)
+        );
     }
 
     #[test]
@@ -314,7 +384,7 @@ mod tests {
             1.5f32.to_bits() as u64,
             (a + 4999) as u64,
         ];
-        let plan = plan_launch(&l, [2, 1, 1, 64, 1, 1], &args, page, 1024).unwrap();
+        let plan = plan_launch(&l, &at([2, 1, 1, 64, 1, 1]), &args, page, LIM).unwrap();
         assert_eq!(
             plan.regions,
             [
@@ -363,22 +433,22 @@ mod tests {
         let l = layout(&[dev(Scalar::I32)]).unwrap();
         let freed = BASE + 0x100_0000;
         register(freed, entry(64)).unwrap();
-        assert!(plan_launch(&l, [1, 1, 1, 1, 1, 1], &[freed as u64], 4096, 1024).is_ok());
+        assert!(plan_launch(&l, &at([1, 1, 1, 1, 1, 1]), &[freed as u64], 4096, LIM).is_ok());
         unregister(freed).unwrap();
         assert_eq!(
-            plan_launch(&l, [1, 1, 1, 1, 1, 1], &[freed as u64], 4096, 1024),
+            plan_launch(&l, &at([1, 1, 1, 1, 1, 1]), &[freed as u64], 4096, LIM),
             Err(Trap::UnknownBuffer)
         );
         assert_eq!(
-            plan_launch(&l, [1, 1, 1, 1, 1, 1], &[0], 4096, 1024),
+            plan_launch(&l, &at([1, 1, 1, 1, 1, 1]), &[0], 4096, LIM),
             Err(Trap::UnknownBuffer)
         );
         assert_eq!(
-            plan_launch(&l, [1, 1, 1, 1, 1, 1], &[], 4096, 1024),
+            plan_launch(&l, &at([1, 1, 1, 1, 1, 1]), &[], 4096, LIM),
             Err(Trap::InvalidLaunch)
         );
         assert_eq!(
-            plan_launch(&l, [1, 1, 1, 2048, 1, 1], &[0], 4096, 1024),
+            plan_launch(&l, &at([1, 1, 1, 2048, 1, 1]), &[0], 4096, LIM),
             Err(Trap::InvalidLaunch)
         );
     }
@@ -386,8 +456,14 @@ mod tests {
     #[test]
     fn scalars_take_their_own_size() {
         let l = layout(&[Type::BOOL, Type::I16, Type::I64, Type::F32]).unwrap();
-        let plan =
-            plan_launch(&l, [1; 6], &[1, 0xfffe, u64::MAX, 0x3f80_0000], 4096, 1024).unwrap();
+        let plan = plan_launch(
+            &l,
+            &at([1; 6]),
+            &[1, 0xfffe, u64::MAX, 0x3f80_0000],
+            4096,
+            LIM,
+        )
+        .unwrap();
         let lens: Vec<usize> = plan
             .bindings
             .iter()

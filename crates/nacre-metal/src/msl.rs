@@ -101,6 +101,12 @@ fn builtin(index: GpuIndex) -> (&'static str, &'static str) {
     }
 }
 
+/// The kernel parameter of the dynamic shared memory (threadgroup memory 0).
+const DYNAMIC_SHARED: &str = "nacre_dynamic_smem";
+
+/// The kernel parameter of its size in bytes.
+const DYNAMIC_SHARED_BYTES: &str = "nacre_dynamic_smem_bytes";
+
 impl Dialect for MslDialect {
     fn backend_name(&self) -> &'static str {
         "metal"
@@ -246,6 +252,16 @@ impl Dialect for MslDialect {
             let (name, attribute) = builtin(index);
             params.push(format!("uint3 {name} [[{attribute}]]"));
         }
+        if head.dynamic_shared {
+            // Threadgroup memory 0 and its size after the status word (see `layout`).
+            params.push(format!(
+                "threadgroup uchar *{DYNAMIC_SHARED} [[threadgroup(0)]]"
+            ));
+            params.push(format!(
+                "constant uint &{DYNAMIC_SHARED_BYTES} [[buffer({})]]",
+                head.params.len() + 1
+            ));
+        }
         // Metal's limit is 1024 threads per threadgroup; a larger launch is refused when made.
         let bounds = head
             .threads_per_block
@@ -257,6 +273,14 @@ impl Dialect for MslDialect {
             signature: format!("{bounds}kernel void {}({})", head.name, params.join(", ")),
             prologue,
         })
+    }
+
+    fn dynamic_shared(&self, ptr_type: &str) -> Result<String, DialectError> {
+        Ok(format!("({ptr_type}){DYNAMIC_SHARED}"))
+    }
+
+    fn dynamic_shared_bytes(&self) -> Result<String, DialectError> {
+        Ok(DYNAMIC_SHARED_BYTES.to_string())
     }
 
     fn device_function_qualifier(&self) -> Result<&'static str, DialectError> {

@@ -72,7 +72,10 @@ fn module() -> VerifiedModule {
 fn launch(kernels: &MetalKernels, index: usize, dims: [u32; 6], args: &[u64]) -> Result<(), Trap> {
     let (_, k) = kernels.iter().nth(index).expect("kernel");
     let mut status = 0u32;
-    // SAFETY: a live kernel handle, six dims, one argument per parameter, a writable status.
+    let [gx, gy, gz, bx, by, bz] = dims;
+    let dims = [gx, gy, gz, bx, by, bz, 0];
+    // SAFETY: a live kernel handle, a `LaunchDims`, one argument per parameter, a writable
+    // status.
     unsafe { metal_launch(k.handle(), dims.as_ptr(), args.as_ptr(), &mut status) };
     match Trap::from_code(status) {
         None => Ok(()),

@@ -1,5 +1,6 @@
 //! The GPU programming model in traced code: thread and block indices, barriers, block-shared
-//! arrays, and kernel launches from host functions.
+//! arrays (static, and dynamic ones sized by the launch: [`launch_with_shared`],
+//! [`dynamic_shared`]), and kernel launches from host functions.
 //!
 //! A kernel is a traced function over `Ptr<T>` and `Val` parameters that returns nothing
 //! (write it with `#[kernel]`). A host function launches it with [`launch`]; the grid and block
@@ -80,10 +81,31 @@ impl Block {
 /// The indices a kernel sees in direct mode (grid = block = 1).
 struct DirectKernel {
     next_shared: usize,
+    /// The launch's dynamic shared memory in bytes.
+    dynamic_bytes: u32,
+    /// Its address, once the kernel asked for it.
+    dynamic_addr: Option<u64>,
+}
+
+impl DirectKernel {
+    /// Ready for a launch with `dynamic_bytes` of dynamic shared memory.
+    fn start(&mut self, dynamic_bytes: u32) {
+        *self = DirectKernel {
+            next_shared: 0,
+            dynamic_bytes,
+            dynamic_addr: None,
+        };
+    }
 }
 
 thread_local! {
-    static DIRECT: RefCell<DirectKernel> = const { RefCell::new(DirectKernel { next_shared: 0 }) };
+    static DIRECT: RefCell<DirectKernel> = const {
+        RefCell::new(DirectKernel {
+            next_shared: 0,
+            dynamic_bytes: 0,
+            dynamic_addr: None,
+        })
+    };
 }
 
 fn index(kind: GpuIndex, dim: Dim) -> Val<u32> {
@@ -221,6 +243,46 @@ pub(crate) fn shared_alloc<T: ScalarValue>(n: usize) -> Ptr<T> {
     })
 }
 
+/// The block's dynamic shared memory as elements of `T` (`extern __shared__ T a[]` /
+/// `threadgroup T *a [[threadgroup(0)]]`): [`dynamic_shared_bytes`] bytes, given by the launch
+/// ([`launch_with_shared`]; none with [`launch`]), 16-byte aligned. Every call in a kernel
+/// returns the same memory, whatever `T`; accesses are bounds-checked against the launch's
+/// size like any other. Like static shared arrays it is not initialised.
+pub fn dynamic_shared<T: ScalarValue>() -> Ptr<T> {
+    let traced = with_tracer(|t| t.build(|b| b.dynamic_shared(T::SCALAR)));
+    if let Some(h) = traced {
+        return Ptr::from_handle(h);
+    }
+    DIRECT.with(|d| {
+        let mut d = d.borrow_mut();
+        let addr = match d.dynamic_addr {
+            Some(a) => a,
+            None => {
+                let i = d.next_shared;
+                d.next_shared += 1;
+                let bytes = d.dynamic_bytes as usize;
+                // Outside a direct call no access can succeed, so a null pointer serves.
+                let a = crate::region::shared_array(i, bytes).unwrap_or(0) as u64;
+                d.dynamic_addr = Some(a);
+                a
+            }
+        };
+        Ptr::from_handle(Handle::direct(addr))
+    })
+}
+
+/// The size in bytes of the block's dynamic shared memory (what the launch gave).
+pub fn dynamic_shared_bytes() -> Val<u32> {
+    let traced = with_tracer(|t| t.build(|b| b.dynamic_shared_bytes()));
+    let direct = DIRECT.with(|d| d.borrow().dynamic_bytes);
+    Val::from_handle(traced.unwrap_or(Handle::direct(u64::from(direct))))
+}
+
+/// The number of whole elements of `T` in the block's dynamic shared memory.
+pub fn dynamic_shared_len<T: ScalarValue>() -> Val<u32> {
+    dynamic_shared_bytes() / T::SCALAR.bytes()
+}
+
 /// Launches kernel `k` over `grid` × `block` threads with `args` (a tuple of `Val`/`Ptr`) and
 /// waits for it. In a traced host function this records a launch; the kernel is traced once
 /// per trace.
@@ -230,9 +292,37 @@ pub fn launch<Args: CallArgs, K: TraceFn<Args, Ret = ()>>(
     block: Block,
     args: Args,
 ) {
+    launch_inner(k, grid, block, None, args)
+}
+
+/// Launches kernel `k` like [`launch`], with `shared_bytes` bytes of dynamic shared memory per
+/// block, which the kernel reads through [`dynamic_shared`]. The size is a traced value, so it
+/// can follow the data (a tile per block of `block` elements: `block * 4`); it is checked at
+/// each launch against the device's limit, with the kernel's static shared arrays
+/// ([`nacre_ir::Trap::SharedMemoryLimit`] when over: 48 KiB on the CPU runtime, as on every CUDA
+/// GPU; on CUDA the device's opt-in maximum, 227 KiB on an H100 or H200, for which the runtime
+/// raises the kernel's limit itself).
+pub fn launch_with_shared<Args: CallArgs, K: TraceFn<Args, Ret = ()>>(
+    k: K,
+    grid: Grid,
+    block: Block,
+    shared_bytes: impl IntoVal<u32>,
+    args: Args,
+) {
+    launch_inner(k, grid, block, Some(shared_bytes.into_val()), args)
+}
+
+fn launch_inner<Args: CallArgs, K: TraceFn<Args, Ret = ()>>(
+    k: K,
+    grid: Grid,
+    block: Block,
+    shared_bytes: Option<Val<u32>>,
+    args: Args,
+) {
     let raws = args.raws();
     if !crate::is_tracing() {
-        DIRECT.with(|d| d.borrow_mut().next_shared = 0);
+        let bytes = shared_bytes.map_or(0, |v| v.handle().bits("launch_with_shared") as u32);
+        DIRECT.with(|d| d.borrow_mut().start(bytes));
         k.call_raw(&raws);
         return;
     }
@@ -251,10 +341,12 @@ pub fn launch<Args: CallArgs, K: TraceFn<Args, Ret = ()>>(
             |d: Dim3, what| [d.x, d.y, d.z].map(|v| t.value(v.handle(), what, || Type::U32));
         let g = dims(grid.0, "launch grid size");
         let b = dims(block.0, "launch block size");
+        let shared =
+            shared_bytes.map(|v| t.value(v.handle(), "launch shared memory size", || Type::U32));
         let args = operands::<Args>(t, &raws, "launch argument");
         let fs = t.func();
         let mut bld = fs.builder();
-        bld.launch(id, g, b, args);
+        bld.launch_shared(id, g, b, shared, args);
         fs.current = bld.current_block();
     });
 }

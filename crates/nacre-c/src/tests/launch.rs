@@ -122,12 +122,12 @@ fn launch_source_is_address_free_and_deterministic() {
         [
             Record {
                 handle: K0_HANDLE,
-                dims: [1, 1, 1, 64, 1, 1],
+                dims: [1, 1, 1, 64, 1, 1, 0],
                 args: vec![],
             },
             Record {
                 handle: K_HANDLE,
-                dims: [64, 64, 1, 1, 1, 1],
+                dims: [64, 64, 1, 1, 1, 1, 0],
                 args: vec![
                     0xfe,
                     u64::from((-3i32) as u32),

@@ -63,7 +63,12 @@ pub fn launch(
     block: [u32; 3],
     args: &[u64],
 ) -> Result<(), Trap> {
-    let dims = [grid[0], grid[1], grid[2], block[0], block[1], block[2]];
+    let dims = nacre_backend::LaunchDims {
+        grid,
+        block,
+        shared_bytes: 0,
+    }
+    .words();
     let mut status = 0u32;
     // SAFETY: the handle is live (we hold the Arc), dims and args have the right lengths, and
     // each test sizes its arrays for the grid it launches.

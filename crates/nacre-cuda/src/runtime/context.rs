@@ -207,6 +207,9 @@ impl Context {
                         u(attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?),
                         u(attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?),
                     ],
+                    max_shared_bytes: u(attr(
+                        A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                    )?),
                 },
                 driver_version: version,
             };

@@ -3,7 +3,9 @@
 //!
 //! A launch ([`cuda_launch_async`], [`cuda_launch_sync`], both [`nacre_backend::LaunchFn`]s):
 //!
-//! 1. validates the grid and block against the device's limits ([`Trap::InvalidLaunch`]);
+//! 1. validates the grid and block against the device's limits ([`Trap::InvalidLaunch`]) and
+//!    the shared memory against its opt-in maximum ([`Trap::SharedMemoryLimit`]), raising the
+//!    kernel's dynamic shared memory limit above 48 KiB when a launch needs it;
 //! 2. checks every pointer argument against the size table: not in a live array is
 //!    [`Trap::UnknownBuffer`], in an array of another device (a CPU `Array`) is
 //!    [`CudaError::ForeignMemory`];
@@ -42,6 +44,7 @@ use crate::runtime::prepare::CudaKernel;
 use crate::runtime::shape::validate;
 use crate::runtime::stats::{self, Counter};
 use cudarc::driver::sys;
+use nacre_backend::LaunchDims;
 use nacre_ir::Trap;
 use nacre_runtime::find_buffer;
 use std::cell::RefCell;
@@ -287,7 +290,8 @@ fn finish_on(ctx: &'static Context) -> u32 {
 /// returns (a [`nacre_backend::LaunchFn`]).
 ///
 /// # Safety
-/// `handle` must be the handle of a live [`CudaKernel`], `dims` must point to six `u32`s,
+/// `handle` must be the handle of a live [`CudaKernel`], `dims` must point to a
+/// [`LaunchDims`],
 /// `args` to one `u64` per kernel parameter, `status` to a writable `u32` (or be null).
 pub unsafe extern "C" fn cuda_launch_async(
     handle: usize,
@@ -325,13 +329,8 @@ unsafe fn launch_entry(
     status: *mut u32,
     wait: bool,
 ) {
-    // SAFETY: the caller passes the handle of a live kernel and six readable dims.
-    let (kernel, dims) = unsafe {
-        (
-            &*(handle as *const CudaKernel),
-            std::ptr::read_unaligned(dims as *const [u32; 6]),
-        )
-    };
+    // SAFETY: the caller passes the handle of a live kernel and a readable `LaunchDims`.
+    let (kernel, dims) = unsafe { (&*(handle as *const CudaKernel), LaunchDims::read(dims)) };
     // No panic may unwind out of an `extern "C"` function.
     // SAFETY: `args` per the caller's contract.
     let result = catch_unwind(AssertUnwindSafe(|| unsafe {
@@ -364,9 +363,10 @@ impl CudaKernel {
     ///
     /// # Safety
     /// `args` must hold one `u64` per kernel parameter.
-    unsafe fn launch(&self, dims: [u32; 6], args: *const u64, wait: bool) -> Result<(), u32> {
+    unsafe fn launch(&self, dims: LaunchDims, args: *const u64, wait: bool) -> Result<(), u32> {
         let ctx = self.context();
-        let shape = validate(dims, &ctx.info.limits).map_err(Trap::code)?;
+        let shape =
+            validate(&dims, &ctx.info.limits, self.loaded.static_shared).map_err(Trap::code)?;
 
         // The arrays the pointer arguments point into.
         let pointers = self.pointer_params.len();
@@ -385,6 +385,9 @@ impl CudaKernel {
         }
 
         ctx.bind().map_err(device_error)?;
+        self.loaded
+            .allow_dynamic_shared(shape.shared_bytes)
+            .map_err(device_error)?;
         match self.device.prepare_launch(bases) {
             Ok(()) => {}
             Err(PrepareFailure::Foreign { index }) => {
@@ -432,7 +435,7 @@ impl CudaKernel {
                 bx,
                 by,
                 bz,
-                0,
+                shape.shared_bytes,
                 per_thread_stream(),
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),

@@ -22,6 +22,7 @@ use crate::runtime::stats::{self, Counter};
 use cudarc::driver::sys;
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -33,6 +34,14 @@ pub(crate) struct LoadedKernel {
     module: sys::CUmodule,
     /// The kernel's entry.
     pub function: sys::CUfunction,
+    /// Bytes of the kernel's static shared arrays.
+    pub static_shared: u32,
+    /// The dynamic shared memory the function accepts now
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`): 48 KiB less the static arrays until
+    /// a launch asks for more ([`LoadedKernel::allow_dynamic_shared`]).
+    dynamic_allowed: AtomicU32,
+    /// Held while raising `dynamic_allowed`.
+    raising: Mutex<()>,
     /// The device's context.
     ctx: &'static Context,
 }
@@ -42,6 +51,44 @@ pub(crate) struct LoadedKernel {
 unsafe impl Send for LoadedKernel {}
 // SAFETY: as above.
 unsafe impl Sync for LoadedKernel {}
+
+/// An attribute of a loaded function, as a `u32`.
+fn function_attribute(
+    ctx: &'static Context,
+    function: sys::CUfunction,
+    attribute: sys::CUfunction_attribute,
+) -> Result<u32, CudaError> {
+    let mut value = 0i32;
+    // SAFETY: `function` is loaded in `ctx`, which is current; writes one int.
+    ctx.check("cuFuncGetAttribute", unsafe {
+        sys::cuFuncGetAttribute(&mut value, attribute, function)
+    })?;
+    Ok(value.max(0) as u32)
+}
+
+impl LoadedKernel {
+    /// Lets launches of the kernel use `bytes` of dynamic shared memory: above what it accepts
+    /// (48 KiB in all by default), raises the function's
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` (the opt-in; the caller checked
+    /// `bytes` against the device's maximum). The context must be current.
+    pub(crate) fn allow_dynamic_shared(&self, bytes: u32) -> Result<(), CudaError> {
+        if bytes <= self.dynamic_allowed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _raising = self.raising.lock().unwrap_or_else(|e| e.into_inner());
+        if bytes <= self.dynamic_allowed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: `function` is loaded in the current context; the value is a byte count the
+        // device allows (checked by the caller against its opt-in maximum).
+        self.ctx.check("cuFuncSetAttribute", unsafe {
+            sys::cuFuncSetAttribute(self.function, attribute, bytes as i32)
+        })?;
+        self.dynamic_allowed.store(bytes, Ordering::Release);
+        Ok(())
+    }
+}
 
 impl std::fmt::Debug for LoadedKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -211,15 +258,29 @@ fn load(
                 sys::cuModuleGetFunction(&mut function, module, c_symbol.as_ptr())
             })
             .map_err(load_error);
-        if let Err(e) = found {
-            // SAFETY: loaded above, not shared with anyone.
-            let _ = unsafe { sys::cuModuleUnload(module) };
-            return Err(e);
-        }
+        let attributes = found.and_then(|()| {
+            use sys::CUfunction_attribute as F;
+            let attr = |a: F| function_attribute(ctx, function, a).map_err(load_error);
+            Ok((
+                attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                attr(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
+            ))
+        });
+        let (static_shared, dynamic_allowed) = match attributes {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: loaded above, not shared with anyone.
+                let _ = unsafe { sys::cuModuleUnload(module) };
+                return Err(e);
+            }
+        };
         Ok(LoadedKernel {
             name: symbol.to_string(),
             module,
             function,
+            static_shared,
+            dynamic_allowed: AtomicU32::new(dynamic_allowed),
+            raising: Mutex::new(()),
             ctx,
         })
     })

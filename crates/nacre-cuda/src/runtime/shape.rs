@@ -2,9 +2,11 @@
 //!
 //! A launch the device would reject is a [`Trap::InvalidLaunch`], found before calling the
 //! driver, exactly like on the CPU: an empty grid or block, more threads per block than the
-//! device allows, or a block or grid dimension beyond the device's maximum.
+//! device allows, or a block or grid dimension beyond the device's maximum. More shared memory
+//! than the device's opt-in maximum is a [`Trap::SharedMemoryLimit`].
 
 use crate::runtime::context::LaunchLimits;
+use nacre_backend::LaunchDims;
 use nacre_ir::Trap;
 
 /// A validated launch shape.
@@ -14,14 +16,21 @@ pub(crate) struct Shape {
     pub grid: [u32; 3],
     /// Threads per block (x, y, z).
     pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block.
+    pub shared_bytes: u32,
 }
 
-/// Validates the six launch dimensions (grid x, y, z, block x, y, z).
-pub(crate) fn validate(dims: [u32; 6], limits: &LaunchLimits) -> Result<Shape, Trap> {
-    limits.check(dims)?;
+/// Validates a launch of a kernel with `static_shared` bytes of static shared arrays.
+pub(crate) fn validate(
+    dims: &LaunchDims,
+    limits: &LaunchLimits,
+    static_shared: u32,
+) -> Result<Shape, Trap> {
+    limits.check(dims, u64::from(static_shared))?;
     Ok(Shape {
-        grid: [dims[0], dims[1], dims[2]],
-        block: [dims[3], dims[4], dims[5]],
+        grid: dims.grid,
+        block: dims.block,
+        shared_bytes: dims.shared_bytes,
     })
 }
 
@@ -30,6 +39,10 @@ mod tests {
     use super::*;
 
     const L: LaunchLimits = LaunchLimits::TYPICAL;
+
+    fn at(w: [u32; 6]) -> LaunchDims {
+        LaunchDims::from_words([w[0], w[1], w[2], w[3], w[4], w[5], 0])
+    }
 
     #[test]
     fn valid_shapes_pass() {
@@ -42,7 +55,7 @@ mod tests {
             [1, 1, 1, 1, 16, 64],
             [i32::MAX as u32, 65535, 65535, 1, 1, 1],
         ] {
-            let s = validate(dims, &L).unwrap();
+            let s = validate(&at(dims), &L, 0).unwrap();
             assert_eq!(s.grid, [dims[0], dims[1], dims[2]]);
             assert_eq!(s.block, [dims[3], dims[4], dims[5]]);
         }
@@ -63,7 +76,11 @@ mod tests {
             [1, 65536, 1, 1, 1, 1],
             [1, 1, 65536, 1, 1, 1],
         ] {
-            assert_eq!(validate(dims, &L), Err(Trap::InvalidLaunch), "{dims:?}");
+            assert_eq!(
+                validate(&at(dims), &L, 0),
+                Err(Trap::InvalidLaunch),
+                "{dims:?}"
+            );
         }
     }
 
@@ -73,15 +90,25 @@ mod tests {
             max_threads_per_block: 512,
             max_block: [512, 512, 64],
             max_grid: [100, 100, 100],
+            max_shared_bytes: 1000,
         };
-        assert!(validate([1, 1, 1, 1024, 1, 1], &L).is_ok());
+        assert!(validate(&at([1, 1, 1, 1024, 1, 1]), &L, 0).is_ok());
         assert_eq!(
-            validate([1, 1, 1, 1024, 1, 1], &small),
+            validate(&at([1, 1, 1, 1024, 1, 1]), &small, 0),
             Err(Trap::InvalidLaunch)
         );
         assert_eq!(
-            validate([101, 1, 1, 1, 1, 1], &small),
+            validate(&at([101, 1, 1, 1, 1, 1]), &small, 0),
             Err(Trap::InvalidLaunch)
+        );
+        let dynamic = LaunchDims {
+            shared_bytes: 900,
+            ..at([1, 1, 1, 32, 1, 1])
+        };
+        assert_eq!(validate(&dynamic, &small, 100).unwrap().shared_bytes, 900);
+        assert_eq!(
+            validate(&dynamic, &small, 101),
+            Err(Trap::SharedMemoryLimit)
         );
     }
 }

@@ -333,6 +333,8 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         | InstKind::GpuIndex(..)
         | InstKind::Barrier
         | InstKind::SharedAlloc { .. }
+        | InstKind::DynamicShared { .. }
+        | InstKind::DynamicSharedBytes
         | InstKind::Launch(_)
         | InstKind::Jump(_)
         | InstKind::Return(_) => Simplified::Keep,

@@ -336,6 +336,13 @@ impl<'a> Rewriter<'a> {
                 made.extend(b.into_insts());
                 Companions { base: r, bytes }
             }
+            InstKind::DynamicShared { .. } => {
+                let mut b = FunctionBuilder::detached(self.func);
+                let size = b.dynamic_shared_bytes();
+                let bytes = b.cast(size, Type::U64);
+                made.extend(b.into_insts());
+                Companions { base: r, bytes }
+            }
             InstKind::Call(_, args) => self.call_result(args, r, &mut made),
             _ => self.companions(r, &mut made),
         };

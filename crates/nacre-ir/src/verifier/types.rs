@@ -41,6 +41,8 @@ impl FuncVerifier<'_> {
             InstKind::GpuIndex(..) => c.gpu_index(),
             InstKind::Barrier => c.barrier(),
             InstKind::SharedAlloc { elem, len } => c.shared_alloc(*elem, *len),
+            InstKind::DynamicShared { elem } => c.dynamic_shared(*elem),
+            InstKind::DynamicSharedBytes => c.gpu_index(),
             InstKind::Jump(dest) => c.jump(dest),
             InstKind::Branch {
                 cond,
@@ -433,6 +435,9 @@ impl TypeCheck<'_> {
         for v in l.grid.iter().chain(&l.block) {
             self.expect(format!("grid/block size {v}"), self.ty(*v), Type::U32)?;
         }
+        if let Some(v) = l.shared_bytes {
+            self.expect(format!("shared memory size {v}"), self.ty(v), Type::U32)?;
+        }
         let name = format!("kernel @{}", target.name);
         self.v
             .check_call(inst, block, &name, &target.signature, &l.args, None)
@@ -457,6 +462,14 @@ impl TypeCheck<'_> {
     fn barrier(&self) -> Res {
         self.kernel_only()?;
         self.no_result()
+    }
+
+    fn dynamic_shared(&self, elem: Scalar) -> Res {
+        self.kernel_only()?;
+        match self.need_result()? {
+            Type::Ptr(e, _) if e == elem => Ok(()),
+            t => Err(self.type_err(format!("the result is {t}, expected a pointer to {elem}"))),
+        }
     }
 
     fn shared_alloc(&self, elem: Scalar, len: u32) -> Res {
@@ -530,6 +543,8 @@ fn op_name(kind: &InstKind) -> &'static str {
         InstKind::GpuIndex(..) => "gpu_index",
         InstKind::Barrier => "barrier",
         InstKind::SharedAlloc { .. } => "shared_alloc",
+        InstKind::DynamicShared { .. } => "dynamic_shared",
+        InstKind::DynamicSharedBytes => "dynamic_shared_bytes",
         InstKind::Launch(_) => "launch",
         InstKind::Jump(_) => "jump",
         InstKind::Branch { .. } => "br",

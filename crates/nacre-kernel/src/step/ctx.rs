@@ -18,6 +18,7 @@
 //! | 13 | [`BARRIERS_OPEN`] | 1 if threads waiting at a barrier resume this round, 0 if only threads at a yield do |
 //! | 14, 15 | [`CHUNK_LO`], [`CHUNK_HI`] | collapsed step functions only: the range of the loop index to run |
 //! | 16 | [`CHUNK_LIMIT`] | collapsed step functions only: the largest loop bound that cannot wrap |
+//! | 17 | [`DYNAMIC_SHARED_BYTES`] | bytes of the launch's dynamic shared memory, which starts [`dynamic_shared_offset`] bytes into the shared memory |
 //!
 //! Thread indices are not in the context: the step function loops over the threads of the
 //! block itself and derives `threadIdx` from its loop counter.
@@ -61,8 +62,10 @@ pub const CHUNK_HI: usize = 15;
 /// The largest loop bound for which a collapsed launch is equivalent: the index type's
 /// maximum minus the launch's thread count.
 pub const CHUNK_LIMIT: usize = 16;
+/// Bytes of the launch's dynamic shared memory.
+pub const DYNAMIC_SHARED_BYTES: usize = 17;
 /// Number of context words.
-pub const CTX_WORDS: usize = 17;
+pub const CTX_WORDS: usize = 18;
 
 /// Bit of a step function's result: some thread waits at a barrier.
 pub const AT_BARRIER: u32 = 1;
@@ -74,6 +77,15 @@ pub const AT_YIELD: u32 = 2;
 pub const PHASE_SLOT: usize = 0;
 /// Alignment, in bytes, of each shared array within the block's shared memory.
 pub const SHARED_ALIGN: u64 = 8;
+/// Alignment, in bytes, of the dynamic shared memory within the block's shared memory.
+pub const DYNAMIC_SHARED_ALIGN: u64 = 16;
+
+/// Where the dynamic shared memory starts in the block's shared memory, after
+/// `static_bytes` bytes of static shared arrays. The block's shared memory must then be 16-byte
+/// aligned and hold this many bytes plus the dynamic size.
+pub const fn dynamic_shared_offset(static_bytes: u64) -> u64 {
+    static_bytes.next_multiple_of(DYNAMIC_SHARED_ALIGN)
+}
 
 /// The address `base + offset` (both `u64`) as a pointer of type `ptr`.
 pub(crate) fn addr(

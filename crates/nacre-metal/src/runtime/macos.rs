@@ -1,7 +1,7 @@
 //! The runtime on macOS, through `objc2-metal`.
 
 use crate::error::MetalError;
-use crate::layout::{Binding, LaunchPlan};
+use crate::layout::{Binding, LaunchPlan, PipelineLimits};
 use crate::msl::MslKernel;
 use nacre_ir::Trap;
 use objc2::rc::Retained;
@@ -48,7 +48,7 @@ pub fn probe() -> Result<(), MetalError> {
 #[derive(Debug)]
 pub struct Pipeline {
     state: Retained<ProtocolObject<dyn MTLComputePipelineState>>,
-    max_threads: u64,
+    limits: PipelineLimits,
 }
 
 /// Compiles a kernel's MSL at run time and makes its pipeline.
@@ -78,13 +78,18 @@ pub fn compile(kernel: &MslKernel) -> Result<Pipeline, MetalError> {
             kernel: kernel.name.clone(),
             message: e.localizedDescription().to_string(),
         })?;
-    let max_threads = state.maxTotalThreadsPerThreadgroup() as u64;
-    Ok(Pipeline { state, max_threads })
+    let device_shared = ctx.device.maxThreadgroupMemoryLength() as u64;
+    let limits = PipelineLimits {
+        max_threads: state.maxTotalThreadsPerThreadgroup() as u64,
+        max_dynamic_shared: device_shared
+            .saturating_sub(state.staticThreadgroupMemoryLength() as u64),
+    };
+    Ok(Pipeline { state, limits })
 }
 
-/// The most threads per threadgroup of a pipeline.
-pub fn max_threads(pipeline: &Pipeline) -> u64 {
-    pipeline.max_threads
+/// What a pipeline allows a launch.
+pub fn limits(pipeline: &Pipeline) -> PipelineLimits {
+    pipeline.limits
 }
 
 /// The system's page size (16 KiB on Apple silicon, 4 KiB on Intel Macs).
@@ -178,6 +183,11 @@ pub fn dispatch(pipeline: &Pipeline, plan: &LaunchPlan) -> Result<(), Trap> {
     }
     // SAFETY: the status buffer lives until completion, and its slot is the layout's.
     unsafe { encoder.setBuffer_offset_atIndex(Some(&status), 0, plan.status_slot) };
+    if plan.dynamic_shared > 0 {
+        // SAFETY: index 0 is the kernel's `[[threadgroup(0)]]` argument; the length is a
+        // multiple of 16 within what the pipeline allows (`plan_launch`).
+        unsafe { encoder.setThreadgroupMemoryLength_atIndex(plan.dynamic_shared as usize, 0) };
+    }
     encoder.dispatchThreadgroups_threadsPerThreadgroup(
         size(plan.dispatch.threadgroups),
         size(plan.dispatch.threads),

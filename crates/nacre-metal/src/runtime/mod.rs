@@ -11,17 +11,15 @@
 //! Elsewhere (`runtime/unavailable.rs`) there is no pipeline: compiling reports
 //! [`crate::MetalError::NotMacOs`].
 //!
-//! Both provide the same items: [`probe`], [`Pipeline`], [`compile`], [`max_threads`],
+//! Both provide the same items: [`probe`], [`Pipeline`], [`compile`], [`limits`],
 //! [`page_size`], [`dispatch`] and [`last_device_error`].
 
 #[cfg(target_os = "macos")]
 pub mod macos;
 #[cfg(target_os = "macos")]
-pub use macos::{compile, dispatch, last_device_error, max_threads, page_size, probe, Pipeline};
+pub use macos::{compile, dispatch, last_device_error, limits, page_size, probe, Pipeline};
 
 #[cfg(not(target_os = "macos"))]
 pub mod unavailable;
 #[cfg(not(target_os = "macos"))]
-pub use unavailable::{
-    compile, dispatch, last_device_error, max_threads, page_size, probe, Pipeline,
-};
+pub use unavailable::{compile, dispatch, last_device_error, limits, page_size, probe, Pipeline};

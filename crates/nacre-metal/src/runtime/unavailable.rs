@@ -2,7 +2,7 @@
 
 use crate::device::METAL_PAGE_BYTES;
 use crate::error::MetalError;
-use crate::layout::LaunchPlan;
+use crate::layout::{LaunchPlan, PipelineLimits};
 use crate::msl::MslKernel;
 use nacre_ir::Trap;
 
@@ -24,8 +24,8 @@ pub fn compile(_kernel: &MslKernel) -> Result<Pipeline, MetalError> {
     })
 }
 
-/// The most threads per threadgroup of a pipeline.
-pub fn max_threads(pipeline: &Pipeline) -> u64 {
+/// What a pipeline allows a launch.
+pub fn limits(pipeline: &Pipeline) -> PipelineLimits {
     match *pipeline {}
 }
 

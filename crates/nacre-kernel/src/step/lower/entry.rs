@@ -13,7 +13,14 @@ use std::collections::{HashMap, HashSet};
 /// A GPU operation found in the kernel, replaced by a value of the step function.
 pub(super) enum Intrinsic {
     Index(GpuIndex, Dim),
-    Shared { elem: Scalar, len: u32, ty: Type },
+    Shared {
+        elem: Scalar,
+        len: u32,
+        ty: Type,
+    },
+    /// The dynamic shared memory (after the static arrays), as a pointer of this type.
+    DynamicShared(Type),
+    DynamicSharedBytes,
 }
 
 impl Lowering {
@@ -48,6 +55,12 @@ impl Lowering {
                             ty: self.f.values[r].ty,
                         },
                     )),
+                    (InstKind::DynamicShared { .. }, Some(r)) => {
+                        found.push((r, Intrinsic::DynamicShared(self.f.values[r].ty)))
+                    }
+                    (InstKind::DynamicSharedBytes, Some(r)) => {
+                        found.push((r, Intrinsic::DynamicSharedBytes))
+                    }
                     (InstKind::Barrier, _) => barriers += 1,
                     _ => {}
                 }
@@ -64,6 +77,7 @@ impl Lowering {
     ) -> Result<(HashMap<Value, Value>, u64), KernelError> {
         let mut aliases: HashMap<Value, Value> = HashMap::new();
         let mut shared_bytes: u64 = 0;
+        let mut dynamic = Vec::new();
         for (r, intrinsic) in found {
             let v = match intrinsic {
                 Intrinsic::Index(GpuIndex::ThreadIdx, d) => self.xyz[d.index()],
@@ -88,7 +102,19 @@ impl Lowering {
                     let base = self.ctx_word(ctx::SHARED_BASE);
                     self.at_entry(|em| addr(em, base, offset, ty))
                 }
+                Intrinsic::DynamicSharedBytes => self.ctx_word_u32(ctx::DYNAMIC_SHARED_BYTES),
+                Intrinsic::DynamicShared(ty) => {
+                    dynamic.push((r, ty));
+                    continue;
+                }
             };
+            aliases.insert(r, v);
+        }
+        // Dynamic shared memory follows the static arrays, whose size is now known.
+        let offset = ctx::dynamic_shared_offset(shared_bytes);
+        for (r, ty) in dynamic {
+            let base = self.ctx_word(ctx::SHARED_BASE);
+            let v = self.at_entry(|em| addr(em, base, offset, ty));
             aliases.insert(r, v);
         }
         Ok((aliases, shared_bytes))
@@ -102,7 +128,10 @@ impl Lowering {
             insts.retain(|&i| {
                 !matches!(
                     f.insts[i].kind,
-                    InstKind::GpuIndex(..) | InstKind::SharedAlloc { .. }
+                    InstKind::GpuIndex(..)
+                        | InstKind::SharedAlloc { .. }
+                        | InstKind::DynamicShared { .. }
+                        | InstKind::DynamicSharedBytes
                 )
             });
             f.blocks[b].insts = insts;
