@@ -475,4 +475,48 @@ mod tests {
         assert_eq!(lens, [1, 2, 8, 4]);
         assert!(plan.regions.is_empty());
     }
+
+    #[test]
+    fn dynamic_shared_memory_is_threadgroup_memory_0_with_its_size_after_the_status() {
+        let mut k = Function::new(
+            "k",
+            FuncKind::Kernel,
+            Signature {
+                params: vec![Type::U32],
+                ret: None,
+            },
+        );
+        let mut b = nacre_ir::FunctionBuilder::new(&mut k);
+        b.create_entry_block();
+        b.dynamic_shared(Scalar::F32);
+        b.ret(None);
+        let l = KernelLayout::of(&k).unwrap();
+        assert!(l.dynamic_shared);
+        assert_eq!((l.status_slot(), l.dynamic_shared_slot()), (1, 2));
+        let dims = LaunchDims {
+            shared_bytes: 100,
+            ..at([1, 1, 1, 32, 1, 1])
+        };
+        let plan = plan_launch(&l, &dims, &[7], 4096, LIM).unwrap();
+        assert_eq!(plan.dynamic_shared, 112, "a multiple of 16");
+        assert_eq!(
+            plan.bindings[1],
+            Binding::Bytes {
+                slot: 2,
+                bytes: 100u64.to_le_bytes(),
+                len: 4
+            }
+        );
+        // A kernel that reads none binds none, whatever the launch gives.
+        let plain = layout(&[Type::U32]).unwrap();
+        let plan = plan_launch(&plain, &dims, &[7], 4096, LIM).unwrap();
+        assert_eq!((plan.dynamic_shared, plan.bindings.len()), (0, 1));
+        assert!(matches!(
+            layout(&[Type::U32; 30]),
+            Ok(KernelLayout {
+                dynamic_shared: false,
+                ..
+            })
+        ));
+    }
 }

@@ -840,3 +840,43 @@ fn random_corruptions_never_panic() {
     // Some mutations are harmless (an unused type change, a dead jump target...).
     assert!(accepted > 0);
 }
+
+#[test]
+fn dynamic_shared_memory_is_for_kernels_and_sized_by_a_u32() {
+    let shared = Type::Ptr(Scalar::F32, crate::AddressSpace::Generic);
+    let e = error(one_inst(&[], Some(shared), Some(shared), |_| {
+        InstKind::DynamicShared { elem: Scalar::F32 }
+    }));
+    assert_err(
+        &e,
+        K::Type,
+        &["(dynamic_shared)", "only allowed in kernels"],
+    );
+    let e = error(one_inst(&[], Some(Type::U32), Some(Type::U32), |_| {
+        InstKind::DynamicSharedBytes
+    }));
+    assert_err(
+        &e,
+        K::Type,
+        &["(dynamic_shared_bytes)", "only allowed in kernels"],
+    );
+
+    // A launch whose shared memory size is not a `u32`.
+    let mut m = Module::new();
+    let k = m.add_function(Function::new("k", FuncKind::Kernel, sig(&[], None)));
+    {
+        let mut b = FunctionBuilder::new(&mut m.functions[k]);
+        b.create_entry_block();
+        b.ret(None);
+    }
+    let mut f = func(&[Type::U64], None);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let one = konst(&mut b, Type::U32, 1);
+    b.launch_shared(k, [one; 3], [one; 3], Some(p[0]), vec![]);
+    b.ret(None);
+    let id = m.add_function(f);
+    m.entry = Some(id);
+    let e = verify(m).expect_err("a u64 size is rejected");
+    assert_err(&e, K::Type, &["shared memory size v0", "u64"]);
+}

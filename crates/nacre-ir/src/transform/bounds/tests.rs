@@ -302,3 +302,45 @@ fn shared_array_indices_proven_in_range_lose_their_check() {
         ))
     );
 }
+
+#[test]
+fn dynamic_shared_memory_is_checked_against_the_launch_size() {
+    let mut m = Module::new();
+    let id = m.add_function(FunctionBuilder::build(
+        "k",
+        FuncKind::Kernel,
+        &[],
+        None,
+        |b, _| {
+            let s = b.dynamic_shared(Scalar::F32);
+            let t = b.gpu_index(crate::GpuIndex::ThreadIdx, crate::Dim::X);
+            let zero = b.const_bits(Type::F32, 0);
+            let at = b.elem_ptr(s, t);
+            b.store(at, zero);
+            b.ret(None);
+        },
+    ));
+    m.entry = Some(id);
+    let mut m = checked(m);
+    let f = &mut m.functions[id];
+    // The size is unknown until the launch: even the first thread's store keeps its check.
+    assert_eq!(proven::remove_proven_checks(f, GpuBounds::LIMITS), 0);
+    let bytes = f
+        .live_insts()
+        .find_map(|d| match d.kind {
+            InstKind::BoundsCheck { bytes, .. } => Some(bytes),
+            _ => None,
+        })
+        .expect("the store is checked");
+    // `bytes` is the launch's size widened to u64.
+    let crate::ValueDef::Result(cast) = f.values[bytes].def else {
+        panic!("a cast")
+    };
+    let InstKind::Cast(size) = f.insts[cast].kind else {
+        panic!("a cast, not {:?}", f.insts[cast].kind)
+    };
+    let crate::ValueDef::Result(query) = f.values[size].def else {
+        panic!("the size query")
+    };
+    assert_eq!(f.insts[query].kind, InstKind::DynamicSharedBytes);
+}
