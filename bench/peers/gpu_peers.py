@@ -12,7 +12,8 @@ Frameworks (each is skipped with a note when it cannot be imported or has no GPU
 - ``torch``: PyTorch eager: ``y.add_(x, alpha=a)``, ``torch.add(a, b, out=c)``,
   ``torch.sum(x.view(-1, 256), 1, out=s)``, the logistic map as a loop of three eager ops per
   step, ``c.add_(1)`` for the launch latency; ``torch.softmax``, ``gelu`` and, on float16
-  tensors, ``y.add_(x, alpha=a)`` for the kernel-language suite;
+  tensors, ``y.add_(x, alpha=a)`` for the kernel-language suite; ``torch.bincount(x,
+  minlength=256)`` for the atomics suite;
 - ``triton``: the Triton kernels of ``triton_kernels.py``.
 
 Names: ``peer_<fw>_<kernel>_<N>[_<ITERS>]`` (kernel one of saxpy, vecadd, blocksum, logistic),
@@ -915,6 +916,35 @@ def run_language(run, peer, rng):
         guarded(run, name, bench)
         free_memory(peer)
     run_saxpy_f16(run, peer, rng)
+    run_bincount(run, peer, rng)
+
+
+#: Values of the histogram benchmark (int32 in [0, 256), Nacre's u32 input).
+HISTOGRAM_SIZE = 1 << 24
+
+
+def run_bincount(run, peer, rng):
+    """`peer_torch_bincount_16777216`: `torch.bincount(x, minlength=256)` over int32 values in
+    [0, 256), checked exactly against NumPy's counts, timed with CUDA events (each call
+    allocates and zeroes its 256 bins, as PyTorch's operator does)."""
+    torch, cfg = peer.torch, run.cfg
+    name = f"peer_torch_bincount_{HISTOGRAM_SIZE}"
+    if not cfg.wants(name):
+        return
+
+    def bench():
+        x = rng.integers(0, 256, HISTOGRAM_SIZE, dtype=np.int32)
+        t = torch.from_numpy(x).cuda()
+        got = torch.bincount(t, minlength=256).cpu().numpy()
+        want = np.bincount(x, minlength=256)
+        wrong = int((got != want).sum())
+        run.record_check(name, wrong == 0, wrong, 0)
+        if wrong == 0:
+            run.record(name, time_events(peer.clock, lambda: torch.bincount(t, minlength=256),
+                                         cfg.runs, cfg.warmup))
+
+    guarded(run, name, bench)
+    free_memory(peer)
 
 
 def run_saxpy_f16(run, peer, rng):

@@ -47,6 +47,7 @@
 //! PASS/MISS (grid mode: within 2× of rayon on saxpy, vecadd and logistic; the block sum
 //! under 10× the rayon baseline). A MISS is reported, not an error.
 
+mod atomics;
 mod cuda;
 mod cuda_report;
 mod language;
@@ -60,7 +61,8 @@ use nacre::gpu::{Array, CpuMode, CpuOptions, DeviceKind, RuntimeOptions};
 use nacre::{Engine, Options};
 use nacre_corpus::bench::Batch;
 use nacre_corpus::kernels::{
-    run_block_sum, run_logistic, run_saxpy_f16, run_saxpy_grid_stride, run_vec_add_grid_stride,
+    run_block_sum, run_histogram256, run_logistic, run_saxpy_f16, run_saxpy_grid_stride,
+    run_vec_add_grid_stride,
 };
 use rayon::prelude::*;
 use serde_json::json;
@@ -643,6 +645,43 @@ impl Suite {
         Ok(())
     }
 
+    /// `gpu_cpu_histogram256_16777216` and `rust_rayon_histogram256_16777216`: the histogram
+    /// of [`atomics`], both checked exactly.
+    fn histogram(&mut self) -> Result<()> {
+        let suffix = atomics::histogram_name();
+        let (gpu, rust) = (
+            format!("{}_{suffix}", self.prefix),
+            format!("rust_rayon_{suffix}"),
+        );
+        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let (xv, want) = atomics::histogram_case();
+        let mut bins_rust = vec![0u32; atomics::BINS];
+        atomics::rayon_histogram(&xv, &mut bins_rust);
+        atomics::check_counts(&rust, &bins_rust, &want)?;
+        let dev = self.engine.device();
+        let x = Array::copy_on(dev.clone(), &xv)?;
+        let mut bins = Array::<u32>::alloc_on(dev, atomics::BINS)?;
+        if self.h.wants(&gpu) {
+            // A block of 128 threads per grid-stride launch block of the f32 kernels' grid.
+            let blocks = self.blocks(&gpu, xv.len());
+            let f = self.engine.compile(run_histogram256)?;
+            settle_c_tier();
+            let len = xv.len() as u32;
+            f.call(&x, &mut bins, len, blocks)?;
+            atomics::check_counts(&gpu, bins.as_slice(), &want)?;
+            self.h
+                .time(&gpu, || f.call(&x, &mut bins, black_box(len), blocks))?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time_infallible(&rust, || {
+                atomics::rayon_histogram(x.as_slice(), black_box(&mut bins_rust));
+            });
+        }
+        Ok(())
+    }
+
     /// `gpu_cpu_logistic_262144_I`, `gpu_cpu_logistic_262144_I_unchecked` and
     /// `rust_rayon_logistic_262144_I`.
     fn logistic(&mut self, iters: u32) -> Result<()> {
@@ -814,6 +853,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         s.language(&k).with_context(|| k.suffix.clone())?;
     }
     s.saxpy_f16().context("saxpy over f16")?;
+    s.histogram().context("256-bin histogram")?;
     s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
     s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
     s.compile("blocksum", |e| e.compile(run_block_sum))?;

@@ -20,6 +20,7 @@
 //! ([`stack::nacre_stack_ok`]) and traps with [`Trap::StackOverflow`] when too little is left,
 //! so deep IR recursion is a trap on every backend, as in the interpreter.
 
+pub mod atomic;
 #[cfg(feature = "conformance")]
 pub mod launch_conformance;
 pub mod linkage;

@@ -15,9 +15,10 @@
 //! Identifiers a dialect introduces itself (kernel built-in parameters, prologue locals) must
 //! start with `nacre_`, a prefix the printer never gives to values, blocks or functions.
 
+pub use crate::atomic::{AtomicAccess, AtomicKind, AtomicSpelling};
 pub use crate::error::DialectError;
 use crate::helpers::{self, Helper};
-use nacre_ir::{AddressSpace, Dim, FuncKind, GpuIndex, Scalar, Type};
+use nacre_ir::{AddressSpace, Dim, FuncKind, GpuIndex, MemOrder, Scalar, Scope, Type};
 
 /// The fewest iterations a thread runs together in a lane-parallel grid-stride loop, and so
 /// the fewest elements of a group of [`Dialect::lane_group`]. A loop over narrower elements
@@ -256,6 +257,16 @@ pub trait Dialect {
         Err(DialectError::DynamicShared)
     }
 
+    /// The statements of an atomic instruction (see [`AtomicAccess`]); the default refuses.
+    fn atomic(&self, _a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
+        Err(DialectError::Atomics)
+    }
+
+    /// The statement of a memory fence; the default refuses.
+    fn fence(&self, _order: MemOrder, _scope: Scope) -> Result<String, DialectError> {
+        Err(DialectError::Atomics)
+    }
+
     /// The head of a kernel: its signature (with the IR parameters, the status pointer last,
     /// and whatever built-in parameters the dialect needs) and the statements that open its
     /// body.
@@ -350,6 +361,14 @@ impl Dialect for CDialect {
     fn helper_definition(&self, helper: Helper) -> String {
         helpers::c_definition(self, "static inline ", helper)
     }
+
+    fn atomic(&self, a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
+        crate::atomic::c_atomic(a)
+    }
+
+    fn fence(&self, order: MemOrder, _scope: Scope) -> Result<String, DialectError> {
+        Ok(crate::atomic::c_fence(order))
+    }
 }
 
 /// [`CDialect`] with structured control flow ([`Dialect::structured_control_flow`]): the
@@ -388,6 +407,14 @@ impl Dialect for StructuredCDialect {
 
     fn helper_definition(&self, helper: Helper) -> String {
         helpers::c_definition(self, "static inline ", helper)
+    }
+
+    fn atomic(&self, a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
+        CDialect.atomic(a)
+    }
+
+    fn fence(&self, order: MemOrder, scope: Scope) -> Result<String, DialectError> {
+        CDialect.fence(order, scope)
     }
 
     fn structured_control_flow(&self) -> bool {

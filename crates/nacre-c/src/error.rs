@@ -10,7 +10,7 @@ use thiserror::Error;
 /// The message completes "the `<backend>` backend does not support ...": the printer turns the
 /// error into [`BackendError::Unsupported`] with the dialect's backend name
 /// ([`DialectError::unsupported`]).
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Error)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Error)]
 pub enum DialectError {
     /// Thread, block or grid indices and dimensions ([`Dialect::gpu_index`]), in a dialect
     /// without GPU built-ins (host C).
@@ -28,6 +28,22 @@ pub enum DialectError {
     /// [`Dialect::shared_array`]: crate::Dialect::shared_array
     #[error("block-shared arrays")]
     SharedArray,
+    /// Atomic operations and fences ([`Dialect::atomic`]), in a dialect without them.
+    ///
+    /// [`Dialect::atomic`]: crate::Dialect::atomic
+    #[error("atomic operations")]
+    Atomics,
+    /// An atomic operation the target lacks on an element type, or an ordering it cannot
+    /// give.
+    #[error("{what} ({target} has no such atomic; {instead})")]
+    Atomic {
+        /// The operation, type and ordering, as people write them (`fetch_min on f32`).
+        what: String,
+        /// The target, as people write it (`Metal`).
+        target: &'static str,
+        /// What to do instead.
+        instead: &'static str,
+    },
     /// Dynamic shared memory ([`Dialect::dynamic_shared`]), in a dialect without it.
     ///
     /// [`Dialect::dynamic_shared`]: crate::Dialect::dynamic_shared

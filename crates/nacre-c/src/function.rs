@@ -36,7 +36,7 @@
 //! external call in device code) and, as [`BackendError::Codegen`], inconsistencies with
 //! the analyses it builds on (the structured form, lane plans), which are bugs.
 
-use crate::dialect::{Dialect, KernelHead, KernelParam, MathFn};
+use crate::dialect::{AtomicAccess, AtomicKind, Dialect, KernelHead, KernelParam, MathFn};
 use crate::error::DialectError;
 use crate::helpers::Helper;
 use crate::literal::literal;
@@ -622,6 +622,43 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 self.bounds_check(out, *addr, *base, *bytes, *trap);
                 return Ok(());
             }
+            InstKind::AtomicRmw {
+                op,
+                ptr,
+                value,
+                order,
+                scope,
+            } => {
+                let value = value.to_string();
+                let kind = AtomicKind::Rmw {
+                    op: *op,
+                    value: &value,
+                };
+                return self.atomic(out, result, *ptr, kind, *order, *scope);
+            }
+            InstKind::AtomicCas {
+                ptr,
+                expected,
+                new,
+                order,
+                scope,
+            } => {
+                let (expected, new) = (expected.to_string(), new.to_string());
+                let kind = AtomicKind::Cas {
+                    expected: &expected,
+                    new: &new,
+                };
+                return self.atomic(out, result, *ptr, kind, *order, *scope);
+            }
+            InstKind::Fence { order, scope } => {
+                let fence = self
+                    .ctx
+                    .dialect
+                    .fence(*order, *scope)
+                    .map_err(|e| self.ctx.refused(e))?;
+                line(out, 1, fence);
+                return Ok(());
+            }
             InstKind::Call(callee, args) => return self.call(out, result, *callee, args),
             InstKind::CallExtern(ext, args) => {
                 let (call, comment) = self.call_extern(*ext, args)?;
@@ -914,6 +951,47 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             None => line(out, 1, format_args!("{call};")),
         }
         line(out, 1, format_args!("if (*status) {}", self.trap_return));
+        Ok(())
+    }
+
+    /// Prints an atomic instruction as its dialect spells it, defining the helper it calls.
+    fn atomic(
+        &mut self,
+        out: &mut String,
+        result: Option<Value>,
+        ptr: Value,
+        kind: AtomicKind<'_>,
+        order: nacre_ir::MemOrder,
+        scope: nacre_ir::Scope,
+    ) -> Result<(), BackendError> {
+        let r = result.ok_or_else(|| self.internal("an atomic without a result"))?;
+        let elem = self
+            .ty(r)
+            .scalar()
+            .ok_or_else(|| self.internal("a pointer atomic"))?;
+        let space = match self.ty(ptr) {
+            Type::Ptr(_, space) => space,
+            _ => return Err(self.internal("an atomic through a non-pointer")),
+        };
+        let (result, ptr) = (r.to_string(), ptr.to_string());
+        let access = AtomicAccess {
+            result: &result,
+            ptr: &ptr,
+            space,
+            elem,
+            kind,
+            order,
+            scope,
+        };
+        let spelling = self
+            .ctx
+            .dialect
+            .atomic(&access)
+            .map_err(|e| self.ctx.refused(e))?;
+        if let Some(h) = spelling.helper {
+            self.helper(h);
+        }
+        line(out, 1, spelling.statements);
         Ok(())
     }
 

@@ -7,7 +7,7 @@
 
 use crate::dialect::Dialect;
 use crate::dialect::MathFn;
-use nacre_ir::{Scalar, UnaryOp};
+use nacre_ir::{AtomicOp, Scalar, UnaryOp};
 
 /// A helper function.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
@@ -39,6 +39,15 @@ pub enum Helper {
     /// Rounds a `float` to a half-precision type (ties to even, NaN stays NaN), giving its
     /// 16-bit storage. Uses [`Helper::ToBits`] of `f32`.
     F32ToHalf(Scalar),
+    /// An atomic read-modify-write `op` on elements of type `s` that the target lacks, as a
+    /// compare-exchange loop (see [`crate::atomic::loop_definition`]): `t name(t *p, t v)`
+    /// gives the old value. Float operations use the float's bits helpers (and min/max).
+    AtomicLoop {
+        /// The operation.
+        op: AtomicOp,
+        /// The element type.
+        s: Scalar,
+    },
 }
 
 impl Helper {
@@ -54,6 +63,7 @@ impl Helper {
             Helper::Math(f, s) => format!("nacre_{}_{s}", f.c_name()),
             Helper::HalfToF32(s) => format!("nacre_{s}_to_f32"),
             Helper::F32ToHalf(s) => format!("nacre_f32_to_{s}"),
+            Helper::AtomicLoop { op, s } => format!("nacre_atomic_{}_{s}", op.name()),
         }
     }
 
@@ -62,8 +72,23 @@ impl Helper {
         match self {
             Helper::HalfToF32(_) => &[Helper::FromBits(Scalar::F32)],
             Helper::F32ToHalf(_) => &[Helper::ToBits(Scalar::F32)],
+            Helper::AtomicLoop { op, s } => atomic_loop_uses(op, s),
             _ => &[],
         }
+    }
+}
+
+/// The helpers of [`Helper::AtomicLoop`]: a float's bits, and its min or max.
+fn atomic_loop_uses(op: AtomicOp, s: Scalar) -> &'static [Helper] {
+    use Helper::{FromBits as F, Max, Min, ToBits as T};
+    match (op, s) {
+        (AtomicOp::Min, Scalar::F32) => &[F(Scalar::F32), T(Scalar::F32), Min(Scalar::F32)],
+        (AtomicOp::Max, Scalar::F32) => &[F(Scalar::F32), T(Scalar::F32), Max(Scalar::F32)],
+        (AtomicOp::Min, Scalar::F64) => &[F(Scalar::F64), T(Scalar::F64), Min(Scalar::F64)],
+        (AtomicOp::Max, Scalar::F64) => &[F(Scalar::F64), T(Scalar::F64), Max(Scalar::F64)],
+        (_, Scalar::F32) => &[F(Scalar::F32), T(Scalar::F32)],
+        (_, Scalar::F64) => &[F(Scalar::F64), T(Scalar::F64)],
+        _ => &[],
     }
 }
 
@@ -150,6 +175,7 @@ pub fn bits_definition(
 pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper) -> String {
     let name = helper.name();
     match helper {
+        Helper::AtomicLoop { op, s } => crate::atomic::c_loop_definition(d, qualifier, op, s),
         Helper::FloatToInt { from, to } => {
             let f = d.scalar_type(from);
             let t = d.scalar_type(to);

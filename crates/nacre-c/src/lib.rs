@@ -33,6 +33,7 @@
 
 #![warn(missing_docs)]
 
+pub mod atomic;
 pub mod compile;
 pub mod dialect;
 pub mod emit;

@@ -2697,6 +2697,11 @@ pub fn census(module: &Module) -> std::collections::BTreeMap<String, usize> {
                     K::Load(_) => format!("load.{}", rty.unwrap_or_default()),
                     K::Store(_, v) => format!("store.{}", ty(*v)),
                     K::BoundsCheck { .. } => "bounds_check".to_string(),
+                    K::AtomicRmw { op, value, .. } => {
+                        format!("atomic.{}.{}", op.name(), ty(*value))
+                    }
+                    K::AtomicCas { new, .. } => format!("atomic_cas.{}", ty(*new)),
+                    K::Fence { .. } => "fence".to_string(),
                     K::Call(callee, _) => {
                         if *callee == id {
                             "call.recursive".to_string()

@@ -2,6 +2,7 @@
 //! it and a check against plain Rust. Shared by the CPU execution tests and the GPU backends:
 //! every check allocates its arrays on the engine's device (`Engine::device`).
 
+use nacre::atomic::Ordering;
 use nacre::gpu::{
     block_dim_x, block_idx, block_idx_x, dynamic_shared, dynamic_shared_len, global_id_x,
     global_id_y, global_id_z, global_size_x, global_size_y, grid_dim_x, launch, launch_with_shared,
@@ -1332,6 +1333,133 @@ fn check_dyn_block_stats(engine: &Engine, n: usize) -> Result<(), String> {
     compare_f32("block stats", out.as_slice(), &want, 1e-4)
 }
 
+/// A 256-bin histogram of the low bytes of `data`: each block counts its grid-stride share in
+/// a shared histogram with block-scoped atomics, then adds every nonzero bin to the global
+/// histogram with one device-scoped atomic.
+#[kernel]
+pub fn histogram256(data: Ptr<u32>, bins: Ptr<u32>, n: Val<u32>) {
+    let local = shared_array::<u32, 256>();
+    let t = thread_idx_x();
+    let mut b = t;
+    while b < 256u32 {
+        local[b] = 0u32;
+        b += block_dim_x();
+    }
+    sync_threads();
+    let mut i = global_id_x();
+    while i < n {
+        local
+            .atomic(data[i] & 255u32)
+            .block()
+            .fetch_add(1u32, Ordering::Relaxed);
+        i += global_size_x();
+    }
+    sync_threads();
+    let mut k = t;
+    while k < 256u32 {
+        let c = local[k];
+        if c > 0u32 {
+            bins.atomic(k).fetch_add(c, Ordering::Relaxed);
+        }
+        k += block_dim_x();
+    }
+}
+
+/// Launches [`histogram256`] with `blocks` blocks of 128 threads.
+#[jit]
+pub fn run_histogram256(data: Ptr<u32>, bins: Ptr<u32>, n: Val<u32>, blocks: Val<u32>) {
+    launch(
+        histogram256,
+        Grid::new(blocks),
+        Block::new(128u32),
+        (data, bins, n),
+    );
+}
+
+fn pseudo_random_u32(n: usize, seed: u32) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+        .collect()
+}
+
+fn check_histogram256(engine: &Engine, n: usize) -> Result<(), String> {
+    let xv = pseudo_random_u32(n, 5);
+    let data = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut bins = Array::<u32>::alloc_on(engine.device(), 256).map_err(err)?;
+    let f = engine.compile(run_histogram256).map_err(err)?;
+    f.call(&data, &mut bins, n as u32, 3).map_err(err)?;
+    let mut want = vec![0u32; 256];
+    for x in &xv {
+        want[(x & 255) as usize] += 1;
+    }
+    if bins.as_slice() != want.as_slice() {
+        return Err(format!(
+            "histogram: got {:?}, expected {want:?}",
+            bins.as_slice()
+        ));
+    }
+    Ok(())
+}
+
+/// Every thread adds its element to `out[0]` (wrapping) and raises `out[1]` to it with a
+/// compare-exchange loop: one sum and one maximum over the whole grid.
+#[kernel]
+pub fn atomic_total(x: Ptr<u32>, out: Ptr<u32>, n: Val<u32>) {
+    let i = global_id_x();
+    if i < n {
+        let v = x[i];
+        out.atomic(0u32).fetch_add(v, Ordering::Relaxed);
+        let mut cur = Val::new(0u32);
+        let mut done = Val::new(false);
+        while !done {
+            let (old, ok) = out.atomic(1u32).compare_exchange(
+                cur,
+                cur.max(v),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            done = ok | (old >= v);
+            cur = old;
+        }
+    }
+}
+
+/// Launches [`atomic_total`] over `n` threads (64 per block).
+#[jit]
+pub fn run_atomic_total(x: Ptr<u32>, out: Ptr<u32>, n: Val<u32>) {
+    launch(
+        atomic_total,
+        Grid::new((n + 63u32) / 64u32),
+        Block::new(64u32),
+        (x, out, n),
+    );
+}
+
+fn check_atomic_total(engine: &Engine, n: usize) -> Result<(), String> {
+    let n = n.max(1);
+    let xv: Vec<u32> = pseudo_random_u32(n, 9).iter().map(|x| x >> 8).collect();
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), 2).map_err(err)?;
+    let f = engine.compile(run_atomic_total).map_err(err)?;
+    f.call(&x, &mut out, n as u32).map_err(err)?;
+    let sum = xv.iter().fold(0u32, |s, &v| s.wrapping_add(v));
+    let max = xv.iter().copied().max().unwrap_or(0);
+    if out.as_slice() != [sum, max] {
+        return Err(format!(
+            "total: got {:?}, expected {:?}",
+            out.as_slice(),
+            [sum, max]
+        ));
+    }
+    Ok(())
+}
+
 /// Matrix transpose through a 16×16 shared tile (2D grid and blocks).
 #[kernel]
 pub fn transpose(input: Ptr<f32>, out: Ptr<f32>, width: Val<u32>, height: Val<u32>) {
@@ -1752,6 +1880,18 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_copy_rows,
             trace: || nacre::trace_module(&run_copy_rows),
+        },
+        KernelCase {
+            name: "histogram256",
+            grid_stride: true,
+            check: check_histogram256,
+            trace: || nacre::trace_module(&run_histogram256),
+        },
+        KernelCase {
+            name: "atomic_total",
+            grid_stride: false,
+            check: check_atomic_total,
+            trace: || nacre::trace_module(&run_atomic_total),
         },
         KernelCase {
             name: "dyn_block_stats",

@@ -236,6 +236,8 @@ pub fn spec(case: &str) -> Vec<Arg> {
         "prefix_sum" => vec![I32s(512), U32(2)],
         "block_sum" => vec![F32s(600), F32s(3), U32(600)],
         "dyn_block_stats" => vec![F32s(300), F32s(9), U32(300), U32(128)],
+        "histogram256" => vec![U32s(700), U32s(256), U32(700), U32(3)],
+        "atomic_total" => vec![U32s(300), U32s(2), U32(300)],
         "copy_rows" => vec![F32s(70 * 16), F32s(70 * 16), U32(70)],
         "match_kernel" => vec![U32s(300), U32s(300), U32(300)],
         "enum_kernel" => vec![I32s(300), I32s(300), I32s(300), U32(300)],

@@ -36,6 +36,7 @@ use nacre_ir::{
     Launch, Module, Scalar, Trap, Type, UnaryOp, Value,
 };
 
+mod atomic;
 mod stack_check;
 
 /// Bytes of the launch's [`nacre_backend::LaunchDims`] (seven `u32`s) at the start of the
@@ -386,6 +387,21 @@ impl Lowerer<'_, '_> {
             InstKind::Store(p, v) => {
                 let (ptr, x) = (self.value(*p)?, self.value(*v)?);
                 self.b.ins().store(MemFlagsData::new(), x, ptr, 0);
+                None
+            }
+            InstKind::AtomicRmw { op, ptr, value, .. } => {
+                let s = self.ty(*value)?.scalar().ok_or_else(|| malformed(func, "a pointer atomic"))?;
+                let (p, x) = (self.value(*ptr)?, self.value(*value)?);
+                Some(self.atomic_rmw(*op, s, p, x))
+            }
+            InstKind::AtomicCas {
+                ptr, expected, new, ..
+            } => {
+                let (p, e, n) = (self.value(*ptr)?, self.value(*expected)?, self.value(*new)?);
+                Some(self.atomic_cas(p, e, n))
+            }
+            InstKind::Fence { .. } => {
+                self.b.ins().fence();
                 None
             }
             InstKind::BoundsCheck {

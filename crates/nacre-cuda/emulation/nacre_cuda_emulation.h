@@ -75,3 +75,53 @@ inline float __int_as_float(int x) {
     std::memcpy(&f, &x, sizeof f);
     return f;
 }
+
+// Atomics, as CUDA defines them (relaxed), on std::atomic_ref; `_block` forms are the same on
+// the host. Min and max loop on compare-exchange, as CUDA's own do on some types.
+#include <atomic>
+
+template <class T> inline T atomicAdd(T *p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+template <class T> inline T atomicSub(T *p, T v) { return std::atomic_ref<T>(*p).fetch_sub(v); }
+template <class T> inline T atomicAnd(T *p, T v) { return std::atomic_ref<T>(*p).fetch_and(v); }
+template <class T> inline T atomicOr(T *p, T v) { return std::atomic_ref<T>(*p).fetch_or(v); }
+template <class T> inline T atomicXor(T *p, T v) { return std::atomic_ref<T>(*p).fetch_xor(v); }
+template <class T> inline T atomicExch(T *p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
+template <class T> inline T atomicCAS(T *p, T expected, T desired) {
+    std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired);
+    return expected;
+}
+template <class T> inline T atomicMin(T *p, T v) {
+    std::atomic_ref<T> a(*p);
+    T old = a.load();
+    while (!a.compare_exchange_weak(old, old < v ? old : v)) {}
+    return old;
+}
+template <class T> inline T atomicMax(T *p, T v) {
+    std::atomic_ref<T> a(*p);
+    T old = a.load();
+    while (!a.compare_exchange_weak(old, old > v ? old : v)) {}
+    return old;
+}
+#define atomicAdd_block atomicAdd
+#define atomicSub_block atomicSub
+#define atomicAnd_block atomicAnd
+#define atomicOr_block atomicOr
+#define atomicXor_block atomicXor
+#define atomicExch_block atomicExch
+#define atomicCAS_block atomicCAS
+#define atomicMin_block atomicMin
+#define atomicMax_block atomicMax
+
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+inline double __longlong_as_double(long long x) {
+    double d;
+    std::memcpy(&d, &x, sizeof d);
+    return d;
+}
+inline long long __double_as_longlong(double d) {
+    long long x;
+    std::memcpy(&x, &d, sizeof x);
+    return x;
+}

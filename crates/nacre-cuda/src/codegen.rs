@@ -34,10 +34,14 @@
 //! is [`KernelSource::name`].
 
 use nacre_backend::BackendError;
-use nacre_c::dialect::{DialectError, KernelHead, KernelPrototype, LaneGroup, MathFn};
+use nacre_c::dialect::{
+    AtomicAccess, AtomicSpelling, DialectError, KernelHead, KernelPrototype, LaneGroup, MathFn,
+};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{CDialect, Dialect};
-use nacre_ir::{AddressSpace, Dim, FuncId, FuncKind, GpuIndex, Scalar, UnaryOp, VerifiedModule};
+use nacre_ir::{
+    AddressSpace, Dim, FuncId, FuncKind, GpuIndex, MemOrder, Scalar, Scope, UnaryOp, VerifiedModule,
+};
 use nacre_kernel::{specialised_for_launches, Specialised};
 
 /// The CUDA C of one kernel.
@@ -180,6 +184,7 @@ impl Dialect for CudaDialect {
         match helper {
             Helper::Bits(op, s) => bits_definition(self, qualifier, op, s),
             Helper::HalfToF32(s) | Helper::F32ToHalf(s) => half_definition(self, helper, s),
+            Helper::AtomicLoop { op, s } => atomic::loop_helper(self, qualifier, op, s),
             _ => helpers::c_definition(self, qualifier, helper),
         }
     }
@@ -236,6 +241,14 @@ impl Dialect for CudaDialect {
                 Vec::new()
             },
         })
+    }
+
+    fn atomic(&self, a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
+        Ok(atomic::spell(a))
+    }
+
+    fn fence(&self, _order: MemOrder, scope: Scope) -> Result<String, DialectError> {
+        Ok(atomic::fence_statement(scope).to_string())
     }
 
     fn dynamic_shared(&self, ptr_type: &str) -> Result<String, DialectError> {
@@ -385,6 +398,7 @@ pub(crate) fn print_kernel(
     })
 }
 
+mod atomic;
 #[cfg(test)]
 mod tests;
 

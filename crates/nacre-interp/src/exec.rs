@@ -14,6 +14,7 @@
 use crate::mem::{load, store};
 use crate::ops::{CallOp, LaunchOp, Op, Reg};
 use crate::program::{LoweredFunc, Program};
+use nacre_backend::atomic;
 use nacre_backend::LaunchDims;
 use nacre_ir::{semantics, Trap};
 use thiserror::Error;
@@ -568,6 +569,25 @@ fn execute(
                 // SAFETY: caller-guaranteed pointer, valid for writing 8 bytes (see above).
                 unsafe { store::<u64>(p, v) }
             }
+            Op::AtomicRmw(a) => {
+                let (p, v) = (regs[a.p as usize], regs[a.v as usize]);
+                // SAFETY: as for stores, a caller-guaranteed pointer valid for reading and
+                // writing one element of the atomic's type.
+                regs[a.d as usize] = unsafe {
+                    atomic::rmw(p, a.s, a.order, |old| {
+                        Some(semantics::atomic_rmw(a.op, a.s, old, v))
+                    })
+                };
+            }
+            Op::AtomicCas(c) => {
+                let en = c.en as usize;
+                let (e, n) = (f.arg_pool[en] as usize, f.arg_pool[en + 1] as usize);
+                let (p, e, n) = (regs[c.p as usize], regs[e], regs[n]);
+                // SAFETY: as for `AtomicRmw`.
+                regs[c.d as usize] =
+                    unsafe { atomic::rmw(p, c.s, c.order, |old| (old == e).then_some(n)) };
+            }
+            Op::Fence(f) => std::sync::atomic::fence(f.order.to_std()),
             Op::BoundsCheck(c) => {
                 let (addr, base) = (regs[c.addr as usize], regs[c.base as usize]);
                 let bytes = regs[c.bytes as usize];

@@ -11,8 +11,9 @@
 
 use crate::moves::sequentialize;
 use crate::ops::{
-    AddrOp, CallOp, CheckOp, CmpJmp, CondJmp, GenBin, GenCast, GenCmp, GenFma, GenMath, GenMath2,
-    GenUn, Jmp, LaunchOp, Nothing, Op, Reg, RetVal, StoreOp, Target, R2, R3, R4,
+    AddrOp, AtomicCasOp, AtomicRmwOp, CallOp, CheckOp, CmpJmp, CondJmp, FenceOp, GenBin, GenCast,
+    GenCmp, GenFma, GenMath, GenMath2, GenUn, Jmp, LaunchOp, Nothing, Op, Reg, RetVal, StoreOp,
+    Target, R2, R3, R4,
 };
 use crate::program::{ExternEntry, LaunchEntry, LoweredFunc, Program};
 use nacre_backend::{BackendError, Linkage};
@@ -1106,6 +1107,31 @@ impl<'a> FnLowerer<'a> {
                     s,
                 )
             }
+            InstKind::AtomicRmw {
+                op, ptr, value, order, ..
+            } => Op::AtomicRmw(AtomicRmwOp {
+                d: self.result(data)?,
+                p: self.slot(*ptr)?,
+                v: self.slot(*value)?,
+                op: *op,
+                s: self.pointee(*ptr)?,
+                order: *order,
+            }),
+            InstKind::AtomicCas {
+                ptr,
+                expected,
+                new,
+                order,
+                ..
+            } => Op::AtomicCas(AtomicCasOp {
+                d: self.result(data)?,
+                p: self.slot(*ptr)?,
+                en: self.push_args(&[*expected, *new])?.0,
+                s: self.pointee(*ptr)?,
+                order: *order,
+            }),
+            // Blocks of a kernel run on one core each: a block-scoped fence is a device fence.
+            InstKind::Fence { order, .. } => Op::Fence(FenceOp { order: *order }),
             InstKind::BoundsCheck {
                 addr,
                 base,

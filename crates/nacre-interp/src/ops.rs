@@ -13,7 +13,7 @@
 //! equality work on the normalised bits of any width. `Gt`/`Ge` comparisons do not exist: they
 //! are lowered to `Lt`/`Le` with swapped operands.
 
-use nacre_ir::{BinaryOp, CmpOp, MathFn, MathFn2, Scalar, Type, UnaryOp};
+use nacre_ir::{AtomicOp, BinaryOp, CmpOp, MathFn, MathFn2, MemOrder, Scalar, Type, UnaryOp};
 use std::fmt;
 
 /// A register slot, relative to the current frame's base.
@@ -148,6 +148,46 @@ pub(crate) struct StoreOp {
     pub p: Reg,
     /// Value slot.
     pub v: Reg,
+}
+
+/// An atomic read-modify-write: `d = *p; *p = op(*p, v)` as one atomic step.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct AtomicRmwOp {
+    /// Destination slot (the old value).
+    pub d: Reg,
+    /// Pointer slot.
+    pub p: Reg,
+    /// Operand slot.
+    pub v: Reg,
+    /// The operation.
+    pub op: AtomicOp,
+    /// The element type.
+    pub s: Scalar,
+    /// The ordering.
+    pub order: MemOrder,
+}
+
+/// An atomic compare-exchange: `d = *p; if d == e { *p = n }` as one atomic step.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct AtomicCasOp {
+    /// Destination slot (the old value).
+    pub d: Reg,
+    /// Pointer slot.
+    pub p: Reg,
+    /// Start of the expected and new value slots in the function's argument pool (which keeps
+    /// [`Op`] small).
+    pub en: u32,
+    /// The element type (32 or 64 bits).
+    pub s: Scalar,
+    /// The ordering on success.
+    pub order: MemOrder,
+}
+
+/// A memory fence.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct FenceOp {
+    /// The ordering.
+    pub order: MemOrder,
 }
 
 /// A bounds check: traps with `trap` unless `size` bytes at `addr` lie in `bytes` bytes from
@@ -345,6 +385,42 @@ impl Operands for AddrOp {
 impl Operands for StoreOp {
     fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{m} [r{}], r{}", self.p, self.v)
+    }
+}
+
+impl Operands for AtomicRmwOp {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "r{} = {m}.{}.{}.{} [r{}], r{}",
+            self.d,
+            self.op.name(),
+            self.s,
+            self.order.name(),
+            self.p,
+            self.v
+        )
+    }
+}
+
+impl Operands for AtomicCasOp {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "r{} = {m}.{}.{} [r{}], args[{}..{}]",
+            self.d,
+            self.s,
+            self.order.name(),
+            self.p,
+            self.en,
+            self.en + 2
+        )
+    }
+}
+
+impl Operands for FenceOp {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{m}.{}", self.order.name())
     }
 }
 
@@ -712,6 +788,12 @@ define_ops! {
     Store64(StoreOp) = "store64";
     /// Trap unless an access is in bounds.
     BoundsCheck(CheckOp) = "bounds_check";
+    /// Atomic read-modify-write.
+    AtomicRmw(AtomicRmwOp) = "atomic";
+    /// Atomic compare-exchange.
+    AtomicCas(AtomicCasOp) = "atomic_cas";
+    /// Memory fence.
+    Fence(FenceOp) = "fence";
 }
 
 impl Op {

@@ -6,6 +6,7 @@
 //! caller then places anywhere (spliced into an existing block at a position, or laid out as
 //! a new block), which is how lowerings rewrite existing code.
 
+use crate::atomic::{AtomicOp, MemOrder, Scope};
 use crate::entities::{Block, ExternId, FuncId, Inst, Value};
 use crate::function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};
 use crate::instructions::{
@@ -269,6 +270,51 @@ impl<'f> FunctionBuilder<'f> {
     /// A store through a pointer.
     pub fn store(&mut self, ptr: Value, value: Value) -> Inst {
         self.append(InstKind::Store(ptr, value), None).0
+    }
+
+    /// An atomic read-modify-write of the element at `ptr`; returns its old value.
+    pub fn atomic_rmw(
+        &mut self,
+        op: AtomicOp,
+        ptr: Value,
+        value: Value,
+        order: MemOrder,
+        scope: Scope,
+    ) -> Value {
+        let ty = self.value_type(value);
+        let kind = InstKind::AtomicRmw {
+            op,
+            ptr,
+            value,
+            order,
+            scope,
+        };
+        self.value(kind, ty)
+    }
+
+    /// An atomic compare-exchange of the element at `ptr`; returns its old value.
+    pub fn atomic_cas(
+        &mut self,
+        ptr: Value,
+        expected: Value,
+        new: Value,
+        order: MemOrder,
+        scope: Scope,
+    ) -> Value {
+        let ty = self.value_type(new);
+        let kind = InstKind::AtomicCas {
+            ptr,
+            expected,
+            new,
+            order,
+            scope,
+        };
+        self.value(kind, ty)
+    }
+
+    /// A memory fence.
+    pub fn fence(&mut self, order: MemOrder, scope: Scope) -> Inst {
+        self.append(InstKind::Fence { order, scope }, None).0
     }
 
     /// Traps with `trap` unless an element at `addr` lies in the `bytes` bytes from `base`.

@@ -4,6 +4,7 @@
 //! signedness comes from the operand type. The exact semantics of every operator on every type
 //! are defined once, in [`crate::semantics`].
 
+use crate::atomic::{AtomicOp, MemOrder, Scope};
 use crate::entities::{Block, ExternId, FuncId, Value};
 use crate::trap::Trap;
 use crate::types::{Scalar, Type};
@@ -299,6 +300,44 @@ pub enum InstKind {
         /// The trap to raise, naming the access where known.
         trap: Trap,
     },
+    /// Atomically replaces the element at `ptr` (naturally aligned, as every pointer is) by
+    /// `op(old, value)` and gives `old` (see [`crate::semantics::atomic_rmw`]); `value` and the
+    /// result have the element type, which [`AtomicOp::supports`].
+    AtomicRmw {
+        /// The operation.
+        op: AtomicOp,
+        /// The element.
+        ptr: Value,
+        /// The operand.
+        value: Value,
+        /// The ordering.
+        order: MemOrder,
+        /// The threads it orders against.
+        scope: Scope,
+    },
+    /// Atomically compares the element at `ptr` with `expected` and, if equal, replaces it by
+    /// `new`; gives the element's previous value either way (it succeeded iff that equals
+    /// `expected`). A failure orders as [`MemOrder::failure`] of `order`.
+    AtomicCas {
+        /// The element.
+        ptr: Value,
+        /// The value it must hold.
+        expected: Value,
+        /// Its replacement.
+        new: Value,
+        /// The ordering on success.
+        order: MemOrder,
+        /// The threads it orders against.
+        scope: Scope,
+    },
+    /// A memory fence (`std::sync::atomic::fence`, CUDA's `__threadfence`): orders the calling
+    /// thread's accesses before and after it as `order` says, among the threads of `scope`.
+    Fence {
+        /// The ordering (not relaxed).
+        order: MemOrder,
+        /// The threads it orders against.
+        scope: Scope,
+    },
     /// Call an IR function of the same module. Traps raised by the callee propagate.
     Call(FuncId, Vec<Value>),
     /// Call an external Rust function.
@@ -376,6 +415,9 @@ impl InstKind {
                 !(matches!(op, BinaryOp::Div | BinaryOp::Rem) && operand_ty(*a).is_int())
             }
             InstKind::Store(..)
+            | InstKind::AtomicRmw { .. }
+            | InstKind::AtomicCas { .. }
+            | InstKind::Fence { .. }
             | InstKind::BoundsCheck { .. }
             | InstKind::Call(..)
             | InstKind::CallExtern(..)
@@ -395,7 +437,8 @@ impl InstKind {
             | InstKind::Barrier
             | InstKind::SharedAlloc { .. }
             | InstKind::DynamicShared { .. }
-            | InstKind::DynamicSharedBytes => {}
+            | InstKind::DynamicSharedBytes
+            | InstKind::Fence { .. } => {}
             InstKind::Launch(l) => l
                 .grid
                 .iter()
@@ -412,12 +455,21 @@ impl InstKind {
             | InstKind::Math2(_, a, b)
             | InstKind::Cmp(_, a, b)
             | InstKind::ElemPtr(a, b)
-            | InstKind::Store(a, b) => {
+            | InstKind::Store(a, b)
+            | InstKind::AtomicRmw {
+                ptr: a, value: b, ..
+            } => {
                 f(*a);
                 f(*b)
             }
             InstKind::Fma(a, b, c)
             | InstKind::Select(a, b, c)
+            | InstKind::AtomicCas {
+                ptr: a,
+                expected: b,
+                new: c,
+                ..
+            }
             | InstKind::BoundsCheck {
                 addr: a,
                 base: b,
@@ -457,7 +509,8 @@ impl InstKind {
             | InstKind::Barrier
             | InstKind::SharedAlloc { .. }
             | InstKind::DynamicShared { .. }
-            | InstKind::DynamicSharedBytes => {}
+            | InstKind::DynamicSharedBytes
+            | InstKind::Fence { .. } => {}
             InstKind::Launch(l) => {
                 let Launch {
                     grid,
@@ -480,12 +533,21 @@ impl InstKind {
             | InstKind::Math2(_, a, b)
             | InstKind::Cmp(_, a, b)
             | InstKind::ElemPtr(a, b)
-            | InstKind::Store(a, b) => {
+            | InstKind::Store(a, b)
+            | InstKind::AtomicRmw {
+                ptr: a, value: b, ..
+            } => {
                 *a = f(*a);
                 *b = f(*b)
             }
             InstKind::Fma(a, b, c)
             | InstKind::Select(a, b, c)
+            | InstKind::AtomicCas {
+                ptr: a,
+                expected: b,
+                new: c,
+                ..
+            }
             | InstKind::BoundsCheck {
                 addr: a,
                 base: b,

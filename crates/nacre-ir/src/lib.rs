@@ -28,6 +28,7 @@
 //! to CPU step functions) live in `nacre-kernel`, above this crate.
 
 pub mod analysis;
+pub mod atomic;
 pub mod builder;
 pub mod entities;
 pub mod function;
@@ -48,6 +49,7 @@ pub mod verifier;
 pub use half;
 
 pub use analysis::LoopInfo;
+pub use atomic::{AtomicOp, MemOrder, Scope};
 pub use builder::FunctionBuilder;
 pub use entities::{Block, ExternId, FuncId, Inst, Value};
 pub use function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};

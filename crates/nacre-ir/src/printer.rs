@@ -124,6 +124,36 @@ fn write_function(
                 InstKind::ElemPtr(p, i) => write!(f, "elem_ptr.{} {p}, {i}", ty(*p))?,
                 InstKind::Load(p) => write!(f, "load.{} {p}", ty(*p))?,
                 InstKind::Store(p, v) => write!(f, "store.{} {p}, {v}", ty(*v))?,
+                InstKind::AtomicRmw {
+                    op,
+                    ptr,
+                    value,
+                    order,
+                    scope,
+                } => write!(
+                    f,
+                    "atomic_{}.{}.{}.{} {ptr}, {value}",
+                    op.name(),
+                    ty(*value),
+                    order.name(),
+                    scope.name()
+                )?,
+                InstKind::AtomicCas {
+                    ptr,
+                    expected,
+                    new,
+                    order,
+                    scope,
+                } => write!(
+                    f,
+                    "atomic_cas.{}.{}.{} {ptr}, {expected}, {new}",
+                    ty(*new),
+                    order.name(),
+                    scope.name()
+                )?,
+                InstKind::Fence { order, scope } => {
+                    write!(f, "fence.{}.{}", order.name(), scope.name())?
+                }
                 InstKind::BoundsCheck {
                     addr,
                     base,

@@ -15,6 +15,7 @@
 //! reference rounded once more. Casts to a half type convert to `f32` first (Rust's `as`) and
 //! round; casts from one widen to `f32` and convert from there.
 
+use crate::atomic::AtomicOp;
 use crate::instructions::{BinaryOp, CmpOp, MathFn, MathFn2, UnaryOp};
 use crate::trap::Trap;
 use crate::types::{Scalar, Type};
@@ -340,6 +341,24 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
         };
         Ok(enc(r))
     }, else Ok(a)))
+}
+
+/// The value an atomic read-modify-write leaves in memory: `op(old, value)` on elements of
+/// type `s` (one that [`AtomicOp::supports`]). Integer add and sub wrap; float min and max are
+/// [`float_min`] and [`float_max`], as the `min` and `max` operators.
+pub fn atomic_rmw(op: AtomicOp, s: Scalar, old: u64, value: u64) -> u64 {
+    let binary_op = match op {
+        AtomicOp::Swap => return normalize(Type::Scalar(s), value),
+        AtomicOp::Add => BinaryOp::Add,
+        AtomicOp::Sub => BinaryOp::Sub,
+        AtomicOp::Min => BinaryOp::Min,
+        AtomicOp::Max => BinaryOp::Max,
+        AtomicOp::And => BinaryOp::And,
+        AtomicOp::Or => BinaryOp::Or,
+        AtomicOp::Xor => BinaryOp::Xor,
+    };
+    // None of these operators traps.
+    binary(binary_op, s, old, value).unwrap_or(old)
 }
 
 /// Float minimum: a NaN operand is ignored (as `f64::min`), and `-0.0` counts as smaller than

@@ -30,11 +30,14 @@
 
 use crate::error::MetalError;
 use crate::layout::KernelLayout;
-use nacre_c::dialect::{DialectError, LaneGroup, MathFn, LANES};
+use nacre_c::dialect::{
+    AtomicAccess, AtomicKind, AtomicSpelling, DialectError, LaneGroup, MathFn, LANES,
+};
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{emit_kernel_source, Dialect, KernelHead, KernelPrototype, LoopGuard};
 use nacre_ir::{
-    verify, AddressSpace, FuncId, FuncKind, GpuIndex, InstKind, Module, Scalar, VerifiedModule,
+    verify, AddressSpace, AtomicOp, FuncId, FuncKind, GpuIndex, InstKind, MemOrder, Module, Scalar,
+    Scope, VerifiedModule,
 };
 use nacre_kernel::{infer_address_spaces, specialised_for_launches};
 
@@ -99,6 +102,81 @@ fn builtin(index: GpuIndex) -> (&'static str, &'static str) {
         GpuIndex::BlockDim => ("nacre_block_dim", "threads_per_threadgroup"),
         GpuIndex::GridDim => ("nacre_grid_dim", "threadgroups_per_grid"),
     }
+}
+
+/// A typed refusal of an atomic Metal lacks.
+fn refused_atomic(what: String, instead: &'static str) -> DialectError {
+    DialectError::Atomic {
+        what,
+        target: "Metal",
+        instead,
+    }
+}
+
+/// Metal's atomics: the `atomic_*_explicit` functions on `atomic_int`, `atomic_uint` and (add
+/// and exchange) `atomic_float`, which are relaxed only; other orderings, 64-bit atomics and
+/// float min and max are refused with a typed error.
+fn msl_atomic(d: &MslDialect, a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
+    if a.order != MemOrder::Relaxed {
+        return Err(refused_atomic(
+            format!("{} ordering", a.order.name()),
+            "Metal's atomics are relaxed: use Ordering::Relaxed, with sync_threads to order a block",
+        ));
+    }
+    let atomic_type = match a.elem {
+        Scalar::I32 => "atomic_int",
+        Scalar::U32 => "atomic_uint",
+        Scalar::F32 => "atomic_float",
+        s => {
+            return Err(refused_atomic(
+                format!("atomics on {s}"),
+                "use 32-bit atomics on Metal",
+            ))
+        }
+    };
+    let space = d.address_space_qualifier(a.space)?;
+    let p = format!("({space}{atomic_type} *){}", a.ptr);
+    let relaxed = "memory_order_relaxed";
+    Ok(match a.kind {
+        AtomicKind::Cas { expected, new } => {
+            if a.elem == Scalar::F32 {
+                return Err(refused_atomic(
+                    "compare_exchange on f32".into(),
+                    "compare the bits as u32",
+                ));
+            }
+            // A weak exchange may fail spuriously: retry while the value found is the expected one.
+            AtomicSpelling {
+                statements: format!(
+                    "{r} = {expected}; while (!atomic_compare_exchange_weak_explicit({p}, &{r}, {new}, {relaxed}, {relaxed}) && {r} == {expected}) {{}}",
+                    r = a.result
+                ),
+                helper: None,
+            }
+        }
+        AtomicKind::Rmw { op, value } => {
+            let f = match op {
+                AtomicOp::Add => "fetch_add",
+                AtomicOp::Sub if a.elem != Scalar::F32 => "fetch_sub",
+                AtomicOp::Min if a.elem != Scalar::F32 => "fetch_min",
+                AtomicOp::Max if a.elem != Scalar::F32 => "fetch_max",
+                AtomicOp::And => "fetch_and",
+                AtomicOp::Or => "fetch_or",
+                AtomicOp::Xor => "fetch_xor",
+                AtomicOp::Swap => "exchange",
+                _ => {
+                    return Err(refused_atomic(
+                        format!("fetch_{} on f32", op.name()),
+                        "Metal's float atomics add and exchange only",
+                    ))
+                }
+            };
+            AtomicSpelling::assign(
+                a,
+                format_args!("atomic_{f}_explicit({p}, {value}, {relaxed})"),
+            )
+        }
+    })
 }
 
 /// The kernel parameter of the dynamic shared memory (threadgroup memory 0).
@@ -194,6 +272,11 @@ impl Dialect for MslDialect {
             | Helper::Math(..)
             | Helper::HalfToF32(_)
             | Helper::F32ToHalf(_) => helpers::c_definition(self, "inline ", helper),
+            // `msl_atomic` refuses what Metal lacks instead of looping; should a loop ever be
+            // asked for, Metal's compiler stops here rather than at a wrong definition.
+            Helper::AtomicLoop { .. } => {
+                format!("#error \"{name}: Metal has no compare-exchange loop helpers\"\n")
+            }
         }
     }
 
@@ -273,6 +356,17 @@ impl Dialect for MslDialect {
             signature: format!("{bounds}kernel void {}({})", head.name, params.join(", ")),
             prologue,
         })
+    }
+
+    fn atomic(&self, a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
+        msl_atomic(self, a)
+    }
+
+    fn fence(&self, _order: MemOrder, _scope: Scope) -> Result<String, DialectError> {
+        Err(refused_atomic(
+            "memory fences".into(),
+            "order through atomics and threadgroup_barrier (sync_threads) instead",
+        ))
     }
 
     fn dynamic_shared(&self, ptr_type: &str) -> Result<String, DialectError> {
@@ -532,5 +626,49 @@ mod tests {
         let mut m = Module::new();
         m.entry = Some(m.add_function(f));
         assert!(emit_msl(&verify(m).unwrap()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn metal_atomics_are_relaxed_and_32_bit() {
+        let access = |elem, kind, order| AtomicAccess {
+            result: "r",
+            ptr: "p",
+            space: AddressSpace::Shared,
+            elem,
+            kind,
+            order,
+            scope: Scope::Block,
+        };
+        let add = AtomicKind::Rmw {
+            op: AtomicOp::Add,
+            value: "v",
+        };
+        let ok = MslDialect
+            .atomic(&access(Scalar::U32, add, MemOrder::Relaxed))
+            .unwrap();
+        assert_eq!(
+            ok.statements,
+            "r = atomic_fetch_add_explicit((threadgroup atomic_uint *)p, v, memory_order_relaxed);"
+        );
+        for (elem, kind, order, what) in [
+            (Scalar::U32, add, MemOrder::SeqCst, "seq_cst ordering"),
+            (Scalar::I64, add, MemOrder::Relaxed, "atomics on i64"),
+            (
+                Scalar::F32,
+                AtomicKind::Rmw {
+                    op: AtomicOp::Min,
+                    value: "v",
+                },
+                MemOrder::Relaxed,
+                "fetch_min on f32",
+            ),
+        ] {
+            let e = MslDialect.atomic(&access(elem, kind, order)).unwrap_err();
+            assert!(
+                matches!(&e, DialectError::Atomic { what: w, target: "Metal", .. } if w == what),
+                "{e}"
+            );
+        }
+        assert!(MslDialect.fence(MemOrder::SeqCst, Scope::Device).is_err());
     }
 }

@@ -17,6 +17,7 @@
 //!   traced callee a separate IR function, [`cf::invoke`] calls a Rust `extern "C"` function at
 //!   run time.
 
+pub mod atomic;
 pub mod carry;
 pub mod cf;
 mod context;
@@ -33,6 +34,7 @@ pub mod shared;
 pub mod signature;
 pub mod val;
 
+pub use atomic::{fence, fence_block, Atomic, AtomicElement, AtomicInt, AtomicMinMax};
 pub use carry::{Carry, Slot};
 pub use enums::{EnumVal, TracedEnum};
 pub use error::{TraceError, ValueOrigin};

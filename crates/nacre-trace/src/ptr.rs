@@ -152,7 +152,7 @@ impl<T: Element> Ptr<T> {
     }
 
     /// [`Ptr::offset`] on behalf of `operation` (the name a foreign pointer is reported under).
-    fn offset_for(self, index: impl Index, operation: &'static str) -> Ptr<T> {
+    pub(crate) fn offset_for(self, index: impl Index, operation: &'static str) -> Ptr<T> {
         let index_h = index.index_raw();
         let h = with_tracer(|t| {
             let p = t.value(self.h, operation, Self::ir_type);

@@ -111,6 +111,15 @@ pub use nacre_ir::half::{bf16, f16};
 pub use nacre_ir::Trap;
 
 /// The names most programs need: `use nacre::prelude::*;`.
+/// Atomic operations on traced pointers and fences (see [`nacre_trace::atomic`]), with
+/// Rust's `Ordering`.
+pub mod atomic {
+    pub use nacre_trace::atomic::{
+        fence, fence_block, Atomic, AtomicElement, AtomicInt, AtomicMinMax,
+    };
+    pub use std::sync::atomic::Ordering;
+}
+
 pub mod prelude {
     pub use crate::{
         jit, kernel, select, BackendKind, Compiled, Engine, EnumVal, FnVal, Options, Ptr, RawPtr,

@@ -51,8 +51,8 @@ use super::super::measure::{
 use super::super::report::{format_ns, Results, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
 use super::{
-    check_close, language, launch_blocks, measure_compiles, random_in, rayon_logistic, tree_sum,
-    GpuArgs, Mode, BLOCK, UNCHECKED,
+    atomics, check_close, language, launch_blocks, measure_compiles, random_in, rayon_logistic,
+    tree_sum, GpuArgs, Mode, BLOCK, UNCHECKED,
 };
 use anyhow::{bail, Context, Result};
 use nacre::gpu::cuda::{self as cuda, CudaOptions, CudaStats, DeviceInfo};
@@ -61,7 +61,8 @@ use nacre::gpu::{CpuOptions, RuntimeOptions};
 use nacre::kernel;
 use nacre::prelude::*;
 use nacre_corpus::kernels::{
-    run_block_sum, run_logistic, run_saxpy_f16, run_saxpy_grid_stride, run_vec_add_grid_stride,
+    run_block_sum, run_histogram256, run_logistic, run_saxpy_f16, run_saxpy_grid_stride,
+    run_vec_add_grid_stride,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -540,6 +541,29 @@ impl Suite {
         })
     }
 
+    /// `P_histogram256_16777216` on the current pass's place: [`atomics::histogram_case`],
+    /// checked exactly, then event-timed (each call adds into the same bins).
+    fn histogram(&mut self) -> Result<()> {
+        let Some(name) = self.job(&atomics::histogram_name()) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        let (xv, want) = atomics::histogram_case();
+        let place = self.place(is_cuda);
+        let blocks = place.grid(xv.len());
+        let f = place.engine.compile(run_histogram256)?;
+        settle(is_cuda);
+        let x = Array::copy_on(place.device(), &xv)?;
+        let mut bins = Array::<u32>::alloc_on(place.device(), atomics::BINS)?;
+        self.grids.push((name.clone(), blocks));
+        let len = xv.len() as u32;
+        f.call(&x, &mut bins, len, blocks)?;
+        let check = atomics::check_counts(&name, bins.as_slice(), &want);
+        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
+            f.call(&x, &mut bins, black_box(len), blocks)
+        })
+    }
+
     /// `P_logistic_N_I` and `P_logistic_N_I_unchecked` on the current pass's place.
     fn logistic(&mut self, n: usize, iters: u32) -> Result<()> {
         let names = self.jobs(&format!("logistic_{n}_{iters}"));
@@ -889,6 +913,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
             s.language(&k).with_context(|| k.suffix.clone())?;
         }
         s.saxpy_f16().context("saxpy over f16")?;
+        s.histogram().context("256-bin histogram")?;
         s.latency().context("launch latency")?;
         s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
         s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;

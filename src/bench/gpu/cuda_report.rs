@@ -138,6 +138,13 @@ pub fn targets() -> Vec<Target> {
         });
     }
     t.push(Target {
+        name: format!("gpu_cuda_{}", super::atomics::histogram_name()),
+        limit: Limit::Peer {
+            name: format!("peer_torch_bincount_{}", super::atomics::HISTOGRAM_SIZE),
+            floor: None,
+        },
+    });
+    t.push(Target {
         name: "gpu_cuda_launch_latency".into(),
         limit: Limit::Time(LATENCY_LIMIT_NS),
     });

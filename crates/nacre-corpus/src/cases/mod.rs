@@ -3,6 +3,7 @@
 pub mod algorithms;
 pub mod arith;
 pub mod arrays;
+pub mod atomics;
 pub mod bits;
 pub mod calls;
 pub mod casts;
@@ -24,6 +25,7 @@ pub fn all() -> Vec<Case> {
     v.extend(bits::cases());
     v.extend(math::cases());
     v.extend(half::cases());
+    v.extend(atomics::cases());
     v.extend(casts::cases());
     v.extend(compare::cases());
     v.extend(control::cases());

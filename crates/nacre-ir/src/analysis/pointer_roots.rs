@@ -142,7 +142,9 @@ fn writes_of(
     let mut set = 0;
     for data in func.live_insts() {
         set |= match &data.kind {
-            InstKind::Store(p, _) => roots.of(*p),
+            InstKind::Store(p, _)
+            | InstKind::AtomicRmw { ptr: p, .. }
+            | InstKind::AtomicCas { ptr: p, .. } => roots.of(*p),
             InstKind::Call(callee, args) => passed(*callee, args),
             InstKind::Launch(l) => passed(l.kernel, &l.args),
             InstKind::CallExtern(_, args) => args.iter().fold(0, |s, &a| s | roots.of(a)),

@@ -335,6 +335,9 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         | InstKind::SharedAlloc { .. }
         | InstKind::DynamicShared { .. }
         | InstKind::DynamicSharedBytes
+        | InstKind::AtomicRmw { .. }
+        | InstKind::AtomicCas { .. }
+        | InstKind::Fence { .. }
         | InstKind::Launch(_)
         | InstKind::Jump(_)
         | InstKind::Return(_) => Simplified::Keep,

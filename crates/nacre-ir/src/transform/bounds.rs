@@ -213,7 +213,12 @@ impl<'a> Rewriter<'a> {
         let mut before = Vec::new();
         let mut after = Vec::new();
         match &kind {
-            InstKind::Load(p) | InstKind::Store(p, _) if self.check => {
+            InstKind::Load(p)
+            | InstKind::Store(p, _)
+            | InstKind::AtomicRmw { ptr: p, .. }
+            | InstKind::AtomicCas { ptr: p, .. }
+                if self.check =>
+            {
                 before = self.checked(*p);
             }
             InstKind::Call(callee, args) => {

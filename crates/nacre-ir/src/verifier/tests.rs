@@ -880,3 +880,58 @@ fn dynamic_shared_memory_is_for_kernels_and_sized_by_a_u32() {
     let e = verify(m).expect_err("a u64 size is rejected");
     assert_err(&e, K::Type, &["shared memory size v0", "u64"]);
 }
+
+#[test]
+fn atomics_are_checked_against_their_element_type() {
+    let f64p = Type::ptr(Scalar::F64);
+    let e = error(one_inst(
+        &[f64p, Type::F64],
+        Some(Type::F64),
+        Some(Type::F64),
+        |p| InstKind::AtomicRmw {
+            op: crate::AtomicOp::Min,
+            ptr: p[0],
+            value: p[1],
+            order: crate::MemOrder::Relaxed,
+            scope: crate::Scope::Device,
+        },
+    ));
+    assert_err(
+        &e,
+        K::Type,
+        &["(atomic_rmw)", "atomic min is not defined on f64"],
+    );
+    let i32p = Type::ptr(Scalar::I32);
+    let e = error(one_inst(
+        &[i32p, Type::I64],
+        Some(Type::I32),
+        Some(Type::I32),
+        |p| InstKind::AtomicRmw {
+            op: crate::AtomicOp::Add,
+            ptr: p[0],
+            value: p[1],
+            order: crate::MemOrder::SeqCst,
+            scope: crate::Scope::Block,
+        },
+    ));
+    assert_err(&e, K::Type, &["operand v1 is i64, expected i32"]);
+    let f32p = Type::ptr(Scalar::F32);
+    let e = error(one_inst(
+        &[f32p, Type::F32],
+        Some(Type::F32),
+        Some(Type::F32),
+        |p| InstKind::AtomicCas {
+            ptr: p[0],
+            expected: p[1],
+            new: p[1],
+            order: crate::MemOrder::Relaxed,
+            scope: crate::Scope::Device,
+        },
+    ));
+    assert_err(&e, K::Type, &["compare-exchange is not defined on f32"]);
+    let e = error(one_inst(&[], None, None, |_| InstKind::Fence {
+        order: crate::MemOrder::Relaxed,
+        scope: crate::Scope::Device,
+    }));
+    assert_err(&e, K::Type, &["(fence)", "cannot be relaxed"]);
+}

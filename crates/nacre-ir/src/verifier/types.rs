@@ -9,6 +9,7 @@
 //! the common ways to reject it.
 
 use super::{FuncVerifier, Res, VerifierError, VerifierErrorKind};
+use crate::atomic::{AtomicOp, MemOrder};
 use crate::entities::{Block, ExternId, FuncId, Inst, Value};
 use crate::function::{FuncKind, Signature};
 use crate::instructions::{BinaryOp, BlockCall, Const, InstKind, Launch, UnaryOp};
@@ -32,6 +33,11 @@ impl FuncVerifier<'_> {
             InstKind::ElemPtr(p, i) => c.elem_ptr(*p, *i),
             InstKind::Load(p) => c.load(*p),
             InstKind::Store(p, v) => c.store(*p, *v),
+            InstKind::AtomicRmw { op, ptr, value, .. } => c.atomic_rmw(*op, *ptr, *value),
+            InstKind::AtomicCas {
+                ptr, expected, new, ..
+            } => c.atomic_cas(*ptr, *expected, *new),
+            InstKind::Fence { order, .. } => c.fence(*order),
             InstKind::BoundsCheck {
                 addr, base, bytes, ..
             } => c.bounds_check(*addr, *base, *bytes),
@@ -368,6 +374,50 @@ impl TypeCheck<'_> {
         self.expect(format!("stored value {v}"), self.ty(v), Type::Scalar(elem))
     }
 
+    fn atomic_rmw(&self, op: AtomicOp, p: Value, v: Value) -> Res {
+        let elem = self.pointee(p)?;
+        if !op.supports(elem) {
+            return Err(self.type_err(format!(
+                "atomic {} is not defined on {elem} (see AtomicOp::supports)",
+                op.name()
+            )));
+        }
+        self.expect(format!("operand {v}"), self.ty(v), Type::Scalar(elem))?;
+        self.expect(
+            "the result (the old value)".into(),
+            self.need_result()?,
+            Type::Scalar(elem),
+        )
+    }
+
+    fn atomic_cas(&self, p: Value, expected: Value, new: Value) -> Res {
+        let elem = self.pointee(p)?;
+        if !crate::atomic::cas_supports(elem) {
+            return Err(self.type_err(format!(
+                "atomic compare-exchange is not defined on {elem} (32- and 64-bit integers only)"
+            )));
+        }
+        self.expect(
+            format!("expected value {expected}"),
+            self.ty(expected),
+            Type::Scalar(elem),
+        )?;
+        self.expect(format!("new value {new}"), self.ty(new), Type::Scalar(elem))?;
+        self.expect(
+            "the result (the old value)".into(),
+            self.need_result()?,
+            Type::Scalar(elem),
+        )
+    }
+
+    fn fence(&self, order: MemOrder) -> Res {
+        self.no_result()?;
+        if order == MemOrder::Relaxed {
+            return Err(self.type_err("a fence cannot be relaxed".into()));
+        }
+        Ok(())
+    }
+
     fn bounds_check(&self, addr: Value, base: Value, bytes: Value) -> Res {
         self.no_result()?;
         let elem = self.pointee(addr)?;
@@ -542,6 +592,9 @@ fn op_name(kind: &InstKind) -> &'static str {
         InstKind::CallExtern(..) => "call_extern",
         InstKind::GpuIndex(..) => "gpu_index",
         InstKind::Barrier => "barrier",
+        InstKind::AtomicRmw { .. } => "atomic_rmw",
+        InstKind::AtomicCas { .. } => "atomic_cas",
+        InstKind::Fence { .. } => "fence",
         InstKind::SharedAlloc { .. } => "shared_alloc",
         InstKind::DynamicShared { .. } => "dynamic_shared",
         InstKind::DynamicSharedBytes => "dynamic_shared_bytes",
