@@ -2,7 +2,7 @@
 //! it and a check against plain Rust. Shared by the CPU execution tests and the GPU backends:
 //! every check allocates its arrays on the engine's device (`Engine::device`).
 
-use nacre::atomic::Ordering;
+use nacre::atomic::{fence, Ordering};
 use nacre::gpu::{
     block_dim_x, block_idx, block_idx_x, dynamic_shared, dynamic_shared_len, global_id_x,
     global_id_y, global_id_z, global_size_x, global_size_y, grid_dim_x, launch, launch_with_shared,
@@ -1456,6 +1456,129 @@ fn check_atomic_total(engine: &Engine, n: usize) -> Result<(), String> {
             out.as_slice(),
             [sum, max]
         ));
+    }
+    Ok(())
+}
+
+/// Every atomic on every type (not in [`all`]: Metal has no 64-bit atomics): 64-bit integers through their overloads, `f32`
+/// min and max through the compare-exchange loop, `f64` add and swap, a compare-exchange on
+/// `i64`, block scope on shared memory, and each ordering's fences.
+#[kernel]
+pub fn wide_atomics(
+    ints: Ptr<i64>,
+    words: Ptr<u64>,
+    floats: Ptr<f32>,
+    doubles: Ptr<f64>,
+    n: Val<u32>,
+) {
+    let local = shared_array::<u32, 1>();
+    let i = global_id_x();
+    if thread_idx_x() == 0u32 {
+        local[0u32] = 0u32;
+    }
+    sync_threads();
+    if i < n {
+        let v = i.cast::<i64>() - 500i64;
+        ints.atomic(0u32).fetch_add(v, Ordering::Relaxed);
+        ints.atomic(1u32).fetch_min(v, Ordering::SeqCst);
+        ints.atomic(2u32).fetch_max(v, Ordering::AcqRel);
+        // One increment per thread through a compare-exchange loop.
+        let mut cur = Val::new(0i64);
+        let mut done = Val::new(false);
+        while !done {
+            let (old, ok) = ints.atomic(3u32).compare_exchange(
+                cur,
+                cur + 1i64,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+            done = ok;
+            cur = old;
+        }
+        let w = i.cast::<u64>() << 33u64;
+        words.atomic(0u32).fetch_sub(w, Ordering::Release);
+        words.atomic(1u32).fetch_or(w, Ordering::Acquire);
+        words.atomic(2u32).fetch_xor(w, Ordering::Relaxed);
+        let x = v.cast::<f32>() * 0.25f32;
+        floats.atomic(0u32).fetch_min(x, Ordering::Relaxed);
+        floats.atomic(1u32).fetch_max(x, Ordering::Relaxed);
+        floats.atomic(2u32).fetch_add(1.0f32, Ordering::Relaxed);
+        doubles
+            .atomic(0u32)
+            .fetch_add(x.cast::<f64>(), Ordering::Relaxed);
+        local.atomic(0u32).block().fetch_add(1u32, Ordering::SeqCst);
+    }
+    fence(Ordering::SeqCst);
+    sync_threads();
+    if thread_idx_x() == 0u32 {
+        doubles
+            .atomic(1u32)
+            .swap(local[0u32].cast::<f64>(), Ordering::Relaxed);
+    }
+}
+
+#[jit]
+pub fn run_wide_atomics(
+    ints: Ptr<i64>,
+    words: Ptr<u64>,
+    floats: Ptr<f32>,
+    doubles: Ptr<f64>,
+    n: Val<u32>,
+) {
+    launch(
+        wide_atomics,
+        Grid::new((n + 127u32) / 128u32),
+        Block::new(128u32),
+        (ints, words, floats, doubles, n),
+    );
+}
+
+/// Runs [`run_wide_atomics`] on `engine` and checks every cell.
+pub fn check_wide_atomics(engine: &Engine) -> Result<(), String> {
+    let f = engine.compile(run_wide_atomics).map_err(err)?;
+    let n = 1000u32;
+    let dev = engine.device();
+    let mut ints = Array::copy_on(dev.clone(), &[0i64, i64::MAX, i64::MIN, 7]).map_err(err)?;
+    let mut words = Array::copy_on(dev.clone(), &[0u64, 1, u64::MAX]).map_err(err)?;
+    let mut floats =
+        Array::copy_on(dev.clone(), &[f32::NAN, f32::NEG_INFINITY, 0.0]).map_err(err)?;
+    let mut doubles = Array::copy_on(dev.clone(), &[0.0f64, -1.0]).map_err(err)?;
+    f.call(&mut ints, &mut words, &mut floats, &mut doubles, n)
+        .map_err(err)?;
+    fn same<T: PartialEq + std::fmt::Debug>(
+        what: &str,
+        got: &[T],
+        want: &[T],
+    ) -> Result<(), String> {
+        if got == want {
+            return Ok(());
+        }
+        Err(format!("{what}: got {got:?}, expected {want:?}"))
+    }
+    let vs: Vec<i64> = (0..i64::from(n)).map(|i| i - 500).collect();
+    let ws: Vec<u64> = (0..u64::from(n)).map(|i| i << 33).collect();
+    let want_ints = [vs.iter().sum(), -500, 499, 7 + i64::from(n)];
+    same(
+        "i64 add, min, max, compare-exchange",
+        ints.as_slice(),
+        &want_ints,
+    )?;
+    let sub = ws.iter().fold(0u64, |a, &w| a.wrapping_sub(w));
+    let or = ws.iter().fold(1u64, |a, &w| a | w);
+    let xor = ws.iter().fold(u64::MAX, |a, &w| a ^ w);
+    same("u64 sub, or, xor", words.as_slice(), &[sub, or, xor])?;
+    same(
+        "f32 min, max, add",
+        floats.as_slice(),
+        &[-125.0, 124.75, 1000.0],
+    )?;
+    // Quarter-integers sum exactly in any order.
+    let sum: f64 = vs.iter().map(|&v| (v as f32 * 0.25) as f64).sum();
+    same("f64 add", &doubles.as_slice()[..1], &[sum])?;
+    // The last block to swap leaves its own count: 128 threads, or 1000 - 7 * 128 = 104.
+    let swapped = doubles.as_slice()[1];
+    if ![128.0, 104.0].contains(&swapped) {
+        return Err(format!("f64 swap of a block's shared count: got {swapped}"));
     }
     Ok(())
 }

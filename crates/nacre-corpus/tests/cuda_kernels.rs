@@ -347,6 +347,12 @@ fn dynamic_shared_memory_above_48_kib_opts_in_up_to_the_device_limit() {
 }
 
 #[test]
+fn every_atomic_type_and_ordering_runs_on_the_gpu() {
+    let Some(engine) = cuda_engine() else { return };
+    nacre_corpus::kernels::check_wide_atomics(&engine).unwrap();
+}
+
+#[test]
 fn empty_arrays_work() {
     let Some(engine) = cuda_engine() else { return };
     let mut v = Array::<f32>::alloc_on(engine.device(), 0).unwrap();

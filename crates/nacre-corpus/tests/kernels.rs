@@ -79,3 +79,16 @@ fn kernel_corpus_has_the_seed_kernels() {
         assert!(names.contains(&k), "{k} missing");
     }
 }
+
+#[test]
+fn every_atomic_type_and_ordering_runs_on_every_cpu_backend() {
+    for kind in BackendKind::ALL {
+        let engine = Engine::new(Options {
+            backend: kind,
+            ..Options::default()
+        })
+        .unwrap();
+        nacre_corpus::kernels::check_wide_atomics(&engine)
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+    }
+}
