@@ -216,14 +216,9 @@ pub fn launch_blocks(n: usize) -> u32 {
 
 /// Deterministic pseudo-random floats in [lo, hi) (xorshift).
 pub(crate) fn random_in(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            lo + (hi - lo) * ((x >> 8) as f32 / (1u32 << 24) as f32)
-        })
+    nacre_corpus::kernels::pseudo_random_u32(n, seed)
+        .into_iter()
+        .map(|x| lo + (hi - lo) * ((x >> 8) as f32 / (1u32 << 24) as f32))
         .collect()
 }
 

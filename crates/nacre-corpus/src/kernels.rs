@@ -39,15 +39,26 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// `n` xorshift32 values after `start` (which must not be 0).
+fn xorshift(n: usize, start: u32) -> impl Iterator<Item = u32> {
+    let mut x = start;
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    })
+}
+
+/// Deterministic pseudo-random `u32`s (xorshift32 from a seed).
+pub fn pseudo_random_u32(n: usize, seed: u32) -> Vec<u32> {
+    xorshift(n, seed.wrapping_mul(2_654_435_761) | 1).collect()
+}
+
 fn random_f32(n: usize, seed: u32) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(12345);
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x % 2000) as f32 / 1000.0 - 1.0
-        })
+    let start = seed.wrapping_mul(2_654_435_761).wrapping_add(12345);
+    xorshift(n, start)
+        .map(|x| (x % 2000) as f32 / 1000.0 - 1.0)
         .collect()
 }
 
@@ -1374,18 +1385,6 @@ pub fn run_histogram256(data: Ptr<u32>, bins: Ptr<u32>, n: Val<u32>, blocks: Val
         Block::new(128u32),
         (data, bins, n),
     );
-}
-
-fn pseudo_random_u32(n: usize, seed: u32) -> Vec<u32> {
-    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        })
-        .collect()
 }
 
 fn check_histogram256(engine: &Engine, n: usize) -> Result<(), String> {

@@ -100,29 +100,42 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// The cells and the wrapping sum of previous values after applying every integer
+/// read-modify-write (add, sub, min, max, and, or, xor, swap: `ops`) to its own cell for each
+/// element of `data`, one after another.
+fn sequential_ops<T: Copy>(
+    init: [T; 8],
+    data: impl Iterator<Item = T>,
+    ops: [fn(T, T) -> T; 8],
+    wrapping_add: fn(T, T) -> T,
+    zero: T,
+) -> (T, [T; 8]) {
+    let (mut cells, mut olds) = (init, zero);
+    for d in data {
+        for (c, op) in cells.iter_mut().zip(ops) {
+            olds = wrapping_add(olds, *c);
+            *c = op(*c, d);
+        }
+    }
+    (olds, cells)
+}
+
 fn check_ops_i32(engine: &Engine, data: &[i32]) -> Result<(), String> {
     let f = engine.compile(atomic_ops_i32).map_err(err)?;
     let init = [5, -3, i32::MAX, i32::MIN, -1, 0, 0x5555, 7];
     let mut cells = init.to_vec();
     let got = f.call(&mut cells, data, data.len() as i64).map_err(err)?;
-    let mut want = init;
-    let mut olds = 0i32;
-    for &d in data {
-        let ops: [fn(i32, i32) -> i32; 8] = [
-            i32::wrapping_add,
-            i32::wrapping_sub,
-            i32::min,
-            i32::max,
-            |a, b| a & b,
-            |a, b| a | b,
-            |a, b| a ^ b,
-            |_, b| b,
-        ];
-        for (c, op) in want.iter_mut().zip(ops) {
-            olds = olds.wrapping_add(*c);
-            *c = op(*c, d);
-        }
-    }
+    let ops: [fn(i32, i32) -> i32; 8] = [
+        i32::wrapping_add,
+        i32::wrapping_sub,
+        i32::min,
+        i32::max,
+        |a, b| a & b,
+        |a, b| a | b,
+        |a, b| a ^ b,
+        |_, b| b,
+    ];
+    let (olds, want) = sequential_ops(init, data.iter().copied(), ops, i32::wrapping_add, 0);
     if (got, cells.as_slice()) != (olds, want.as_slice()) {
         return Err(format!("got {got} {cells:?}, expected {olds} {want:?}"));
     }
@@ -134,25 +147,18 @@ fn check_ops_u64(engine: &Engine, data: &[i32]) -> Result<(), String> {
     let init = [5, 3, u64::MAX, 0, u64::MAX, 0, 0x5555, 7];
     let mut cells = init.to_vec();
     let got = f.call(&mut cells, data, data.len() as i64).map_err(err)?;
-    let mut want = init;
-    let mut olds = 0u64;
-    for &d in data {
-        let d = (d as u64).wrapping_mul(0x9e37_79b9);
-        let ops: [fn(u64, u64) -> u64; 8] = [
-            u64::wrapping_add,
-            u64::wrapping_sub,
-            u64::min,
-            u64::max,
-            |a, b| a & b,
-            |a, b| a | b,
-            |a, b| a ^ b,
-            |_, b| b,
-        ];
-        for (c, op) in want.iter_mut().zip(ops) {
-            olds = olds.wrapping_add(*c);
-            *c = op(*c, d);
-        }
-    }
+    let ops: [fn(u64, u64) -> u64; 8] = [
+        u64::wrapping_add,
+        u64::wrapping_sub,
+        u64::min,
+        u64::max,
+        |a, b| a & b,
+        |a, b| a | b,
+        |a, b| a ^ b,
+        |_, b| b,
+    ];
+    let spread = data.iter().map(|&d| (d as u64).wrapping_mul(0x9e37_79b9));
+    let (olds, want) = sequential_ops(init, spread, ops, u64::wrapping_add, 0);
     if (got, cells.as_slice()) != (olds, want.as_slice()) {
         return Err(format!("got {got} {cells:?}, expected {olds} {want:?}"));
     }
