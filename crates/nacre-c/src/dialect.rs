@@ -16,6 +16,7 @@
 //! start with `nacre_`, a prefix the printer never gives to values, blocks or functions.
 
 pub use crate::atomic::{AtomicAccess, AtomicKind, AtomicSpelling};
+pub use crate::collective::{Collective, CollectiveAccess, CollectiveSpelling};
 pub use crate::error::DialectError;
 use crate::helpers::{self, Helper};
 use nacre_ir::{AddressSpace, Dim, FuncKind, GpuIndex, MemOrder, Scalar, Scope, Type};
@@ -134,6 +135,9 @@ pub struct KernelHead<'h> {
     /// [`Dialect::dynamic_shared`] and [`Dialect::dynamic_shared_bytes`]), for a dialect that
     /// declares them in the kernel's head.
     pub dynamic_shared: bool,
+    /// Whether the kernel performs collective operations ([`Dialect::collective`]), for a
+    /// dialect that declares built-ins for them in the kernel's head (Metal's SIMD-group lane).
+    pub collectives: bool,
     /// The threads per block of every launch, when the kernel was specialised for its launch
     /// shape ([`nacre_kernel::specialise_launch_shapes`]), for a dialect that can tell its
     /// compiler (CUDA's `__launch_bounds__`).
@@ -260,6 +264,12 @@ pub trait Dialect {
     /// The statements of an atomic instruction (see [`AtomicAccess`]); the default refuses.
     fn atomic(&self, _a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
         Err(DialectError::Atomics)
+    }
+
+    /// The expression of a collective operation (see [`CollectiveAccess`]); the default
+    /// refuses.
+    fn collective(&self, _c: &CollectiveAccess<'_>) -> Result<CollectiveSpelling, DialectError> {
+        Err(DialectError::Collectives)
     }
 
     /// The statement of a memory fence; the default refuses.
@@ -465,6 +475,7 @@ mod tests {
             status: "status",
             indices: &[],
             dynamic_shared: false,
+            collectives: false,
             threads_per_block: None,
         };
         let refused = d.kernel_prototype(&head).unwrap_err();

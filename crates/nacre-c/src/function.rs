@@ -36,6 +36,7 @@
 //! external call in device code) and, as [`BackendError::Codegen`], inconsistencies with
 //! the analyses it builds on (the structured form, lane plans), which are bugs.
 
+use crate::collective::{Collective, CollectiveAccess};
 use crate::dialect::{AtomicAccess, AtomicKind, Dialect, KernelHead, KernelParam, MathFn};
 use crate::error::DialectError;
 use crate::helpers::Helper;
@@ -304,6 +305,8 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     indices: [bool; 4],
     /// Whether the function reads its dynamic shared memory or its size.
     dynamic_shared: bool,
+    /// Whether the function performs collective operations.
+    collectives: bool,
     /// The kernel's lane-parallel grid-stride loop, printed with wide accesses (see `lanes`).
     lanes: Option<lanes::LanePlan>,
     /// Whether the function opens with the stack check (a recursive host function).
@@ -341,6 +344,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             shared_decls: Vec::new(),
             indices: [false; 4],
             dynamic_shared: false,
+            collectives: false,
             lanes,
             stack_check,
         }
@@ -422,6 +426,10 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             InstKind::DynamicShared { .. } | InstKind::DynamicSharedBytes => {
                 self.dynamic_shared = true;
             }
+            InstKind::LaneId
+            | InstKind::Shuffle(..)
+            | InstKind::Warp(..)
+            | InstKind::BlockVote(..) => self.collectives = true,
             InstKind::SharedAlloc { elem, len } => {
                 let name = format!("s{}", self.shared_decls.len());
                 self.ctx.c_type(Type::Scalar(elem))?;
@@ -470,6 +478,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     status: STATUS,
                     indices: &indices,
                     dynamic_shared: self.dynamic_shared,
+                    collectives: self.collectives,
                     threads_per_block: self.ctx.kernel_shape.threads_per_block(),
                 };
                 let p = dialect.kernel_prototype(&head).map_err(refused)?;
@@ -698,6 +707,16 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 .dialect
                 .dynamic_shared_bytes()
                 .map_err(|e| self.ctx.refused(e))?,
+            InstKind::LaneId => self.collective(Collective::LaneId, Scalar::U32, &[])?,
+            InstKind::Shuffle(op, v, lane) => {
+                self.collective(Collective::Shuffle(*op), self.scalar(*v), &[*v, *lane])?
+            }
+            InstKind::Warp(op, v) => {
+                self.collective(Collective::Warp(*op), self.scalar(*v), &[*v])?
+            }
+            InstKind::BlockVote(op, v) => {
+                self.collective(Collective::BlockVote(*op), Scalar::Bool, &[*v])?
+            }
             InstKind::Jump(dest) => {
                 if self.lanes.as_ref().is_some_and(|p| p.entry_jump() == inst) {
                     self.lane_prelude(out)?;
@@ -955,6 +974,31 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     }
 
     /// Prints an atomic instruction as its dialect spells it, defining the helper it calls.
+    /// The expression of a collective operation, from the dialect; defines the helpers it
+    /// calls.
+    fn collective(
+        &mut self,
+        op: Collective,
+        elem: Scalar,
+        operands: &[Value],
+    ) -> Result<String, BackendError> {
+        let operands: Vec<String> = operands.iter().map(Value::to_string).collect();
+        let access = CollectiveAccess {
+            op,
+            elem,
+            operands: &operands,
+        };
+        let spelling = self
+            .ctx
+            .dialect
+            .collective(&access)
+            .map_err(|e| self.ctx.refused(e))?;
+        for h in spelling.helpers {
+            self.helper(h);
+        }
+        Ok(spelling.expr)
+    }
+
     fn atomic(
         &mut self,
         out: &mut String,

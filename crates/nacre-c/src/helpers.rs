@@ -7,7 +7,7 @@
 
 use crate::dialect::Dialect;
 use crate::dialect::MathFn;
-use nacre_ir::{AtomicOp, Scalar, UnaryOp};
+use nacre_ir::{AtomicOp, Scalar, UnaryOp, WarpOp};
 
 /// A helper function.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
@@ -48,6 +48,18 @@ pub enum Helper {
         /// The element type.
         s: Scalar,
     },
+    /// The dialect's prelude of collective operations (see [`crate::collective`]): the
+    /// functions its [`Dialect::collective`] spellings call, among them the shuffle
+    /// `nacre_shfl(v, src, lanes)` that [`Helper::WarpReduce`] uses.
+    Collectives,
+    /// A warp reduction `op` on `s` (see [`crate::collective::reduce_definition`]):
+    /// `t name(t v, u32 lane, u32 lanes)`, the butterfly over the warp's `lanes` lanes.
+    WarpReduce {
+        /// The reduction.
+        op: WarpOp,
+        /// The element type.
+        s: Scalar,
+    },
 }
 
 impl Helper {
@@ -64,6 +76,8 @@ impl Helper {
             Helper::HalfToF32(s) => format!("nacre_{s}_to_f32"),
             Helper::F32ToHalf(s) => format!("nacre_f32_to_{s}"),
             Helper::AtomicLoop { op, s } => format!("nacre_atomic_{}_{s}", op.name()),
+            Helper::Collectives => "nacre_collectives".to_string(),
+            Helper::WarpReduce { op, s } => format!("nacre_{}_{s}", op.name()),
         }
     }
 
@@ -73,6 +87,7 @@ impl Helper {
             Helper::HalfToF32(_) => &[Helper::FromBits(Scalar::F32)],
             Helper::F32ToHalf(_) => &[Helper::ToBits(Scalar::F32)],
             Helper::AtomicLoop { op, s } => atomic_loop_uses(op, s),
+            Helper::WarpReduce { op, s } => crate::collective::reduce_uses(op, s),
             _ => &[],
         }
     }
@@ -176,6 +191,9 @@ pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper
     let name = helper.name();
     match helper {
         Helper::AtomicLoop { op, s } => crate::atomic::c_loop_definition(d, qualifier, op, s),
+        // Collectives exist in kernels only, which a GPU dialect prints with its own prelude.
+        Helper::Collectives => String::new(),
+        Helper::WarpReduce { op, s } => crate::collective::reduce_definition(d, qualifier, op, s),
         Helper::FloatToInt { from, to } => {
             let f = d.scalar_type(from);
             let t = d.scalar_type(to);

@@ -21,6 +21,8 @@
 //! - [`error`]: what a dialect refuses to spell ([`DialectError`]).
 //! - [`function`]: the printer of one IR function, shared by all dialects and by host and
 //!   device code.
+//! - [`atomic`], [`collective`]: what a dialect is asked to spell for atomics and for warp and
+//!   block collectives.
 //! - [`helpers`], [`literal`], [`moves`], [`names`]: helper functions, constants, parallel
 //!   moves at jumps, C identifiers.
 //! - [`emit`]: the source of a whole module for the host ([`emit_c`]; [`emit_c_structured`]
@@ -34,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod collective;
 pub mod compile;
 pub mod dialect;
 pub mod emit;

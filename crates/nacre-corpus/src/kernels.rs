@@ -11,6 +11,12 @@ use nacre::gpu::{
 use nacre::prelude::*;
 use nacre::{f16, kernel, Engine};
 
+pub mod warp;
+
+/// The cases that use warp operations or voting barriers. The Metal dialect does not print
+/// collectives yet (it refuses them with a typed error), so the MSL tests leave these out.
+pub const COLLECTIVE_CASES: [&str; 3] = ["warp_exchange", "warp_scan", "block_votes"];
+
 /// One kernel case.
 pub struct KernelCase {
     /// A unique name.
@@ -2014,6 +2020,24 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_atomic_total,
             trace: || nacre::trace_module(&run_atomic_total),
+        },
+        KernelCase {
+            name: "warp_exchange",
+            grid_stride: false,
+            check: warp::check_warp_exchange,
+            trace: || nacre::trace_module(&warp::run_warp_exchange),
+        },
+        KernelCase {
+            name: "warp_scan",
+            grid_stride: false,
+            check: warp::check_warp_scan,
+            trace: || nacre::trace_module(&warp::run_warp_scan),
+        },
+        KernelCase {
+            name: "block_votes",
+            grid_stride: false,
+            check: warp::check_block_votes,
+            trace: || nacre::trace_module(&warp::run_block_votes),
         },
         KernelCase {
             name: "dyn_block_stats",

@@ -144,6 +144,8 @@ struct Scratch {
     /// The block's shared memory, 16-byte aligned (for the dynamic shared memory).
     shared: Vec<u128>,
     state: Vec<u64>,
+    /// The block's exchange area for collective operations ([`ctx::exchange_bytes`]).
+    exchange: Vec<u64>,
 }
 
 impl Scratch {
@@ -337,6 +339,15 @@ impl CpuKernel {
             let (shared, state) =
                 scratch.prepare(shape.shared_bytes(info.shared_bytes), state_words);
             let mut ctx = shape.ctx(shared, state);
+            let exchange_words = if info.exchange {
+                ctx::exchange_bytes(shape.threads).div_ceil(8) as usize
+            } else {
+                0
+            };
+            if scratch.exchange.len() < exchange_words {
+                scratch.exchange.resize(exchange_words, 0);
+            }
+            ctx[ctx::EXCHANGE_BASE] = scratch.exchange.as_mut_ptr() as u64;
             let [gx, gy, _] = shape.grid;
             let mut idx = [lo % gx, (lo / gx) % gy, lo / (gx * gy)];
             for _ in lo..hi {
@@ -346,6 +357,8 @@ impl CpuKernel {
                 ctx[ctx::BLOCK_IDX..ctx::BLOCK_IDX + 3].copy_from_slice(&idx);
                 ctx[ctx::ROUND] = 0;
                 ctx[ctx::BARRIERS_OPEN] = 1;
+                // Collectives start every block with zero sequence numbers and counters.
+                scratch.exchange[..exchange_words].fill(0);
                 loop {
                     // SAFETY: `ctx` describes this block and points to buffers of the sizes
                     // the step function needs; `args` per the caller.

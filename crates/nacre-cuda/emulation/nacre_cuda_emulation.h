@@ -15,6 +15,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <math.h>
 #include <thread>
 #include <vector>
@@ -42,6 +43,68 @@ inline thread_local unsigned char *nacre_dynamic_smem = nullptr;
 inline thread_local unsigned nacre_dynamic_smem_bytes = 0;
 
 inline void __syncthreads() { nacre_emulated_barrier->arrive_and_wait(); }
+
+// Warps: the threads of one warp meet at its barrier to exchange values through its slots
+// (set by the runner: the calling thread's warp and lane, and the block's vote slots).
+struct nacre_emulated_warp {
+    std::barrier<> sync;
+    unsigned lanes;
+    unsigned long long slots[32];
+    explicit nacre_emulated_warp(unsigned n) : sync(n), lanes(n), slots{} {}
+};
+inline thread_local nacre_emulated_warp *nacre_emulated_warp_of = nullptr;
+inline thread_local unsigned nacre_emulated_lane = 0;
+inline thread_local int *nacre_emulated_votes = nullptr;
+
+// Every lane publishes `bits`, then reads all lanes' (the second meeting keeps the slots until
+// every lane has read them).
+template <class F> inline auto nacre_emulated_exchange(unsigned long long bits, F read) {
+    nacre_emulated_warp *w = nacre_emulated_warp_of;
+    w->slots[nacre_emulated_lane] = bits;
+    w->sync.arrive_and_wait();
+    auto r = read(w);
+    w->sync.arrive_and_wait();
+    return r;
+}
+template <class T> inline T __shfl_sync(unsigned, T v, int src, int = 32) {
+    unsigned long long bits = 0;
+    std::memcpy(&bits, &v, sizeof(T));
+    unsigned long long got = nacre_emulated_exchange(
+        bits, [&](nacre_emulated_warp *w) { return w->slots[src & 31]; });
+    T r;
+    std::memcpy(&r, &got, sizeof(T));
+    return r;
+}
+inline unsigned __ballot_sync(unsigned, int p) {
+    return nacre_emulated_exchange((unsigned long long)(p != 0), [](nacre_emulated_warp *w) {
+        unsigned b = 0;
+        for (unsigned l = 0; l < w->lanes; l++) b |= (unsigned)w->slots[l] << l;
+        return b;
+    });
+}
+inline int __any_sync(unsigned m, int p) { return __ballot_sync(m, p) != 0; }
+inline int __all_sync(unsigned m, int p) {
+    unsigned lanes = nacre_emulated_warp_of->lanes;
+    unsigned all = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+    return __ballot_sync(m, p) == all;
+}
+
+// Voting barriers: every thread publishes its predicate in the block's slots.
+inline int nacre_emulated_block_count(int p) {
+    unsigned n = blockDim.x * blockDim.y * blockDim.z;
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    nacre_emulated_votes[t] = p != 0;
+    __syncthreads();
+    int c = 0;
+    for (unsigned k = 0; k < n; k++) c += nacre_emulated_votes[k];
+    __syncthreads();
+    return c;
+}
+inline int __syncthreads_count(int p) { return nacre_emulated_block_count(p); }
+inline int __syncthreads_and(int p) {
+    return nacre_emulated_block_count(p) == (int)(blockDim.x * blockDim.y * blockDim.z);
+}
+inline int __syncthreads_or(int p) { return nacre_emulated_block_count(p) != 0; }
 
 // The integer intrinsics of the bit operations, as CUDA defines them.
 inline int __popc(unsigned x) { return __builtin_popcount(x); }

@@ -35,7 +35,8 @@
 
 use nacre_backend::BackendError;
 use nacre_c::dialect::{
-    AtomicAccess, AtomicSpelling, DialectError, KernelHead, KernelPrototype, LaneGroup, MathFn,
+    AtomicAccess, AtomicSpelling, CollectiveAccess, CollectiveSpelling, DialectError, KernelHead,
+    KernelPrototype, LaneGroup, MathFn,
 };
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{CDialect, Dialect};
@@ -185,6 +186,9 @@ impl Dialect for CudaDialect {
             Helper::Bits(op, s) => bits_definition(self, qualifier, op, s),
             Helper::HalfToF32(s) | Helper::F32ToHalf(s) => half_definition(self, helper, s),
             Helper::AtomicLoop { op, s } => atomic::loop_helper(self, qualifier, op, s),
+            Helper::Collectives | Helper::WarpReduce { .. } => {
+                collective::definition(self, qualifier, helper).unwrap_or_default()
+            }
             _ => helpers::c_definition(self, qualifier, helper),
         }
     }
@@ -249,6 +253,10 @@ impl Dialect for CudaDialect {
 
     fn fence(&self, _order: MemOrder, scope: Scope) -> Result<String, DialectError> {
         Ok(atomic::fence_statement(scope).to_string())
+    }
+
+    fn collective(&self, c: &CollectiveAccess<'_>) -> Result<CollectiveSpelling, DialectError> {
+        collective::spell(self, c)
     }
 
     fn dynamic_shared(&self, ptr_type: &str) -> Result<String, DialectError> {
@@ -399,6 +407,7 @@ pub(crate) fn print_kernel(
 }
 
 mod atomic;
+mod collective;
 #[cfg(test)]
 mod tests;
 

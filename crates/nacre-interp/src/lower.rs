@@ -1210,7 +1210,11 @@ impl<'a> FnLowerer<'a> {
             | InstKind::Barrier
             | InstKind::SharedAlloc { .. }
             | InstKind::DynamicShared { .. }
-            | InstKind::DynamicSharedBytes => {
+            | InstKind::DynamicSharedBytes
+            | InstKind::LaneId
+            | InstKind::Shuffle(..)
+            | InstKind::Warp(..)
+            | InstKind::BlockVote(..) => {
                 return Err(BackendError::Unsupported {
                     backend: BACKEND,
                     what: "GPU operations (kernels run on the CPU after nacre-kernel lowers them to step functions)"

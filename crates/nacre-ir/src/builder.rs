@@ -7,6 +7,7 @@
 //! a new block), which is how lowerings rewrite existing code.
 
 use crate::atomic::{AtomicOp, MemOrder, Scope};
+use crate::collective::{BlockVote, Shuffle, WarpOp};
 use crate::entities::{Block, ExternId, FuncId, Inst, Value};
 use crate::function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};
 use crate::instructions::{
@@ -369,6 +370,31 @@ impl<'f> FunctionBuilder<'f> {
     /// The size in bytes of the block's dynamic shared memory (`u32`).
     pub fn dynamic_shared_bytes(&mut self) -> Value {
         self.value(InstKind::DynamicSharedBytes, Type::U32)
+    }
+
+    /// The calling thread's lane in its warp (`u32`).
+    pub fn lane_id(&mut self) -> Value {
+        self.value(InstKind::LaneId, Type::U32)
+    }
+
+    /// `v` from the lane that `op` and `lane` (a `u32`) name.
+    pub fn shuffle(&mut self, op: Shuffle, v: Value, lane: Value) -> Value {
+        let ty = self.value_type(v);
+        self.value(InstKind::Shuffle(op, v, lane), ty)
+    }
+
+    /// A warp reduction or vote over `v`.
+    pub fn warp(&mut self, op: WarpOp, v: Value) -> Value {
+        let ty = match self.value_type(v) {
+            Type::Scalar(s) => Type::Scalar(op.result(s)),
+            ptr => ptr,
+        };
+        self.value(InstKind::Warp(op, v), ty)
+    }
+
+    /// A barrier that votes on the `bool` `v` over the block.
+    pub fn block_vote(&mut self, op: BlockVote, v: Value) -> Value {
+        self.value(InstKind::BlockVote(op, v), Type::Scalar(op.result()))
     }
 
     /// Launches `kernel` over a grid, without dynamic shared memory.

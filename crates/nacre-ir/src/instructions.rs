@@ -5,6 +5,7 @@
 //! are defined once, in [`crate::semantics`].
 
 use crate::atomic::{AtomicOp, MemOrder, Scope};
+use crate::collective::{BlockVote, Shuffle, WarpOp};
 use crate::entities::{Block, ExternId, FuncId, Value};
 use crate::trap::Trap;
 use crate::types::{Scalar, Type};
@@ -366,6 +367,19 @@ pub enum InstKind {
     /// The size in bytes of the block's dynamic shared memory (a `u32`; kernels only): the
     /// launch's [`Launch::shared_bytes`], 0 when it gave none.
     DynamicSharedBytes,
+    /// The calling thread's lane in its warp, a `u32` below [`crate::WARP_SIZE`] (kernels only;
+    /// see [`crate::collective`]).
+    LaneId,
+    /// The value of operand 0 (any scalar) in the lane that the shuffle and operand 1 (a
+    /// `u32`) name, or the caller's own value when that lane does not exist (see
+    /// [`Shuffle::source`]); every lane of the warp takes part (kernels only).
+    Shuffle(Shuffle, Value, Value),
+    /// A reduction or vote over the operand of every lane of the warp, whose result every lane
+    /// gets (see [`WarpOp`]; kernels only).
+    Warp(WarpOp, Value),
+    /// A barrier ([`InstKind::Barrier`]) that also gives every thread the vote of the block's
+    /// `bool`s (see [`BlockVote`]; kernels only).
+    BlockVote(BlockVote, Value),
     /// Launches a kernel over a grid (host functions only); waits for it to complete.
     /// Can fail at run time (see [`crate::Trap`]).
     Launch(Box<Launch>),
@@ -410,7 +424,8 @@ impl InstKind {
             | InstKind::GpuIndex(..)
             | InstKind::SharedAlloc { .. }
             | InstKind::DynamicShared { .. }
-            | InstKind::DynamicSharedBytes => true,
+            | InstKind::DynamicSharedBytes
+            | InstKind::LaneId => true,
             InstKind::Binary(op, a, _) => {
                 !(matches!(op, BinaryOp::Div | BinaryOp::Rem) && operand_ty(*a).is_int())
             }
@@ -422,6 +437,9 @@ impl InstKind {
             | InstKind::Call(..)
             | InstKind::CallExtern(..)
             | InstKind::Barrier
+            | InstKind::Shuffle(..)
+            | InstKind::Warp(..)
+            | InstKind::BlockVote(..)
             | InstKind::Launch(_)
             | InstKind::Jump(_)
             | InstKind::Branch { .. }
@@ -438,6 +456,7 @@ impl InstKind {
             | InstKind::SharedAlloc { .. }
             | InstKind::DynamicShared { .. }
             | InstKind::DynamicSharedBytes
+            | InstKind::LaneId
             | InstKind::Fence { .. } => {}
             InstKind::Launch(l) => l
                 .grid
@@ -450,12 +469,15 @@ impl InstKind {
             InstKind::Unary(_, a)
             | InstKind::Math(_, a)
             | InstKind::Cast(a)
+            | InstKind::Warp(_, a)
+            | InstKind::BlockVote(_, a)
             | InstKind::Load(a) => f(*a),
             InstKind::Binary(_, a, b)
             | InstKind::Math2(_, a, b)
             | InstKind::Cmp(_, a, b)
             | InstKind::ElemPtr(a, b)
             | InstKind::Store(a, b)
+            | InstKind::Shuffle(_, a, b)
             | InstKind::AtomicRmw {
                 ptr: a, value: b, ..
             } => {
@@ -510,6 +532,7 @@ impl InstKind {
             | InstKind::SharedAlloc { .. }
             | InstKind::DynamicShared { .. }
             | InstKind::DynamicSharedBytes
+            | InstKind::LaneId
             | InstKind::Fence { .. } => {}
             InstKind::Launch(l) => {
                 let Launch {
@@ -528,12 +551,15 @@ impl InstKind {
             InstKind::Unary(_, a)
             | InstKind::Math(_, a)
             | InstKind::Cast(a)
+            | InstKind::Warp(_, a)
+            | InstKind::BlockVote(_, a)
             | InstKind::Load(a) => *a = f(*a),
             InstKind::Binary(_, a, b)
             | InstKind::Math2(_, a, b)
             | InstKind::Cmp(_, a, b)
             | InstKind::ElemPtr(a, b)
             | InstKind::Store(a, b)
+            | InstKind::Shuffle(_, a, b)
             | InstKind::AtomicRmw {
                 ptr: a, value: b, ..
             } => {

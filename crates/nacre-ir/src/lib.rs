@@ -15,6 +15,7 @@
 //! - [`function`], [`module`]: the containers.
 //! - [`builder`]: [`FunctionBuilder`], which hides the bookkeeping of building a function, at
 //!   the end of a block or detached (instructions placed by the caller).
+//! - [`atomic`], [`collective`]: the vocabulary of atomics and of warp and block collectives.
 //! - [`semantics`]: the reference semantics of every operator on constant bits, shared by
 //!   constant folding, the interpreter and direct (untraced) execution.
 //! - [`printer`]: the stable text form (`Display` for [`Function`] and [`Module`]).
@@ -30,6 +31,7 @@
 pub mod analysis;
 pub mod atomic;
 pub mod builder;
+pub mod collective;
 pub mod entities;
 pub mod function;
 pub mod instructions;
@@ -51,6 +53,7 @@ pub use half;
 pub use analysis::LoopInfo;
 pub use atomic::{AtomicOp, MemOrder, Scope};
 pub use builder::FunctionBuilder;
+pub use collective::{BlockVote, Shuffle, WarpOp, WARP_SIZE};
 pub use entities::{Block, ExternId, FuncId, Inst, Value};
 pub use function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};
 pub use instructions::{

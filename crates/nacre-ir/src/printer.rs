@@ -190,6 +190,12 @@ fn write_function(
                 InstKind::SharedAlloc { elem, len } => write!(f, "shared_alloc.{elem} {len}")?,
                 InstKind::DynamicShared { elem } => write!(f, "dynamic_shared.{elem}")?,
                 InstKind::DynamicSharedBytes => f.write_str("dynamic_shared_bytes")?,
+                InstKind::LaneId => f.write_str("lane_id")?,
+                InstKind::Shuffle(op, v, lane) => {
+                    write!(f, "{}.{} {v}, {lane}", op.name(), ty(*v))?
+                }
+                InstKind::Warp(op, v) => write!(f, "{}.{} {v}", op.name(), ty(*v))?,
+                InstKind::BlockVote(op, v) => write!(f, "{} {v}", op.name())?,
                 InstKind::Launch(l) => {
                     match module.and_then(|m| m.functions.get(l.kernel)) {
                         Some(k) => write!(f, "launch @{}", k.name)?,

@@ -140,6 +140,10 @@ pub fn grid_stride_loop(f: &Function, shape: &LaunchShape) -> Option<GridStrideL
                 | InstKind::SharedAlloc { .. }
                 | InstKind::DynamicShared { .. }
                 | InstKind::DynamicSharedBytes
+                | InstKind::LaneId
+                | InstKind::Shuffle(..)
+                | InstKind::Warp(..)
+                | InstKind::BlockVote(..)
                 | InstKind::Launch(_) => return None,
                 InstKind::GpuIndex(_, d) if *d != Dim::X => return None,
                 _ => {}
@@ -467,6 +471,7 @@ pub fn lane_access(f: &Function, lp: &GridStrideLoop) -> Option<LaneAccess> {
             InstKind::SharedAlloc { .. }
             | InstKind::DynamicShared { .. }
             | InstKind::DynamicSharedBytes
+            | InstKind::LaneId
             | InstKind::GpuIndex(..) => return None,
             k if k.is_pure(|v| f.values[v].ty) => {
                 let mut uses_address = false;

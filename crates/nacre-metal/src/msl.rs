@@ -277,6 +277,9 @@ impl Dialect for MslDialect {
             Helper::AtomicLoop { .. } => {
                 format!("#error \"{name}: Metal has no compare-exchange loop helpers\"\n")
             }
+            Helper::Collectives | Helper::WarpReduce { .. } => {
+                format!("#error \"{name}: collectives are refused on Metal\"\n")
+            }
         }
     }
 

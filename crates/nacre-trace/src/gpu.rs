@@ -1,6 +1,7 @@
 //! The GPU programming model in traced code: thread and block indices, barriers, block-shared
 //! arrays (static, and dynamic ones sized by the launch: [`launch_with_shared`],
-//! [`dynamic_shared`]), and kernel launches from host functions.
+//! [`dynamic_shared`]), warp operations and voting barriers (from [`crate::warp`]), and kernel
+//! launches from host functions.
 //!
 //! A kernel is a traced function over `Ptr<T>` and `Val` parameters that returns nothing
 //! (write it with `#[kernel]`). A host function launches it with [`launch`]; the grid and block
@@ -17,6 +18,11 @@ use crate::ptr::Ptr;
 pub use crate::shared::{shared_array_2d, shared_array_3d, Shared2, Shared3};
 use crate::signature::{fn_name, Ret, TraceFn};
 use crate::val::{IntoVal, Val};
+pub use crate::warp::{
+    lane_id, sync_threads_and, sync_threads_count, sync_threads_or, warp_all, warp_any,
+    warp_ballot, warp_max, warp_min, warp_shuffle, warp_shuffle_down, warp_shuffle_up,
+    warp_shuffle_xor, warp_size, warp_sum, WarpNum, WARP_SIZE,
+};
 use nacre_ir::semantics::ScalarValue;
 use nacre_ir::{Dim, FuncKind, GpuIndex, Type};
 use std::cell::RefCell;

@@ -33,6 +33,7 @@ pub mod region;
 pub mod shared;
 pub mod signature;
 pub mod val;
+pub mod warp;
 
 pub use atomic::{fence, fence_block, Atomic, AtomicElement, AtomicInt, AtomicMinMax};
 pub use carry::{Carry, Slot};

@@ -335,6 +335,10 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         | InstKind::SharedAlloc { .. }
         | InstKind::DynamicShared { .. }
         | InstKind::DynamicSharedBytes
+        | InstKind::LaneId
+        | InstKind::Shuffle(..)
+        | InstKind::Warp(..)
+        | InstKind::BlockVote(..)
         | InstKind::AtomicRmw { .. }
         | InstKind::AtomicCas { .. }
         | InstKind::Fence { .. }

@@ -10,6 +10,7 @@
 
 use super::{FuncVerifier, Res, VerifierError, VerifierErrorKind};
 use crate::atomic::{AtomicOp, MemOrder};
+use crate::collective::{BlockVote, WarpOp};
 use crate::entities::{Block, ExternId, FuncId, Inst, Value};
 use crate::function::{FuncKind, Signature};
 use crate::instructions::{BinaryOp, BlockCall, Const, InstKind, Launch, UnaryOp};
@@ -48,7 +49,10 @@ impl FuncVerifier<'_> {
             InstKind::Barrier => c.barrier(),
             InstKind::SharedAlloc { elem, len } => c.shared_alloc(*elem, *len),
             InstKind::DynamicShared { elem } => c.dynamic_shared(*elem),
-            InstKind::DynamicSharedBytes => c.gpu_index(),
+            InstKind::DynamicSharedBytes | InstKind::LaneId => c.gpu_index(),
+            InstKind::Shuffle(_, v, lane) => c.shuffle(*v, *lane),
+            InstKind::Warp(op, v) => c.warp(*op, *v),
+            InstKind::BlockVote(op, v) => c.block_vote(*op, *v),
             InstKind::Jump(dest) => c.jump(dest),
             InstKind::Branch {
                 cond,
@@ -509,6 +513,38 @@ impl TypeCheck<'_> {
         self.expect("the result".into(), self.need_result()?, Type::U32)
     }
 
+    fn shuffle(&self, v: Value, lane: Value) -> Res {
+        self.kernel_only()?;
+        let ty = self.ty(v);
+        if ty.is_ptr() {
+            return Err(self.type_err(format!("a shuffle moves scalars, not {ty}")));
+        }
+        self.expect(format!("lane operand {lane}"), self.ty(lane), Type::U32)?;
+        self.expect("the result".into(), self.need_result()?, ty)
+    }
+
+    fn warp(&self, op: WarpOp, v: Value) -> Res {
+        self.kernel_only()?;
+        let ty = self.ty(v);
+        let Some(s) = ty.scalar().filter(|&s| op.supports(s)) else {
+            return Err(self.type_err(format!(
+                "{} is not defined on {ty} (see WarpOp::supports)",
+                op.name()
+            )));
+        };
+        self.expect(
+            "the result".into(),
+            self.need_result()?,
+            op.result(s).into(),
+        )
+    }
+
+    fn block_vote(&self, op: BlockVote, v: Value) -> Res {
+        self.kernel_only()?;
+        self.expect(format!("operand {v}"), self.ty(v), Type::BOOL)?;
+        self.expect("the result".into(), self.need_result()?, op.result().into())
+    }
+
     fn barrier(&self) -> Res {
         self.kernel_only()?;
         self.no_result()
@@ -598,6 +634,10 @@ fn op_name(kind: &InstKind) -> &'static str {
         InstKind::SharedAlloc { .. } => "shared_alloc",
         InstKind::DynamicShared { .. } => "dynamic_shared",
         InstKind::DynamicSharedBytes => "dynamic_shared_bytes",
+        InstKind::LaneId => "lane_id",
+        InstKind::Shuffle(op, ..) => op.name(),
+        InstKind::Warp(op, _) => op.name(),
+        InstKind::BlockVote(op, _) => op.name(),
         InstKind::Launch(_) => "launch",
         InstKind::Jump(_) => "jump",
         InstKind::Branch { .. } => "br",

@@ -19,6 +19,7 @@
 //! | 14, 15 | [`CHUNK_LO`], [`CHUNK_HI`] | collapsed step functions only: the range of the loop index to run |
 //! | 16 | [`CHUNK_LIMIT`] | collapsed step functions only: the largest loop bound that cannot wrap |
 //! | 17 | [`DYNAMIC_SHARED_BYTES`] | bytes of the launch's dynamic shared memory, which starts [`dynamic_shared_offset`] bytes into the shared memory |
+//! | 18 | [`EXCHANGE_BASE`] | address of the block's exchange area for collective operations ([`exchange_bytes`], zeroed before the block's first round; only for kernels with [`super::StepInfo::exchange`]) |
 //!
 //! Thread indices are not in the context: the step function loops over the threads of the
 //! block itself and derives `threadIdx` from its loop counter.
@@ -64,8 +65,23 @@ pub const CHUNK_HI: usize = 15;
 pub const CHUNK_LIMIT: usize = 16;
 /// Bytes of the launch's dynamic shared memory.
 pub const DYNAMIC_SHARED_BYTES: usize = 17;
+/// Address of the block's exchange area (see [`exchange_bytes`]).
+pub const EXCHANGE_BASE: usize = 18;
 /// Number of context words.
-pub const CTX_WORDS: usize = 18;
+pub const CTX_WORDS: usize = 19;
+
+/// Bytes of one thread's slot in the exchange area: its warp and block sequence numbers (two
+/// `u32`), then two 8-byte values it alternates between.
+pub const EXCHANGE_SLOT_BYTES: u64 = 24;
+/// Counters of voting barriers per block, used in rotation.
+pub const VOTE_COUNTERS: u32 = 3;
+
+/// Bytes of the exchange area of a block of `threads` threads: one slot per thread, then the
+/// [`VOTE_COUNTERS`] `u32` counters of voting barriers (rounded to 8 bytes). The executor
+/// zeroes it before each block's first round.
+pub const fn exchange_bytes(threads: u64) -> u64 {
+    threads * EXCHANGE_SLOT_BYTES + (VOTE_COUNTERS as u64 * 4).next_multiple_of(8)
+}
 
 /// Bit of a step function's result: some thread waits at a barrier.
 pub const AT_BARRIER: u32 = 1;

@@ -108,6 +108,7 @@
 //! the resumable state machine. The per-thread state words are stored and loaded by
 //! `step::state`, shared with `regions`.
 
+mod collectives;
 mod entry;
 mod state_machine;
 
@@ -137,8 +138,12 @@ pub struct StepInfo {
     /// Words of state per thread: 0 without barriers and yields, else 1 (the phase) + one per
     /// value live across a barrier or yield.
     pub state_words: usize,
-    /// Number of barriers in the kernel.
+    /// Number of barriers in the kernel (voting barriers included).
     pub barriers: u32,
+    /// Whether the kernel performs collective operations (warp shuffles, reductions and
+    /// votes, voting barriers), which exchange values through the block's exchange area
+    /// ([`ctx::EXCHANGE_BASE`]).
+    pub exchange: bool,
     /// Number of yields added to interleave grid-stride loops (see `stride_loops`); they are
     /// lowered like barriers.
     pub yields: u32,
@@ -339,8 +344,12 @@ impl Lowering {
     fn run(mut self, mode: CpuMode) -> Result<LoweredKernel, KernelError> {
         let loaded = self.load_params();
 
-        // Grid-stride loops yield at their back edge.
-        let real_barriers = self.count_barriers();
+        // Collectives exchange values around stops; grid-stride loops yield at their back
+        // edge.
+        let exchange = self.has_collectives();
+        let mut real_barriers = self.count_barriers();
+        let (warp_stops, votes) = self.lower_collectives();
+        real_barriers += votes;
         let yields: HashSet<Inst> = if mode == CpuMode::Grid {
             insert_yields(&mut self.f).into_iter().collect()
         } else {
@@ -358,7 +367,7 @@ impl Lowering {
 
         self.hoist_uniform();
 
-        let (state_words, shape) = self.lower_threads(start, barriers, &yields);
+        let (state_words, shape) = self.lower_threads(start, barriers, &yields, &warp_stops);
         self.place_entry_insts();
         Ok(LoweredKernel {
             func: self.f,
@@ -367,6 +376,7 @@ impl Lowering {
                 shared_bytes: shared_bytes as usize,
                 state_words,
                 barriers: real_barriers,
+                exchange,
                 yields: yields.len() as u32,
                 shape,
             },
@@ -383,12 +393,15 @@ impl Lowering {
     }
 
     /// Builds the loop over the block's threads in the shape the kernel allows (`barriers`
-    /// counts the yields too); returns the state words per thread and the shape.
+    /// counts the yields and warp stops too); returns the state words per thread and the
+    /// shape. Warp stops are barriers to the region lowering (which takes only stops in
+    /// uniform control flow) and yields to the state machine (see `collectives`).
     fn lower_threads(
         &mut self,
         start: Block,
         barriers: u32,
         yields: &HashSet<Inst>,
+        warp_stops: &HashSet<Inst>,
     ) -> (usize, StepShape) {
         if barriers == 0 {
             self.thread_loop(start);
@@ -396,7 +409,8 @@ impl Lowering {
         } else if let Some(r) = yields.is_empty().then(|| self.regions(start)).flatten() {
             r
         } else {
-            (self.state_machine(start, yields), StepShape::StateMachine)
+            let stops: HashSet<Inst> = yields.union(warp_stops).copied().collect();
+            (self.state_machine(start, &stops), StepShape::StateMachine)
         }
     }
 

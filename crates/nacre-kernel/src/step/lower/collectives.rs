@@ -1,0 +1,325 @@
+//! Collective operations on the CPU: warp shuffles, reductions and votes, and voting
+//! barriers (see [`nacre_ir::collective`]) rewritten into plain memory accesses around stops,
+//! before the thread loops are built.
+//!
+//! The threads of a block run one after another between stops, so a collective becomes an
+//! exchange through the block's *exchange area* ([`ctx::EXCHANGE_BASE`], laid out by
+//! [`ctx::exchange_bytes`]): every thread writes its operand into its own slot, stops, and
+//! after the stop reads the slots of the lanes it needs. A warp collective stops at a *warp
+//! stop*: a barrier when the region lowering takes the kernel (the collective then sits in
+//! uniform control flow, where a block-wide stop is the same as a warp-wide one), and otherwise
+//! a stop that, like a grid-stride yield, resumes in the next round without waiting for the
+//! rest of the block, since other warps need not reach it. A voting barrier is a real barrier,
+//! with a block counter instead of slots.
+//!
+//! Each thread keeps two slots and alternates between them (its warp sequence number's parity),
+//! so that a thread that runs ahead into the next collective, after the stop, never overwrites
+//! a value another lane of the same warp has yet to read; block counters rotate among three for
+//! the same reason (the next one is cleared when a vote starts). Every thread of a warp runs the
+//! same collectives in the same order (CUDA's rule for the `*_sync` forms), so their sequence
+//! numbers agree. Reductions fold lane 0's butterfly over all 32 slots, missing lanes counting
+//! as the identity ([`nacre_ir::collective::reduce_lanes`]), so every target gets the same
+//! float sums.
+
+use super::Lowering;
+use crate::step::ctx;
+use nacre_ir::FunctionBuilder;
+use nacre_ir::{
+    BinaryOp, BlockVote, CmpOp, Inst, InstKind, Scalar, Shuffle, Type, Value, WarpOp, WARP_SIZE,
+};
+use std::collections::{HashMap, HashSet};
+
+/// What the rewrite needs in every collective: the thread's index, the block's thread count
+/// and the exchange area.
+#[derive(Copy, Clone)]
+struct Exchange {
+    t: Value,
+    threads: Value,
+    base: Value,
+}
+
+/// The offsets in a thread's exchange slot (see [`ctx::exchange_bytes`]).
+const WARP_SEQ: u64 = 0;
+const BLOCK_SEQ: u64 = 4;
+const VALUES: u64 = 8;
+
+impl Lowering {
+    /// Rewrites the kernel's collective operations (see the module docs); returns the warp
+    /// stops it added, and the number of voting barriers (real barriers). Does nothing to a
+    /// kernel without collectives.
+    pub(super) fn lower_collectives(&mut self) -> (HashSet<Inst>, u32) {
+        let mut warp_stops = HashSet::new();
+        let mut votes = 0;
+        let mut aliases: HashMap<Value, Value> = HashMap::new();
+        if !self.has_collectives() {
+            return (warp_stops, votes);
+        }
+        let ex = Exchange {
+            t: self.t,
+            threads: self.ctx_word_u32(ctx::BLOCK_THREADS),
+            base: self.ctx_word(ctx::EXCHANGE_BASE),
+        };
+        for b in self.body.clone() {
+            let insts = std::mem::take(&mut self.f.blocks[b].insts);
+            let mut out = Vec::with_capacity(insts.len());
+            for inst in insts {
+                let data = &self.f.insts[inst];
+                let (kind, result) = (data.kind.clone(), data.result);
+                let Some(r) = result.filter(|_| is_collective(&kind)) else {
+                    out.push(inst);
+                    continue;
+                };
+                let mut em = FunctionBuilder::detached(&mut self.f);
+                let (v, stop) = match kind {
+                    InstKind::LaneId => (lane(&mut em, ex.t), None),
+                    InstKind::Shuffle(op, v, x) => warp_exchange(&mut em, ex, v, |em, ex, at| {
+                        shuffle_read(em, ex, op, v, x, at)
+                    }),
+                    InstKind::Warp(op, v) => {
+                        warp_exchange(&mut em, ex, v, |em, ex, at| warp_read(em, ex, op, v, at))
+                    }
+                    InstKind::BlockVote(op, v) => {
+                        votes += 1;
+                        (block_vote(&mut em, ex, op, v), None)
+                    }
+                    _ => unreachable!("is_collective"),
+                };
+                warp_stops.extend(stop);
+                out.extend(em.into_insts());
+                aliases.insert(r, v);
+            }
+            self.f.blocks[b].insts = out;
+        }
+        self.rename(&aliases);
+        (warp_stops, votes)
+    }
+
+    pub(super) fn has_collectives(&self) -> bool {
+        self.body
+            .iter()
+            .flat_map(|&b| &self.f.blocks[b].insts)
+            .any(|&i| is_collective(&self.f.insts[i].kind))
+    }
+}
+
+fn is_collective(kind: &InstKind) -> bool {
+    matches!(
+        kind,
+        InstKind::LaneId | InstKind::Shuffle(..) | InstKind::Warp(..) | InstKind::BlockVote(..)
+    )
+}
+
+/// `t % 32`.
+fn lane(em: &mut FunctionBuilder<'_>, t: Value) -> Value {
+    let mask = em.const_u32(WARP_SIZE - 1);
+    em.binary(BinaryOp::And, t, mask)
+}
+
+/// The address (`u64`) of byte `offset` (a `u64` value) of thread `t`'s slot.
+fn slot_addr(em: &mut FunctionBuilder<'_>, ex: Exchange, t: Value, offset: Value) -> Value {
+    let t64 = em.cast(t, Type::U64);
+    let stride = em.const_u64(ctx::EXCHANGE_SLOT_BYTES);
+    let at = em.binary(BinaryOp::Mul, t64, stride);
+    let at = em.binary(BinaryOp::Add, ex.base, at);
+    em.binary(BinaryOp::Add, at, offset)
+}
+
+/// Loads and increments the sequence number at `offset` of the thread's slot; gives the old one.
+fn next_sequence(em: &mut FunctionBuilder<'_>, ex: Exchange, offset: u64) -> Value {
+    let off = em.const_u64(offset);
+    let a = slot_addr(em, ex, ex.t, off);
+    let p = em.cast(a, Type::ptr(Scalar::U32));
+    let seq = em.load(p);
+    let one = em.const_u32(1);
+    let next = em.binary(BinaryOp::Add, seq, one);
+    em.store(p, next);
+    seq
+}
+
+/// A warp collective: the write of `v` to the thread's current slot, the warp stop, then
+/// `read` with the slot's offset. Returns the result and the stop.
+fn warp_exchange(
+    em: &mut FunctionBuilder<'_>,
+    ex: Exchange,
+    v: Value,
+    read: impl FnOnce(&mut FunctionBuilder<'_>, Exchange, Value) -> Value,
+) -> (Value, Option<Inst>) {
+    let seq = next_sequence(em, ex, WARP_SEQ);
+    let one = em.const_u32(1);
+    let parity = em.binary(BinaryOp::And, seq, one);
+    let parity = em.cast(parity, Type::U64);
+    let eight = em.const_u64(8);
+    let off = em.binary(BinaryOp::Mul, parity, eight);
+    let values = em.const_u64(VALUES);
+    let at = em.binary(BinaryOp::Add, off, values);
+    let ty = em.value_type(v);
+    store_at(em, ex, ex.t, at, v, ty);
+    let stop = em.barrier();
+    (read(em, ex, at), Some(stop))
+}
+
+fn store_at(em: &mut FunctionBuilder<'_>, ex: Exchange, t: Value, at: Value, v: Value, ty: Type) {
+    let a = slot_addr(em, ex, t, at);
+    let p = em.cast(a, ptr_to(ty));
+    em.store(p, v);
+}
+
+fn load_at(em: &mut FunctionBuilder<'_>, ex: Exchange, t: Value, at: Value, ty: Type) -> Value {
+    let a = slot_addr(em, ex, t, at);
+    let p = em.cast(a, ptr_to(ty));
+    em.load(p)
+}
+
+fn ptr_to(ty: Type) -> Type {
+    Type::ptr(ty.scalar().unwrap_or(Scalar::U64))
+}
+
+/// The first thread of the calling thread's warp.
+fn warp_base(em: &mut FunctionBuilder<'_>, t: Value) -> Value {
+    let mask = em.const_u32(!(WARP_SIZE - 1));
+    em.binary(BinaryOp::And, t, mask)
+}
+
+/// Whether the warp's lane `i` (a constant) exists, and the thread to read for it: itself, or
+/// the calling thread when it does not exist.
+fn lane_thread(em: &mut FunctionBuilder<'_>, ex: Exchange, base: Value, i: u32) -> (Value, Value) {
+    let k = em.const_u32(i);
+    let ti = em.binary(BinaryOp::Add, base, k);
+    let exists = em.cmp(CmpOp::Lt, ti, ex.threads);
+    let pick = em.select(exists, ti, ex.t);
+    (exists, pick)
+}
+
+/// The shuffle's result: the source lane's slot, or the thread's own when there is none.
+fn shuffle_read(
+    em: &mut FunctionBuilder<'_>,
+    ex: Exchange,
+    op: Shuffle,
+    v: Value,
+    x: Value,
+    at: Value,
+) -> Value {
+    let lane = lane(em, ex.t);
+    let none = em.const_u32(WARP_SIZE);
+    let src = match op {
+        Shuffle::Index => {
+            let mask = em.const_u32(WARP_SIZE - 1);
+            em.binary(BinaryOp::And, x, mask)
+        }
+        Shuffle::Up => {
+            let ok = em.cmp(CmpOp::Le, x, lane);
+            let s = em.binary(BinaryOp::Sub, lane, x);
+            em.select(ok, s, none)
+        }
+        Shuffle::Down => {
+            let room = em.binary(BinaryOp::Sub, none, lane);
+            let ok = em.cmp(CmpOp::Lt, x, room);
+            let s = em.binary(BinaryOp::Add, lane, x);
+            em.select(ok, s, none)
+        }
+        Shuffle::Xor => em.binary(BinaryOp::Xor, lane, x),
+    };
+    let in_warp = em.cmp(CmpOp::Lt, src, none);
+    let src = em.select(in_warp, src, lane);
+    let base = warp_base(em, ex.t);
+    let st = em.binary(BinaryOp::Add, base, src);
+    let exists = em.cmp(CmpOp::Lt, st, ex.threads);
+    let ok = em.binary(BinaryOp::And, in_warp, exists);
+    // Without a source the thread reads its own slot, which holds `v`.
+    let pick = em.select(ok, st, ex.t);
+    let ty = em.value_type(v);
+    load_at(em, ex, pick, at, ty)
+}
+
+/// A reduction or vote over the warp's slots.
+fn warp_read(em: &mut FunctionBuilder<'_>, ex: Exchange, op: WarpOp, v: Value, at: Value) -> Value {
+    let ty = em.value_type(v);
+    let base = warp_base(em, ex.t);
+    let lanes: Vec<(Value, Value)> = (0..WARP_SIZE)
+        .map(|i| {
+            let (exists, pick) = lane_thread(em, ex, base, i);
+            (exists, load_at(em, ex, pick, at, ty))
+        })
+        .collect();
+    match (op.combine(), ty.scalar()) {
+        (Some(combine), Some(s)) => {
+            let identity = op.identity(s).unwrap_or(0);
+            let id = em.const_bits(ty, identity);
+            let mut vals: Vec<Value> = lanes
+                .iter()
+                .map(|&(exists, x)| em.select(exists, x, id))
+                .collect();
+            let mut width = vals.len() / 2;
+            while width > 0 {
+                for j in 0..width {
+                    vals[j] = em.binary(combine, vals[j], vals[j + width]);
+                }
+                width /= 2;
+            }
+            vals[0]
+        }
+        _ => vote(em, op, &lanes),
+    }
+}
+
+/// Ballot, any or all over the lanes' `bool`s.
+fn vote(em: &mut FunctionBuilder<'_>, op: WarpOp, lanes: &[(Value, Value)]) -> Value {
+    let mut ballot = em.const_u32(0);
+    let mut present = em.const_u32(0);
+    for (i, &(exists, x)) in lanes.iter().enumerate() {
+        let shift = em.const_u32(i as u32);
+        let set = em.binary(BinaryOp::And, exists, x);
+        let bit = em.cast(set, Type::U32);
+        let bit = em.binary(BinaryOp::Shl, bit, shift);
+        ballot = em.binary(BinaryOp::Or, ballot, bit);
+        let e = em.cast(exists, Type::U32);
+        let e = em.binary(BinaryOp::Shl, e, shift);
+        present = em.binary(BinaryOp::Or, present, e);
+    }
+    match op {
+        WarpOp::Any => {
+            let zero = em.const_u32(0);
+            em.cmp(CmpOp::Ne, ballot, zero)
+        }
+        WarpOp::All => em.cmp(CmpOp::Eq, ballot, present),
+        _ => ballot,
+    }
+}
+
+/// A voting barrier: add the `bool` to the vote's block counter, clear the next one, barrier,
+/// read the counter.
+fn block_vote(em: &mut FunctionBuilder<'_>, ex: Exchange, op: BlockVote, v: Value) -> Value {
+    let seq = next_sequence(em, ex, BLOCK_SEQ);
+    let three = em.const_u32(ctx::VOTE_COUNTERS);
+    let one = em.const_u32(1);
+    let k = em.binary(BinaryOp::Rem, seq, three);
+    let next = em.binary(BinaryOp::Add, seq, one);
+    let k_next = em.binary(BinaryOp::Rem, next, three);
+    let counter = |em: &mut FunctionBuilder<'_>, k: Value| {
+        let zero = em.const_u64(0);
+        let counters = slot_addr(em, ex, ex.threads, zero);
+        let k = em.cast(k, Type::U64);
+        let four = em.const_u64(4);
+        let off = em.binary(BinaryOp::Mul, k, four);
+        let a = em.binary(BinaryOp::Add, counters, off);
+        em.cast(a, Type::ptr(Scalar::U32))
+    };
+    let mine = counter(em, k);
+    let after = counter(em, k_next);
+    let zero = em.const_u32(0);
+    em.store(after, zero);
+    let count = em.load(mine);
+    let add = em.cast(v, Type::U32);
+    let count = em.binary(BinaryOp::Add, count, add);
+    em.store(mine, count);
+    em.barrier();
+    let total = em.load(mine);
+    match op {
+        BlockVote::Count => total,
+        BlockVote::And => em.cmp(CmpOp::Eq, total, ex.threads),
+        BlockVote::Or => {
+            let zero = em.const_u32(0);
+            em.cmp(CmpOp::Ne, total, zero)
+        }
+    }
+}
