@@ -6,7 +6,7 @@
 //! float reductions the meaning the IR defines on every target.
 
 use crate::dialect::Dialect;
-use crate::helpers::Helper;
+use crate::helpers::{unsigned_of, Helper};
 use nacre_ir::{BlockVote, Scalar, Shuffle, WarpOp};
 
 /// Which collective operation.
@@ -62,16 +62,6 @@ pub fn reduce_uses(op: WarpOp, s: Scalar) -> &'static [Helper] {
         (WarpOp::Max, Scalar::F32) => &[C, Max(Scalar::F32)],
         (WarpOp::Max, Scalar::F64) => &[C, Max(Scalar::F64)],
         _ => &[C],
-    }
-}
-
-/// The unsigned integer type as wide as integer type `s`.
-fn unsigned_of(s: Scalar) -> Scalar {
-    match s.bits() {
-        8 => Scalar::U8,
-        16 => Scalar::U16,
-        32 => Scalar::U32,
-        _ => Scalar::U64,
     }
 }
 

@@ -135,9 +135,6 @@ pub struct KernelHead<'h> {
     /// [`Dialect::dynamic_shared`] and [`Dialect::dynamic_shared_bytes`]), for a dialect that
     /// declares them in the kernel's head.
     pub dynamic_shared: bool,
-    /// Whether the kernel performs collective operations ([`Dialect::collective`]), for a
-    /// dialect that declares built-ins for them in the kernel's head (Metal's SIMD-group lane).
-    pub collectives: bool,
     /// The threads per block of every launch, when the kernel was specialised for its launch
     /// shape ([`nacre_kernel::specialise_launch_shapes`]), for a dialect that can tell its
     /// compiler (CUDA's `__launch_bounds__`).
@@ -475,7 +472,6 @@ mod tests {
             status: "status",
             indices: &[],
             dynamic_shared: false,
-            collectives: false,
             threads_per_block: None,
         };
         let refused = d.kernel_prototype(&head).unwrap_err();

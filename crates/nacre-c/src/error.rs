@@ -49,16 +49,6 @@ pub enum DialectError {
     /// [`Dialect::collective`]: crate::Dialect::collective
     #[error("warp and block collective operations (shuffles, votes, warp reductions)")]
     Collectives,
-    /// A collective operation a target lacks on a type.
-    #[error("{what} ({target} lacks it; {instead})")]
-    Collective {
-        /// The operation and type, as people write them (`warp_shuffle of i64`).
-        what: String,
-        /// The target, as people write it (`Metal`).
-        target: &'static str,
-        /// What to do instead.
-        instead: &'static str,
-    },
     /// Dynamic shared memory ([`Dialect::dynamic_shared`]), in a dialect without it.
     ///
     /// [`Dialect::dynamic_shared`]: crate::Dialect::dynamic_shared

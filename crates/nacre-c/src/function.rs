@@ -305,8 +305,6 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     indices: [bool; 4],
     /// Whether the function reads its dynamic shared memory or its size.
     dynamic_shared: bool,
-    /// Whether the function performs collective operations.
-    collectives: bool,
     /// The kernel's lane-parallel grid-stride loop, printed with wide accesses (see `lanes`).
     lanes: Option<lanes::LanePlan>,
     /// Whether the function opens with the stack check (a recursive host function).
@@ -344,7 +342,6 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             shared_decls: Vec::new(),
             indices: [false; 4],
             dynamic_shared: false,
-            collectives: false,
             lanes,
             stack_check,
         }
@@ -426,10 +423,6 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             InstKind::DynamicShared { .. } | InstKind::DynamicSharedBytes => {
                 self.dynamic_shared = true;
             }
-            InstKind::LaneId
-            | InstKind::Shuffle(..)
-            | InstKind::Warp(..)
-            | InstKind::BlockVote(..) => self.collectives = true,
             InstKind::SharedAlloc { elem, len } => {
                 let name = format!("s{}", self.shared_decls.len());
                 self.ctx.c_type(Type::Scalar(elem))?;
@@ -478,7 +471,6 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     status: STATUS,
                     indices: &indices,
                     dynamic_shared: self.dynamic_shared,
-                    collectives: self.collectives,
                     threads_per_block: self.ctx.kernel_shape.threads_per_block(),
                 };
                 let p = dialect.kernel_prototype(&head).map_err(refused)?;

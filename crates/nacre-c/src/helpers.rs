@@ -124,7 +124,7 @@ fn power_of_two(s: Scalar, exp: u32, negative: bool) -> String {
 }
 
 /// The unsigned integer type of an integer type's width.
-fn unsigned_of(s: Scalar) -> Scalar {
+pub(crate) fn unsigned_of(s: Scalar) -> Scalar {
     match s.bits() {
         8 => Scalar::U8,
         16 => Scalar::U16,

@@ -64,11 +64,11 @@ impl Lowering {
             let mut out = Vec::with_capacity(insts.len());
             for inst in insts {
                 let data = &self.f.insts[inst];
-                let (kind, result) = (data.kind.clone(), data.result);
-                let Some(r) = result.filter(|_| is_collective(&kind)) else {
+                let Some(r) = data.result.filter(|_| is_collective(&data.kind)) else {
                     out.push(inst);
                     continue;
                 };
+                let kind = data.kind.clone();
                 let mut em = FunctionBuilder::detached(&mut self.f);
                 let (v, stop) = match kind {
                     InstKind::LaneId => (lane(&mut em, ex.t), None),
@@ -264,24 +264,28 @@ fn warp_read(em: &mut FunctionBuilder<'_>, ex: Exchange, op: WarpOp, v: Value, a
 
 /// Ballot, any or all over the lanes' `bool`s.
 fn vote(em: &mut FunctionBuilder<'_>, op: WarpOp, lanes: &[(Value, Value)]) -> Value {
-    let mut ballot = em.const_u32(0);
-    let mut present = em.const_u32(0);
-    for (i, &(exists, x)) in lanes.iter().enumerate() {
-        let shift = em.const_u32(i as u32);
-        let set = em.binary(BinaryOp::And, exists, x);
-        let bit = em.cast(set, Type::U32);
-        let bit = em.binary(BinaryOp::Shl, bit, shift);
-        ballot = em.binary(BinaryOp::Or, ballot, bit);
-        let e = em.cast(exists, Type::U32);
-        let e = em.binary(BinaryOp::Shl, e, shift);
-        present = em.binary(BinaryOp::Or, present, e);
-    }
+    let mask = |em: &mut FunctionBuilder<'_>,
+                bits: &dyn Fn(&mut FunctionBuilder<'_>, Value, Value) -> Value| {
+        let mut m = em.const_u32(0);
+        for (i, &(exists, x)) in lanes.iter().enumerate() {
+            let set = bits(em, exists, x);
+            let bit = em.cast(set, Type::U32);
+            let shift = em.const_u32(i as u32);
+            let bit = em.binary(BinaryOp::Shl, bit, shift);
+            m = em.binary(BinaryOp::Or, m, bit);
+        }
+        m
+    };
+    let ballot = mask(em, &|em, exists, x| em.binary(BinaryOp::And, exists, x));
     match op {
         WarpOp::Any => {
             let zero = em.const_u32(0);
             em.cmp(CmpOp::Ne, ballot, zero)
         }
-        WarpOp::All => em.cmp(CmpOp::Eq, ballot, present),
+        WarpOp::All => {
+            let present = mask(em, &|_, exists, _| exists);
+            em.cmp(CmpOp::Eq, ballot, present)
+        }
         _ => ballot,
     }
 }
