@@ -21,7 +21,8 @@
 //!
 //! A block runs as rounds: the executor calls the step function until it returns 0, opening
 //! the barriers ([`ctx::BARRIERS_OPEN`]) for a round only when the previous one left no thread
-//! at a yield (see [`nacre_kernel::step::ctx`]).
+//! at a yield or a warp stop, and the warp stops only when it left none at a yield (see
+//! [`nacre_kernel::step::ctx`]).
 //!
 //! Shared memory is not cleared between blocks: like on a GPU, a shared array starts with
 //! unspecified contents (on the CPU, whatever the worker's previous block left there).
@@ -356,7 +357,7 @@ impl CpuKernel {
                 }
                 ctx[ctx::BLOCK_IDX..ctx::BLOCK_IDX + 3].copy_from_slice(&idx);
                 ctx[ctx::ROUND] = 0;
-                ctx[ctx::BARRIERS_OPEN] = 1;
+                ctx[ctx::BARRIERS_OPEN] = ctx::open_word(0);
                 // Collectives start every block with zero sequence numbers and counters.
                 scratch.exchange[..exchange_words].fill(0);
                 loop {
@@ -367,7 +368,7 @@ impl CpuKernel {
                         break;
                     }
                     ctx[ctx::ROUND] += 1;
-                    ctx[ctx::BARRIERS_OPEN] = u64::from(stopped & ctx::AT_YIELD == 0);
+                    ctx[ctx::BARRIERS_OPEN] = ctx::open_word(stopped);
                 }
                 idx[0] += 1;
                 if idx[0] == gx {

@@ -407,6 +407,15 @@ impl InstKind {
         )
     }
 
+    /// True for the collective operations (see [`crate::collective`]): the lane index,
+    /// shuffles, warp reductions and votes, and voting barriers.
+    pub fn is_collective(&self) -> bool {
+        matches!(
+            self,
+            InstKind::LaneId | InstKind::Shuffle(..) | InstKind::Warp(..) | InstKind::BlockVote(..)
+        )
+    }
+
     /// True if removing an unused instance of this instruction does not change behaviour.
     /// Integer division and remainder can trap, calls can have effects, stores write memory.
     pub fn is_pure(&self, operand_ty: impl Fn(Value) -> Type) -> bool {

@@ -15,7 +15,7 @@
 //! | 10 | [`SHARED_BASE`] | address of the block's shared memory ([`super::StepInfo::shared_bytes`] bytes, 8-aligned) |
 //! | 11 | [`STATE_BASE`] | address of the per-thread state area (threads × [`super::StepInfo::state_words`] words) |
 //! | 12 | [`ROUND`] | 0 on a block's first round, then 1, 2, ... |
-//! | 13 | [`BARRIERS_OPEN`] | 1 if threads waiting at a barrier resume this round, 0 if only threads at a yield do |
+//! | 13 | [`BARRIERS_OPEN`] | which waiting threads resume this round besides those at a yield: [`WARPS_OPEN`] and [`BARRIERS_OPEN_BIT`] (see [`open_word`]) |
 //! | 14, 15 | [`CHUNK_LO`], [`CHUNK_HI`] | collapsed step functions only: the range of the loop index to run |
 //! | 16 | [`CHUNK_LIMIT`] | collapsed step functions only: the largest loop bound that cannot wrap |
 //! | 17 | [`DYNAMIC_SHARED_BYTES`] | bytes of the launch's dynamic shared memory, which starts [`dynamic_shared_offset`] bytes into the shared memory |
@@ -30,10 +30,10 @@
 //! words hold the values that are live across barriers, one value per word; thread loops per
 //! region (see `regions`) have no phase, only the non-uniform values live across barriers.
 //!
-//! A step function returns the bitwise or of [`AT_BARRIER`] and [`AT_YIELD`] over the
-//! threads that stopped in the round (0 when all have finished). The executor calls it again
-//! while the result is nonzero, with [`BARRIERS_OPEN`] set to 1 exactly when the previous
-//! round left no thread at a yield. Step functions without a state machine run the whole
+//! A step function returns the bitwise or of [`AT_BARRIER`], [`AT_YIELD`] and [`AT_WARP`]
+//! over the threads that stopped in the round (0 when all have finished). The executor calls
+//! it again while the result is nonzero, with [`BARRIERS_OPEN`] set to [`open_word`] of the
+//! result. Step functions without a state machine run the whole
 //! block in one call and return 0.
 //!
 //! A collapsed step function (see `collapse`) reads the same context, for one block of one
@@ -53,9 +53,27 @@ pub const SHARED_BASE: usize = 10;
 pub const STATE_BASE: usize = 11;
 /// The round of the block: 0 on its first step call.
 pub const ROUND: usize = 12;
-/// Whether threads waiting at a barrier resume this round (1) or only threads at a yield
-/// (0): a barrier opens once every thread of the block has reached a barrier or finished.
+/// Which waiting threads resume this round besides those at a yield ([`open_word`]): a warp
+/// stop opens once no thread of the block is left at a yield (every lane of the warp has
+/// then reached it), a barrier once no thread is left at a yield or a warp stop (every
+/// thread of the block has then reached a barrier or finished).
 pub const BARRIERS_OPEN: usize = 13;
+/// Bit of [`BARRIERS_OPEN`]: threads at a warp stop resume.
+pub const WARPS_OPEN: u64 = 1;
+/// Bit of [`BARRIERS_OPEN`]: threads at a barrier resume.
+pub const BARRIERS_OPEN_BIT: u64 = 2;
+
+/// The [`BARRIERS_OPEN`] word of a round after one whose step function returned `stopped`
+/// (every stop opens in a block's first round, when nobody waits yet).
+pub const fn open_word(stopped: u32) -> u64 {
+    if stopped & AT_YIELD != 0 {
+        0
+    } else if stopped & AT_WARP != 0 {
+        WARPS_OPEN
+    } else {
+        WARPS_OPEN | BARRIERS_OPEN_BIT
+    }
+}
 /// First loop index of the chunk a collapsed step function runs (see `collapse`).
 pub const CHUNK_LO: usize = 14;
 /// End (exclusive) of the chunk a collapsed step function runs.
@@ -88,6 +106,9 @@ pub const AT_BARRIER: u32 = 1;
 /// Bit of a step function's result: some thread waits at a yield (see
 /// [`super::lower`], grid-stride loops).
 pub const AT_YIELD: u32 = 2;
+/// Bit of a step function's result: some thread waits at a warp stop (a warp collective in
+/// a state machine, see `collectives`).
+pub const AT_WARP: u32 = 4;
 
 /// The state word holding a thread's resume phase.
 pub const PHASE_SLOT: usize = 0;

@@ -8,9 +8,11 @@
 //! after the stop reads the slots of the lanes it needs. A warp collective stops at a *warp
 //! stop*: a barrier when the region lowering takes the kernel (the collective then sits in
 //! uniform control flow, where a block-wide stop is the same as a warp-wide one), and otherwise
-//! a stop that, like a grid-stride yield, resumes in the next round without waiting for the
-//! rest of the block, since other warps need not reach it. A voting barrier is a real barrier,
-//! with a block counter instead of slots.
+//! a stop of the state machine that resumes once no thread of the block is left at a
+//! grid-stride yield (every lane of the warp has then written its operand, even when the lanes
+//! left a grid-stride loop after different numbers of rounds), without waiting for the other
+//! warps, which need not reach it. A voting barrier is a real barrier, with a block counter
+//! instead of slots.
 //!
 //! Each thread keeps two slots and alternates between them (its warp sequence number's parity),
 //! so that a thread that runs ahead into the next collective, after the stop, never overwrites
@@ -64,7 +66,7 @@ impl Lowering {
             let mut out = Vec::with_capacity(insts.len());
             for inst in insts {
                 let data = &self.f.insts[inst];
-                let Some(r) = data.result.filter(|_| is_collective(&data.kind)) else {
+                let Some(r) = data.result.filter(|_| data.kind.is_collective()) else {
                     out.push(inst);
                     continue;
                 };
@@ -82,7 +84,7 @@ impl Lowering {
                         votes += 1;
                         (block_vote(&mut em, ex, op, v), None)
                     }
-                    _ => unreachable!("is_collective"),
+                    _ => unreachable!("InstKind::is_collective"),
                 };
                 warp_stops.extend(stop);
                 out.extend(em.into_insts());
@@ -98,15 +100,8 @@ impl Lowering {
         self.body
             .iter()
             .flat_map(|&b| &self.f.blocks[b].insts)
-            .any(|&i| is_collective(&self.f.insts[i].kind))
+            .any(|&i| self.f.insts[i].kind.is_collective())
     }
-}
-
-fn is_collective(kind: &InstKind) -> bool {
-    matches!(
-        kind,
-        InstKind::LaneId | InstKind::Shuffle(..) | InstKind::Warp(..) | InstKind::BlockVote(..)
-    )
 }
 
 /// `t % 32`.

@@ -123,6 +123,7 @@ use nacre_ir::{
     BinaryOp, Block, BlockCall, BlockData, CmpOp, FuncId, FuncKind, Function, Inst, InstKind,
     Module, Scalar, Signature, Type, Value,
 };
+use state_machine::StopKind;
 use std::collections::{HashMap, HashSet};
 
 /// The most shared memory, in bytes, that one block of a kernel may use on the CPU (256 MiB).
@@ -409,8 +410,12 @@ impl Lowering {
         } else if let Some(r) = yields.is_empty().then(|| self.regions(start)).flatten() {
             r
         } else {
-            let stops: HashSet<Inst> = yields.union(warp_stops).copied().collect();
-            (self.state_machine(start, &stops), StepShape::StateMachine)
+            let kinds = yields
+                .iter()
+                .map(|&i| (i, StopKind::Yield))
+                .chain(warp_stops.iter().map(|&i| (i, StopKind::Warp)))
+                .collect();
+            (self.state_machine(start, &kinds), StepShape::StateMachine)
         }
     }
 

@@ -14,7 +14,7 @@ use nacre_ir::analysis::live_in;
 use nacre_ir::transform::Variable;
 use nacre_ir::FunctionBuilder;
 use nacre_ir::{BinaryOp, Block, BlockData, CmpOp, Function, Inst, InstKind, Scalar, Type, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 /// The kernel's blocks split at its stops (barriers and yields, numbered from 1 in layout
 /// order; a stop's number is the phase of a thread waiting there).
@@ -25,8 +25,39 @@ struct Stops {
     waits: HashMap<Block, usize>,
     /// Stop k → the part after it (`resumes[k - 1]`).
     resumes: Vec<Block>,
-    /// Whether each stop (by phase - 1) is a yield rather than a barrier.
-    is_yield: Vec<bool>,
+    /// The kind of each stop (by phase - 1).
+    kinds: Vec<StopKind>,
+}
+
+/// What a stop waits for.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) enum StopKind {
+    /// Every thread of the block (a barrier).
+    Barrier,
+    /// Nobody (the yield of a grid-stride loop): resumes next round.
+    Yield,
+    /// Every lane of the thread's warp (a warp collective): resumes once no thread is left at
+    /// a yield, since a lane still in a grid-stride loop may not have written its operand.
+    Warp,
+}
+
+/// The conditions (`bool`s of the entry block) under which threads waiting at warp stops
+/// and at barriers resume this round; `None`: always.
+#[derive(Copy, Clone, Default)]
+struct Gates {
+    warps: Option<Value>,
+    barriers: Option<Value>,
+}
+
+impl StopKind {
+    /// The bit a thread stopping here adds to the step function's result.
+    fn reason(self) -> u32 {
+        match self {
+            StopKind::Barrier => ctx::AT_BARRIER,
+            StopKind::Yield => ctx::AT_YIELD,
+            StopKind::Warp => ctx::AT_WARP,
+        }
+    }
 }
 
 /// The values live across each stop, and their state words.
@@ -87,13 +118,14 @@ struct Machine {
 impl Lowering {
     /// The loop with barriers: a state machine resumed at the barrier each thread waits at.
     /// Returns the number of state words per thread.
-    pub(super) fn state_machine(&mut self, start: Block, yields: &HashSet<Inst>) -> usize {
+    /// `kinds` names the stops that are not barriers.
+    pub(super) fn state_machine(&mut self, start: Block, kinds: &HashMap<Inst, StopKind>) -> usize {
         let acc = self.f.add_block_param(self.thread, Type::U32);
         let state = self.f.add_block_param(self.thread, Type::U64);
         let state_base = self.ctx_word(ctx::STATE_BASE);
-        let (first, open) = self.round_flags(!yields.is_empty());
+        let (first, open) = self.round_flags(kinds);
 
-        let stops = self.split_at_stops(yields);
+        let stops = self.split_at_stops(kinds);
         let slots = Slots::find(&self.f, &stops);
 
         let m = self.machine_blocks(acc, state, stops.resumes.len());
@@ -109,33 +141,53 @@ impl Lowering {
         slots.words()
     }
 
-    /// Whether this is the block's first round, and (with yields) whether barriers are open
-    /// this round: `bool`s computed in the entry block.
-    fn round_flags(&mut self, has_yields: bool) -> (Value, Option<Value>) {
+    /// Whether this is the block's first round, and which stops open this round: `bool`s
+    /// computed in the entry block. Without yields or warp stops nothing is gated; without
+    /// warp stops [`ctx::open_word`] is 0 or all ones, so barriers test the word as a whole.
+    fn round_flags(&mut self, kinds: &HashMap<Inst, StopKind>) -> (Value, Gates) {
         let round = self.ctx_word(ctx::ROUND);
         let first = self.at_entry(|em| {
             let zero = em.const_u64(0);
             em.cmp(CmpOp::Eq, round, zero)
         });
-        let open = if has_yields {
-            let word = self.ctx_word(ctx::BARRIERS_OPEN);
-            Some(self.at_entry(|em| {
+        if kinds.is_empty() {
+            return (first, Gates::default());
+        }
+        let word = self.ctx_word(ctx::BARRIERS_OPEN);
+        let mut open = |bit: Option<u64>| {
+            self.at_entry(|em| {
+                let set = match bit {
+                    Some(bit) => {
+                        let bit = em.const_u64(bit);
+                        em.binary(BinaryOp::And, word, bit)
+                    }
+                    None => word,
+                };
                 let zero = em.const_u64(0);
-                em.cmp(CmpOp::Ne, word, zero)
-            }))
-        } else {
-            None
+                em.cmp(CmpOp::Ne, set, zero)
+            })
         };
-        (first, open)
+        let gates = if kinds.values().any(|&k| k == StopKind::Warp) {
+            Gates {
+                warps: Some(open(Some(ctx::WARPS_OPEN))),
+                barriers: Some(open(Some(ctx::BARRIERS_OPEN_BIT))),
+            }
+        } else {
+            Gates {
+                warps: None,
+                barriers: Some(open(None)),
+            }
+        };
+        (first, gates)
     }
 
     /// Splits the kernel's blocks at barriers (the barriers are dropped).
-    fn split_at_stops(&mut self, yields: &HashSet<Inst>) -> Stops {
+    fn split_at_stops(&mut self, kinds: &HashMap<Inst, StopKind>) -> Stops {
         let mut stops = Stops {
             parts: Vec::new(),
             waits: HashMap::new(),
             resumes: Vec::new(),
-            is_yield: Vec::new(),
+            kinds: Vec::new(),
         };
         for &b in &self.body {
             let insts = std::mem::take(&mut self.f.blocks[b].insts);
@@ -147,7 +199,8 @@ impl Lowering {
                     stops.parts.push(cur);
                     let resume = self.f.blocks.push(BlockData::default());
                     stops.resumes.push(resume);
-                    stops.is_yield.push(yields.contains(&inst));
+                    let kind = kinds.get(&inst).copied().unwrap_or(StopKind::Barrier);
+                    stops.kinds.push(kind);
                     stops.waits.insert(cur, stops.resumes.len());
                     cur = resume;
                 } else {
@@ -199,7 +252,7 @@ impl Lowering {
         stops: &Stops,
         start: Block,
         first: Value,
-        open: Option<Value>,
+        open: Gates,
     ) -> Value {
         let (state, next) = (m.state, m.next);
         let mut phase = self.t;
@@ -212,7 +265,11 @@ impl Lowering {
             let k = i + 1;
             let resume = m.reloads[i];
             let else_block = m.dispatch.get(k).copied();
-            let gate = if stops.is_yield[i] { None } else { open };
+            let gate = match stops.kinds[i] {
+                StopKind::Yield => None,
+                StopKind::Warp => open.warps,
+                StopKind::Barrier => open.barriers,
+            };
             self.append(d, |em| {
                 if i == 0 {
                     saved = em.load(phase);
@@ -220,7 +277,8 @@ impl Lowering {
                 let kk = em.const_u64(k as u64);
                 let mut c = em.cmp(CmpOp::Eq, saved, kk);
                 if let Some(open) = gate {
-                    // A barrier opens only once no thread is at a yield.
+                    // A barrier or warp stop opens only once nobody is left at a stop that
+                    // comes before it (see `StopKind`).
                     c = em.binary(BinaryOp::And, c, open);
                 }
                 match else_block {
@@ -286,11 +344,7 @@ impl Lowering {
             .iter()
             .map(|&v| (v, slots.slots[&v], self.f.values[v].ty))
             .collect();
-        let why = if stops.is_yield[k - 1] {
-            ctx::AT_YIELD
-        } else {
-            ctx::AT_BARRIER
-        };
+        let why = stops.kinds[k - 1].reason();
         self.append(part, |em| {
             em.branch(single, resume, Vec::new(), save, Vec::new());
         });
