@@ -269,6 +269,12 @@ pub trait Dialect {
         Err(DialectError::Collectives)
     }
 
+    /// The kernel-scope declarations a kernel with voting barriers needs, printed with its
+    /// shared arrays (Metal: the threadgroup slots the votes meet in); the default needs none.
+    fn block_vote_storage(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The statement of a memory fence; the default refuses.
     fn fence(&self, _order: MemOrder, _scope: Scope) -> Result<String, DialectError> {
         Err(DialectError::Atomics)

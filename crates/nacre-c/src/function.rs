@@ -299,8 +299,11 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     trap_return: &'static str,
     /// The storage name of each block-shared array, by allocating instruction.
     shared: HashMap<Inst, String>,
-    /// The declarations of the block-shared arrays, in layout order.
+    /// The declarations of the block-shared arrays, in layout order, then the dialect's
+    /// storage of voting barriers ([`Dialect::block_vote_storage`]) if the kernel has any.
     shared_decls: Vec<String>,
+    /// Whether the voting barriers' storage is declared.
+    vote_storage: bool,
     /// The index kinds the function reads, by position in [`GpuIndex::ALL`].
     indices: [bool; 4],
     /// Whether the function reads its dynamic shared memory or its size.
@@ -340,6 +343,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             trap_return,
             shared: HashMap::new(),
             shared_decls: Vec::new(),
+            vote_storage: false,
             indices: [false; 4],
             dynamic_shared: false,
             lanes,
@@ -423,6 +427,20 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             InstKind::DynamicShared { .. } | InstKind::DynamicSharedBytes => {
                 self.dynamic_shared = true;
             }
+            InstKind::LaneId | InstKind::Shuffle(..) | InstKind::Warp(..) => self.reads_lanes(),
+            InstKind::BlockVote(..) => {
+                self.reads_lanes();
+                if !self.vote_storage {
+                    self.vote_storage = true;
+                    self.shared_decls.extend(
+                        self.ctx
+                            .dialect
+                            .block_vote_storage()
+                            .iter()
+                            .map(|d| d.to_string()),
+                    );
+                }
+            }
             InstKind::SharedAlloc { elem, len } => {
                 let name = format!("s{}", self.shared_decls.len());
                 self.ctx.c_type(Type::Scalar(elem))?;
@@ -437,6 +455,17 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Marks the thread index and the block size as read: every collective derives its lane
+    /// and its warp's extent from them (a dialect whose indices are kernel parameters then
+    /// declares both).
+    fn reads_lanes(&mut self) {
+        for (seen, index) in self.indices.iter_mut().zip(GpuIndex::ALL) {
+            if matches!(index, GpuIndex::ThreadIdx | GpuIndex::BlockDim) {
+                *seen = true;
+            }
+        }
     }
 
     /// The function's head (everything before the opening brace) and the statements that

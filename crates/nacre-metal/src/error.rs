@@ -75,6 +75,18 @@ pub enum MetalError {
         log: String,
     },
 
+    /// A kernel with warp collectives on a GPU whose SIMD-groups are not 32 wide.
+    #[error(
+        "kernel @{kernel} uses warp operations, which Nacre defines over 32 lanes, but this \
+         GPU's SIMD-groups are {width} wide: run it on the CPU or CUDA backend"
+    )]
+    SimdWidth {
+        /// The kernel.
+        kernel: String,
+        /// The pipeline's execution width.
+        width: u32,
+    },
+
     /// A compiled kernel could not be turned into a pipeline.
     #[error("creating the Metal pipeline of kernel @{kernel} failed: {message}")]
     Pipeline {

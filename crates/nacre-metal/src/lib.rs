@@ -35,6 +35,7 @@ pub mod kernels;
 pub mod layout;
 pub mod msl;
 pub mod runtime;
+pub mod simd;
 
 pub use device::MetalDevice;
 pub use error::MetalError;

@@ -18,6 +18,8 @@
 //!   `do { } while (0)` regions, and every loop carries a 64-bit iteration guard (two 32-bit
 //!   halves, as naga does) so that the Metal compiler, which may treat a loop it cannot prove
 //!   finite as undefined behaviour, sees a bounded loop;
+//! - warp collectives are SIMD-group functions and voting barriers meet in threadgroup slots
+//!   (see [`crate::simd`]);
 //! - math goes through `metal::` functions; `bool` is stored as `uchar`, as in the C backend;
 //!   `f64` is refused (Metal has no `double`).
 //!
@@ -31,7 +33,8 @@
 use crate::error::MetalError;
 use crate::layout::KernelLayout;
 use nacre_c::dialect::{
-    AtomicAccess, AtomicKind, AtomicSpelling, DialectError, LaneGroup, MathFn, LANES,
+    AtomicAccess, AtomicKind, AtomicSpelling, CollectiveAccess, CollectiveSpelling, DialectError,
+    LaneGroup, MathFn, LANES,
 };
 use nacre_c::helpers::{self, Helper};
 use nacre_c::{emit_kernel_source, Dialect, KernelHead, KernelPrototype, LoopGuard};
@@ -278,7 +281,7 @@ impl Dialect for MslDialect {
                 format!("#error \"{name}: Metal has no compare-exchange loop helpers\"\n")
             }
             Helper::Collectives | Helper::WarpReduce { .. } => {
-                format!("#error \"{name}: collectives are refused on Metal\"\n")
+                crate::simd::definition(self, helper).unwrap_or_default()
             }
         }
     }
@@ -365,6 +368,14 @@ impl Dialect for MslDialect {
         msl_atomic(self, a)
     }
 
+    fn collective(&self, c: &CollectiveAccess<'_>) -> Result<CollectiveSpelling, DialectError> {
+        crate::simd::spell(c)
+    }
+
+    fn block_vote_storage(&self) -> &'static [&'static str] {
+        &crate::simd::VOTE_STORAGE
+    }
+
     fn fence(&self, _order: MemOrder, _scope: Scope) -> Result<String, DialectError> {
         Err(refused_atomic(
             "memory fences".into(),
@@ -433,8 +444,10 @@ pub struct MslKernel {
     pub source: String,
     /// How the runtime binds the kernel's arguments.
     pub layout: KernelLayout,
-    /// The bytes of threadgroup memory its shared arrays take.
+    /// The bytes of threadgroup memory its shared arrays (and voting barriers) take.
     pub shared_bytes: u64,
+    /// Whether it uses SIMD-group functions, which assume [`crate::simd::SIMD_WIDTH`].
+    pub simd_groups: bool,
 }
 
 /// The threadgroup memory every Metal GPU provides (Apple's feature tables: 32 KiB).
@@ -482,6 +495,7 @@ pub fn emit_msl(module: &VerifiedModule) -> Result<Vec<MslKernel>, MetalError> {
             source: code.source,
             layout,
             shared_bytes,
+            simd_groups: func.live_insts().any(|d| d.kind.is_collective()),
         });
     }
     Ok(out)
@@ -490,12 +504,17 @@ pub fn emit_msl(module: &VerifiedModule) -> Result<Vec<MslKernel>, MetalError> {
 /// The bytes of threadgroup memory of the shared arrays a kernel allocates.
 fn shared_bytes(module: &Module, kernel: FuncId) -> u64 {
     let func = &module.functions[kernel];
-    func.live_insts()
+    let arrays: u64 = func
+        .live_insts()
         .map(|d| match d.kind {
             InstKind::SharedAlloc { elem, len } => u64::from(elem.bytes()) * u64::from(len),
             _ => 0,
         })
-        .sum()
+        .sum();
+    let votes = func
+        .live_insts()
+        .any(|d| matches!(d.kind, InstKind::BlockVote(..)));
+    arrays + if votes { crate::simd::VOTE_BYTES } else { 0 }
 }
 
 #[cfg(test)]

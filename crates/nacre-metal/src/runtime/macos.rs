@@ -78,6 +78,13 @@ pub fn compile(kernel: &MslKernel) -> Result<Pipeline, MetalError> {
             kernel: kernel.name.clone(),
             message: e.localizedDescription().to_string(),
         })?;
+    let width = state.threadExecutionWidth() as u32;
+    if kernel.simd_groups && width != crate::simd::SIMD_WIDTH {
+        return Err(MetalError::SimdWidth {
+            kernel: kernel.name.clone(),
+            width,
+        });
+    }
     let device_shared = ctx.device.maxThreadgroupMemoryLength() as u64;
     let limits = PipelineLimits {
         max_threads: state.maxTotalThreadsPerThreadgroup() as u64,
