@@ -13,7 +13,8 @@ Frameworks (each is skipped with a note when it cannot be imported or has no GPU
   ``torch.sum(x.view(-1, 256), 1, out=s)``, the logistic map as a loop of three eager ops per
   step, ``c.add_(1)`` for the launch latency; ``torch.softmax``, ``gelu`` and, on float16
   tensors, ``y.add_(x, alpha=a)`` for the kernel-language suite; ``torch.bincount(x,
-  minlength=256)`` for the atomics suite;
+  minlength=256)`` for the atomics suite; ``torch.sum(x)`` and ``x[x > 0]`` for the warp
+  suite;
 - ``triton``: the Triton kernels of ``triton_kernels.py``.
 
 Names: ``peer_<fw>_<kernel>_<N>[_<ITERS>]`` (kernel one of saxpy, vecadd, blocksum, logistic),
@@ -917,6 +918,7 @@ def run_language(run, peer, rng):
         free_memory(peer)
     run_saxpy_f16(run, peer, rng)
     run_bincount(run, peer, rng)
+    run_sum_compact(run, peer, rng)
 
 
 #: Values of the histogram benchmark (int32 in [0, 256), Nacre's u32 input).
@@ -944,6 +946,46 @@ def run_bincount(run, peer, rng):
                                          cfg.runs, cfg.warmup))
 
     guarded(run, name, bench)
+    free_memory(peer)
+
+
+#: Elements of the warp benchmarks (float32 in [-1, 1)) and the compaction's threshold.
+WARP_BENCH_SIZE = 1 << 24
+COMPACT_THRESHOLD = 0.0
+SUM_TOLERANCE = 1e-5
+
+
+def run_sum_compact(run, peer, rng):
+    """`peer_torch_sum_16777216` (`torch.sum(x)`, checked within 1e-5 of the sum of magnitudes
+    against a float64 sum) and `peer_torch_compact_16777216` (`x[x > 0]`, checked exactly,
+    order included; the operator learns the output's size on the host, as PyTorch's boolean
+    indexing does), both over float32 values in [-1, 1), timed with CUDA events."""
+    torch, cfg = peer.torch, run.cfg
+    n = WARP_BENCH_SIZE
+    sum_name, compact_name = f"peer_torch_sum_{n}", f"peer_torch_compact_{n}"
+    if not (cfg.wants(sum_name) or cfg.wants(compact_name)):
+        return
+
+    def bench():
+        x = random_floats(rng, n, -1.0, 1.0)
+        t = torch.from_numpy(x).cuda()
+        if cfg.wants(sum_name):
+            got = float(torch.sum(t).item())
+            err = abs(got - float(x.astype(np.float64).sum())) / max(float(np.abs(x).sum()), 1.0)
+            run.record_check(sum_name, err <= SUM_TOLERANCE, err, SUM_TOLERANCE)
+            if err <= SUM_TOLERANCE:
+                run.record(sum_name, time_events(peer.clock, lambda: torch.sum(t),
+                                                 cfg.runs, cfg.warmup))
+        if cfg.wants(compact_name):
+            got = t[t > COMPACT_THRESHOLD].cpu().numpy()
+            want = x[x > COMPACT_THRESHOLD]
+            wrong = int(got.shape != want.shape) or int((got != want).sum())
+            run.record_check(compact_name, wrong == 0, wrong, 0)
+            if wrong == 0:
+                run.record(compact_name, time_events(peer.clock, lambda: t[t > COMPACT_THRESHOLD],
+                                                     cfg.runs, cfg.warmup))
+
+    guarded(run, sum_name, bench)
     free_memory(peer)
 
 

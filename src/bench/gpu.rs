@@ -19,6 +19,9 @@
 //! - `gpu_cpu_softmax_4096x4096`, `gpu_cpu_gelu_16777216` and `gpu_cpu_stencil2d_4096` (grid
 //!   mode for the softmax and the stencil), with `rust_rayon_*` of the same suffixes: the
 //!   kernels of the kernel-language issue, described in [`language`];
+//! - `gpu_cpu_histogram256_16777216`, `gpu_cpu_blocksum_warp_16777216` and
+//!   `gpu_cpu_compact_16777216` (grid mode), with `rust_rayon_*` of the same suffixes: the
+//!   atomics and warp kernels, described in [`atomics`] and [`warps`];
 //! - `gpu_cpu_X_unchecked` for each `gpu_cpu_X` above (not the compiles): the same host
 //!   function compiled with `Engine::compile_unchecked` and called with raw pointers, so
 //!   neither host code nor kernels check their accesses, on the same arrays. `gpu_cpu_X` is the
@@ -52,6 +55,7 @@ mod cuda;
 mod cuda_report;
 mod language;
 mod peers;
+mod warps;
 
 use super::measure::{measure, measure_batched, measure_fallible, Config, Stats};
 use super::report::{self, format_ns, Results, Row};
@@ -60,6 +64,7 @@ use clap::{Args, ValueEnum};
 use nacre::gpu::{Array, CpuMode, CpuOptions, DeviceKind, RuntimeOptions};
 use nacre::{Engine, Options};
 use nacre_corpus::bench::Batch;
+use nacre_corpus::kernels::single_pass::{compact_tiles, run_block_sum_warp, run_compact};
 use nacre_corpus::kernels::{
     run_block_sum, run_histogram256, run_logistic, run_saxpy_f16, run_saxpy_grid_stride,
     run_vec_add_grid_stride,
@@ -677,6 +682,93 @@ impl Suite {
         Ok(())
     }
 
+    /// `gpu_cpu_blocksum_warp_16777216` and `rust_rayon_blocksum_warp_16777216`: the
+    /// single-launch warp sum of [`warps`], both checked against the exact sum.
+    fn blocksum_warp(&mut self) -> Result<()> {
+        let suffix = warps::blocksum_name();
+        let (gpu, rust) = (
+            format!("{}_{suffix}", self.prefix),
+            format!("rust_rayon_{suffix}"),
+        );
+        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let xv = warps::input();
+        let want = warps::exact_sum(&xv);
+        warps::check_sum(&rust, warps::rayon_sum(&xv), want, &xv)?;
+        let dev = self.engine.device();
+        let x = Array::copy_on(dev.clone(), &xv)?;
+        if self.h.wants(&gpu) {
+            let blocks = self.blocks(&gpu, xv.len());
+            let f = self.engine.compile(run_block_sum_warp)?;
+            settle_c_tier();
+            let mut out = Array::<f32>::alloc_on(dev, 1)?;
+            let len = xv.len() as u32;
+            f.call(&x, &mut out, len, blocks)?;
+            warps::check_sum(&gpu, out.as_slice()[0], want, &xv)?;
+            self.h
+                .time(&gpu, || f.call(&x, &mut out, black_box(len), blocks))?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time_infallible(&rust, || {
+                black_box(warps::rayon_sum(black_box(x.as_slice())));
+            });
+        }
+        Ok(())
+    }
+
+    /// `gpu_cpu_compact_16777216` and `rust_rayon_compact_16777216`: the order-preserving
+    /// compaction of [`warps`], both checked exactly.
+    fn compact(&mut self) -> Result<()> {
+        let suffix = warps::compact_name();
+        let (gpu, rust) = (
+            format!("{}_{suffix}", self.prefix),
+            format!("rust_rayon_{suffix}"),
+        );
+        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+            return Ok(());
+        }
+        let xv = warps::input();
+        let want: Vec<f32> = xv
+            .iter()
+            .copied()
+            .filter(|&v| v > warps::THRESHOLD)
+            .collect();
+        let mut out_rust = Vec::new();
+        warps::rayon_compact(&xv, &mut out_rust);
+        warps::check_compact(&rust, &out_rust, out_rust.len() as u32, &want)?;
+        let dev = self.engine.device();
+        let x = Array::copy_on(dev.clone(), &xv)?;
+        if self.h.wants(&gpu) {
+            let f = self.engine.compile(run_compact)?;
+            settle_c_tier();
+            let mut out = Array::<f32>::alloc_on(dev.clone(), xv.len())?;
+            let mut count = Array::<u32>::alloc_on(dev.clone(), 1)?;
+            let mut status = Array::<u64>::alloc_on(dev.clone(), compact_tiles(xv.len()))?;
+            let mut ticket = Array::<u32>::alloc_on(dev, 1)?;
+            let (t, len) = (warps::THRESHOLD, xv.len() as u32);
+            f.call(&x, &mut out, &mut count, &mut status, &mut ticket, t, len)?;
+            warps::check_compact(&gpu, out.as_slice(), count.as_slice()[0], &want)?;
+            self.h.time(&gpu, || {
+                f.call(
+                    &x,
+                    &mut out,
+                    &mut count,
+                    &mut status,
+                    &mut ticket,
+                    t,
+                    black_box(len),
+                )
+            })?;
+        }
+        if self.h.wants(&rust) {
+            self.h.time_infallible(&rust, || {
+                warps::rayon_compact(black_box(x.as_slice()), &mut out_rust);
+            });
+        }
+        Ok(())
+    }
+
     /// `gpu_cpu_logistic_262144_I`, `gpu_cpu_logistic_262144_I_unchecked` and
     /// `rust_rayon_logistic_262144_I`.
     fn logistic(&mut self, iters: u32) -> Result<()> {
@@ -849,6 +941,8 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     }
     s.saxpy_f16().context("saxpy over f16")?;
     s.histogram().context("256-bin histogram")?;
+    s.blocksum_warp().context("single-launch warp sum")?;
+    s.compact().context("stream compaction")?;
     s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
     s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;
     s.compile("blocksum", |e| e.compile(run_block_sum))?;

@@ -11,11 +11,12 @@ use nacre::gpu::{
 use nacre::prelude::*;
 use nacre::{f16, kernel, Engine};
 
+pub mod single_pass;
 pub mod warp;
 
-/// The cases that use warp operations or voting barriers. The Metal dialect does not print
-/// collectives yet (it refuses them with a typed error), so the MSL tests leave these out.
-pub const COLLECTIVE_CASES: [&str; 3] = ["warp_exchange", "warp_scan", "block_votes"];
+/// The cases the MSL tests leave out, because Metal refuses an operation they use with a
+/// typed error: 64-bit atomics, which Metal lacks ([`single_pass::compact`]).
+pub const NO_METAL_CASES: [&str; 1] = ["compact"];
 
 /// One kernel case.
 pub struct KernelCase {
@@ -2038,6 +2039,18 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: warp::check_block_votes,
             trace: || nacre::trace_module(&warp::run_block_votes),
+        },
+        KernelCase {
+            name: "block_sum_warp",
+            grid_stride: false,
+            check: single_pass::check_block_sum_warp,
+            trace: || nacre::trace_module(&single_pass::run_block_sum_warp),
+        },
+        KernelCase {
+            name: "compact",
+            grid_stride: false,
+            check: single_pass::check_compact,
+            trace: || nacre::trace_module(&single_pass::run_compact),
         },
         KernelCase {
             name: "dyn_block_stats",

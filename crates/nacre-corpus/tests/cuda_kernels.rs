@@ -353,6 +353,12 @@ fn every_atomic_type_and_ordering_runs_on_the_gpu() {
 }
 
 #[test]
+fn f64_warp_operations_run_on_the_gpu() {
+    let Some(engine) = cuda_engine() else { return };
+    nacre_corpus::kernels::warp::check_warp_f64(&engine).unwrap();
+}
+
+#[test]
 fn empty_arrays_work() {
     let Some(engine) = cuda_engine() else { return };
     let mut v = Array::<f32>::alloc_on(engine.device(), 0).unwrap();

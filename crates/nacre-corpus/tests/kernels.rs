@@ -92,3 +92,12 @@ fn every_atomic_type_and_ordering_runs_on_every_cpu_backend() {
             .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
     }
 }
+
+#[test]
+fn f64_warp_operations_run_on_every_cpu_backend() {
+    for kind in BackendKind::ALL {
+        let engine = Engine::new(Options::with_backend(kind)).unwrap();
+        nacre_corpus::kernels::warp::check_warp_f64(&engine)
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+    }
+}

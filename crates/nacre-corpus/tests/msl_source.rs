@@ -21,7 +21,7 @@ fn msl_of_every_corpus_kernel() {
     let mut kernels = 0;
     for case in all()
         .into_iter()
-        .filter(|c| !nacre_corpus::kernels::COLLECTIVE_CASES.contains(&c.name))
+        .filter(|c| !nacre_corpus::kernels::NO_METAL_CASES.contains(&c.name))
     {
         for form in [Form::Unchecked, Form::Checked] {
             let msl = msl_of(&case, form);

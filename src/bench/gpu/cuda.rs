@@ -52,7 +52,7 @@ use super::super::report::{format_ns, Results, Row};
 use super::peers::{self, kernel_source, PeerResults, Request, Runner};
 use super::{
     atomics, check_close, language, launch_blocks, measure_compiles, random_in, rayon_logistic,
-    tree_sum, GpuArgs, Mode, BLOCK, UNCHECKED,
+    tree_sum, warps, GpuArgs, Mode, BLOCK, UNCHECKED,
 };
 use anyhow::{bail, Context, Result};
 use nacre::gpu::cuda::{self as cuda, CudaOptions, CudaStats, DeviceInfo};
@@ -60,6 +60,7 @@ use nacre::gpu::{launch, Array, Block, Device, DeviceKind, Grid};
 use nacre::gpu::{CpuOptions, RuntimeOptions};
 use nacre::kernel;
 use nacre::prelude::*;
+use nacre_corpus::kernels::single_pass::{compact_tiles, run_block_sum_warp, run_compact};
 use nacre_corpus::kernels::{
     run_block_sum, run_histogram256, run_logistic, run_saxpy_f16, run_saxpy_grid_stride,
     run_vec_add_grid_stride,
@@ -549,14 +550,11 @@ impl Suite {
         };
         let is_cuda = self.on_cuda;
         let (xv, want) = atomics::histogram_case();
-        let place = self.place(is_cuda);
         // On the GPU as many blocks as stay resident (8 of 128 threads per multiprocessor):
         // each block merges its 256 bins into the global histogram once, so a grid-stride
         // grid sized for the streaming kernels would spend its time on those merges.
-        let blocks = match (place.blocks, &place.options.runtime) {
-            (None, RuntimeOptions::Cuda(o)) => cuda::device_info(o.device)?.multiprocessors * 8,
-            _ => place.grid(xv.len()),
-        };
+        let blocks = self.resident_blocks(is_cuda, xv.len())?;
+        let place = self.place(is_cuda);
         let f = place.engine.compile(run_histogram256)?;
         settle(is_cuda);
         let x = Array::copy_on(place.device(), &xv)?;
@@ -567,6 +565,71 @@ impl Suite {
         let check = atomics::check_counts(&name, bins.as_slice(), &want);
         self.check_and_time(is_cuda, Clock::Events, &name, check, || {
             f.call(&x, &mut bins, black_box(len), blocks)
+        })
+    }
+
+    /// As many blocks of 256 threads as stay resident on the GPU (8 per multiprocessor), for
+    /// kernels whose blocks each end in an atomic; the grid-stride grid on the CPU.
+    fn resident_blocks(&self, is_cuda: bool, n: usize) -> Result<u32> {
+        let place = self.place(is_cuda);
+        Ok(match (place.blocks, &place.options.runtime) {
+            (None, RuntimeOptions::Cuda(o)) => cuda::device_info(o.device)?.multiprocessors * 8,
+            _ => place.grid(n),
+        })
+    }
+
+    /// `P_blocksum_warp_16777216` on the current pass's place: [`warps`]'s sum, checked
+    /// against the exact sum, then event-timed (each call adds into the same cell).
+    fn blocksum_warp(&mut self) -> Result<()> {
+        let Some(name) = self.job(&warps::blocksum_name()) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        let xv = warps::input();
+        let want = warps::exact_sum(&xv);
+        let blocks = self.resident_blocks(is_cuda, xv.len())?;
+        let place = self.place(is_cuda);
+        let f = place.engine.compile(run_block_sum_warp)?;
+        settle(is_cuda);
+        let x = Array::copy_on(place.device(), &xv)?;
+        let mut out = Array::<f32>::alloc_on(place.device(), 1)?;
+        self.grids.push((name.clone(), blocks));
+        let len = xv.len() as u32;
+        f.call(&x, &mut out, len, blocks)?;
+        let check = warps::check_sum(&name, out.as_slice()[0], want, &xv);
+        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
+            f.call(&x, &mut out, black_box(len), blocks)
+        })
+    }
+
+    /// `P_compact_16777216` on the current pass's place: [`warps`]'s compaction (a clearing
+    /// launch and the compaction), checked exactly, then event-timed.
+    fn compact(&mut self) -> Result<()> {
+        let Some(name) = self.job(&warps::compact_name()) else {
+            return Ok(());
+        };
+        let is_cuda = self.on_cuda;
+        let xv = warps::input();
+        let want: Vec<f32> = xv
+            .iter()
+            .copied()
+            .filter(|&v| v > warps::THRESHOLD)
+            .collect();
+        let place = self.place(is_cuda);
+        let f = place.engine.compile(run_compact)?;
+        settle(is_cuda);
+        let dev = place.device();
+        let x = Array::copy_on(dev.clone(), &xv)?;
+        let mut out = Array::<f32>::alloc_on(dev.clone(), xv.len())?;
+        let mut count = Array::<u32>::alloc_on(dev.clone(), 1)?;
+        let mut status = Array::<u64>::alloc_on(dev.clone(), compact_tiles(xv.len()))?;
+        let mut ticket = Array::<u32>::alloc_on(dev, 1)?;
+        let (t, len) = (warps::THRESHOLD, xv.len() as u32);
+        f.call(&x, &mut out, &mut count, &mut status, &mut ticket, t, len)?;
+        let check = warps::check_compact(&name, out.as_slice(), count.as_slice()[0], &want);
+        self.check_and_time(is_cuda, Clock::Events, &name, check, || {
+            let len = black_box(len);
+            f.call(&x, &mut out, &mut count, &mut status, &mut ticket, t, len)
         })
     }
 
@@ -920,6 +983,8 @@ pub fn run(args: &GpuArgs) -> Result<()> {
         }
         s.saxpy_f16().context("saxpy over f16")?;
         s.histogram().context("256-bin histogram")?;
+        s.blocksum_warp().context("single-launch warp sum")?;
+        s.compact().context("stream compaction")?;
         s.latency().context("launch latency")?;
         s.compile("saxpy", |e| e.compile(run_saxpy_grid_stride))?;
         s.compile("vecadd", |e| e.compile(run_vec_add_grid_stride))?;

@@ -144,6 +144,18 @@ pub fn targets() -> Vec<Target> {
             floor: None,
         },
     });
+    for (k, peer) in [
+        (super::warps::blocksum_name(), "sum"),
+        (super::warps::compact_name(), "compact"),
+    ] {
+        t.push(Target {
+            name: format!("gpu_cuda_{k}"),
+            limit: Limit::Peer {
+                name: format!("peer_torch_{peer}_{}", super::warps::SIZE),
+                floor: None,
+            },
+        });
+    }
     t.push(Target {
         name: "gpu_cuda_launch_latency".into(),
         limit: Limit::Time(LATENCY_LIMIT_NS),

@@ -337,3 +337,78 @@ pub(super) fn check_block_votes(engine: &Engine, n: usize) -> Result<(), String>
     run.call(&x, &mut out, n as u32).map_err(err)?;
     compare("block votes", out.as_slice(), &want)
 }
+
+/// Warp operations on `f64` (which Metal lacks, so this is not a corpus case): shuffles, sums,
+/// minima and maxima in blocks of 40 (a full warp and a partial one); block `b` writes each
+/// thread's four results to `out[4 * i..]`.
+#[kernel]
+pub fn warp_f64(x: Ptr<f64>, out: Ptr<f64>, n: Val<u32>) {
+    let t = thread_idx().x;
+    let i = block_idx_x() * 40u32 + t;
+    let mut v = Val::new(0.0f64);
+    if i < n {
+        v = x[i];
+    }
+    let r = [
+        warp_shuffle_xor(v, 5u32),
+        warp_sum(v),
+        warp_min(v),
+        warp_max(v),
+    ];
+    if i < n {
+        for (k, r) in r.iter().enumerate() {
+            out[i * 4u32 + k as u32] = *r;
+        }
+    }
+}
+
+/// Launches [`warp_f64`] over `n` elements in blocks of 40.
+#[jit]
+pub fn run_warp_f64(x: Ptr<f64>, out: Ptr<f64>, n: Val<u32>) {
+    launch(
+        warp_f64,
+        Grid::new((n + 39u32) / 40u32),
+        Block::new(40u32),
+        (x, out, n),
+    );
+}
+
+/// Runs [`run_warp_f64`] on `engine` over 300 elements and checks every result bit for bit
+/// against [`reduce_lanes`] and [`Shuffle::source`].
+pub fn check_warp_f64(engine: &Engine) -> Result<(), String> {
+    let n = 300usize;
+    let xv: Vec<f64> = random_f32(n, 83)
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| f64::from(v) * 1e3 + i as f64 * 1e-9)
+        .collect();
+    let mut want = vec![0.0f64; 4 * n];
+    for blk in 0..n.div_ceil(40) {
+        for (first, lanes) in warps(40) {
+            let at = |l: usize| blk * 40 + first + l;
+            let vals: Vec<f64> = (0..lanes)
+                .map(|l| xv.get(at(l)).copied().unwrap_or(0.0))
+                .collect();
+            let bits: Vec<u64> = vals.iter().map(|v| v.to_bits()).collect();
+            let shuffled = shuffled(&vals, Shuffle::Xor, |_| 5);
+            for l in 0..lanes {
+                if at(l) >= n {
+                    continue;
+                }
+                let r = [
+                    shuffled[l],
+                    f64::from_bits(reduced(WarpOp::Sum, Scalar::F64, &bits)),
+                    f64::from_bits(reduced(WarpOp::Min, Scalar::F64, &bits)),
+                    f64::from_bits(reduced(WarpOp::Max, Scalar::F64, &bits)),
+                ];
+                want[4 * at(l)..4 * at(l) + 4].copy_from_slice(&r);
+            }
+        }
+    }
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<f64>::alloc_on(engine.device(), 4 * n).map_err(err)?;
+    let run = engine.compile(run_warp_f64).map_err(err)?;
+    run.call(&x, &mut out, n as u32).map_err(err)?;
+    let bits = |s: &[f64]| s.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    compare("warp f64", &bits(out.as_slice()), &bits(&want))
+}
