@@ -117,6 +117,18 @@ proptest! {
     }
 
     #[test]
+    fn warp_operations_agree_with_the_reference_on_random_data(
+        data in prop::collection::vec((any::<i32>(), -1e6f32..1e6f32), 1..200),
+    ) {
+        let (ints, floats): (Vec<i32>, Vec<f32>) = data.into_iter().unzip();
+        for (_, engine) in engines() {
+            if let Err(e) = nacre_corpus::kernels::warp::check_warp_exchange_on(engine, &ints, &floats) {
+                return Err(TestCaseError::fail(e));
+            }
+        }
+    }
+
+    #[test]
     fn backends_agree_with_rust_on_random_arrays(data in prop::collection::vec(any::<i32>(), 0..300)) {
         for case in cases().iter().filter(|c| matches!(c.kind, CaseKind::Array { .. })) {
             for (_, engine) in engines() {

@@ -166,7 +166,17 @@ pub(super) fn check_warp_exchange(engine: &Engine, n: usize) -> Result<(), Strin
         .enumerate()
         .map(|(k, &r)| if k % 11 == 0 { 0 } else { r as i32 })
         .collect();
-    let fv = random_f32(n, 43);
+    check_warp_exchange_on(engine, &xv, &random_f32(n, 43))
+}
+
+/// Runs [`run_warp_exchange`] on `engine` over `xv` and `fv` (the same length, at least 1;
+/// floats without NaNs, whose payloads the IR leaves open) and checks every result bit for bit
+/// against the reference.
+pub fn check_warp_exchange_on(engine: &Engine, xv: &[i32], fv: &[f32]) -> Result<(), String> {
+    let n = xv.len();
+    if n == 0 || fv.len() != n {
+        return Err(format!("warp exchange: {n} ints and {} floats", fv.len()));
+    }
     let blocks = n.div_ceil(BLOCK);
     let padded = |k: usize, b: usize| k * BLOCK + b;
     let mut want_i = vec![0i32; n * INTS];
@@ -190,8 +200,8 @@ pub(super) fn check_warp_exchange(engine: &Engine, n: usize) -> Result<(), Strin
         }
     }
     let dev = engine.device();
-    let x = Array::copy_on(dev.clone(), &xv).map_err(err)?;
-    let f = Array::copy_on(dev.clone(), &fv).map_err(err)?;
+    let x = Array::copy_on(dev.clone(), xv).map_err(err)?;
+    let f = Array::copy_on(dev.clone(), fv).map_err(err)?;
     let mut ints = Array::<i32>::alloc_on(dev.clone(), n * INTS).map_err(err)?;
     let mut floats = Array::<f32>::alloc_on(dev.clone(), n * FLOATS).map_err(err)?;
     let run = engine.compile(run_warp_exchange).map_err(err)?;
