@@ -14,10 +14,6 @@ use nacre::{f16, kernel, Engine};
 pub mod single_pass;
 pub mod warp;
 
-/// The cases the MSL tests leave out, because Metal refuses an operation they use with a
-/// typed error: 64-bit atomics, which Metal lacks ([`single_pass::compact`]).
-pub const NO_METAL_CASES: [&str; 1] = ["compact"];
-
 /// One kernel case.
 pub struct KernelCase {
     /// A unique name.

@@ -33,7 +33,6 @@ fn clang_ready(test: &str) -> bool {
 fn corpus_msl() -> Vec<(&'static str, Form, MslKernel)> {
     all()
         .into_iter()
-        .filter(|c| !nacre_corpus::kernels::NO_METAL_CASES.contains(&c.name))
         .flat_map(|case| {
             [Form::Unchecked, Form::Checked]
                 .into_iter()

@@ -622,7 +622,7 @@ impl Suite {
         let x = Array::copy_on(dev.clone(), &xv)?;
         let mut out = Array::<f32>::alloc_on(dev.clone(), xv.len())?;
         let mut count = Array::<u32>::alloc_on(dev.clone(), 1)?;
-        let mut status = Array::<u64>::alloc_on(dev.clone(), compact_tiles(xv.len()))?;
+        let mut status = Array::<u32>::alloc_on(dev.clone(), compact_tiles(xv.len()))?;
         let mut ticket = Array::<u32>::alloc_on(dev, 1)?;
         let (t, len) = (warps::THRESHOLD, xv.len() as u32);
         f.call(&x, &mut out, &mut count, &mut status, &mut ticket, t, len)?;

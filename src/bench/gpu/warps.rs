@@ -5,7 +5,7 @@
 //!   hand-written rayon sum (`rust_rayon_blocksum_warp_16777216`) on the CPU.
 //! - `compact_16777216`: the corpus's `run_compact`, an order-preserving stream compaction of
 //!   16M f32 keeping `x > 0` (about half): ballots, an atomic ticket per tile and a decoupled
-//!   look-back over one 64-bit status word per tile, in one clearing launch and one
+//!   look-back over one 32-bit status word per tile, in one clearing launch and one
 //!   compaction launch. Peers: `x[x > 0]` in PyTorch on the GPU, and rayon's order-preserving
 //!   `filter` + `par_extend` (`rust_rayon_compact_16777216`) on the CPU.
 //!

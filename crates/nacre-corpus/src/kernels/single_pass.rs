@@ -6,13 +6,12 @@
 //! - [`compact`]: an order-preserving stream compaction (`keep x > threshold`). Each block
 //!   takes a tile of [`COMPACT_TILE`] elements by an atomic ticket and counts its kept
 //!   elements with ballots. It learns the number kept before it by a decoupled look-back over
-//!   its predecessors' published counts (one 64-bit atomic word per tile), then scatters.
-//!   Blocks take tickets in the order they start, so every block waits only on blocks that
-//!   have started, and the kernel makes progress wherever blocks run: on a GPU, or on a CPU's
-//!   worker threads.
-//!
-//! The compaction's look-back needs 64-bit atomics, which Metal does not have, so MSL leaves
-//! it out ([`super::NO_METAL_CASES`]).
+//!   its predecessors' published counts (one 32-bit atomic word per tile: a 2-bit flag and a
+//!   30-bit count, so `n` must stay below [`COMPACT_MAX`]), then scatters. What one block
+//!   tells another lives entirely in that word, so relaxed atomics suffice (Metal has no
+//!   others). Blocks take tickets in the order they start, so every block waits only on
+//!   blocks that have started, and the kernel makes progress wherever blocks run: on a GPU,
+//!   or on a CPU's worker threads.
 
 use super::{compare, compare_f32, err, random_f32};
 use nacre::atomic::Ordering;
@@ -115,19 +114,24 @@ pub const COMPACT_TILE: u32 = COMPACT_BLOCK * ITEMS;
 /// Where [`compact`]'s shared words hold the tile's ticket and the count before it.
 const TICKET: u32 = ITEMS * WARPS;
 const BEFORE: u32 = TICKET + 1;
-/// The flags of a tile's status word (above its 32-bit count): its own count is published,
+/// The flags of a tile's status word (above its 30-bit count): its own count is published,
 /// or the count of it and every tile before it.
-const AGGREGATE: u64 = 1 << 32;
-const INCLUSIVE: u64 = 2 << 32;
+const AGGREGATE: u32 = 1 << 30;
+const INCLUSIVE: u32 = 2 << 30;
+/// The count bits of a status word.
+const COUNT: u32 = AGGREGATE - 1;
+/// The elements [`compact`] takes at most (exclusive): counts must fit 30 bits.
+pub const COMPACT_MAX: u32 = 1 << 30;
 
-/// The elements of `x[..n]` above `threshold`, in order, to `out[..count[0]]`. `status` holds
+/// The elements of `x[..n]` above `threshold`, in order, to `out[..count[0]]` (`n` below
+/// [`COMPACT_MAX`]). `status` holds
 /// one word per tile and `ticket` one word, all zero at the start ([`clear_compact`]).
 #[kernel]
 pub fn compact(
     x: Ptr<f32>,
     out: Ptr<f32>,
     count: Ptr<u32>,
-    status: Ptr<u64>,
+    status: Ptr<u32>,
     ticket: Ptr<u32>,
     threshold: Val<f32>,
     n: Val<u32>,
@@ -214,19 +218,19 @@ fn chunk_offsets(
 /// aggregates until an inclusive count), publishes its inclusive count and returns the kept
 /// elements before the tile. Tile 0 publishes its inclusive count at once, so the walk ends.
 #[jit]
-fn look_back(status: Ptr<u64>, tile: Val<u32>, total: Val<u32>) -> Val<u32> {
+fn look_back(status: Ptr<u32>, tile: Val<u32>, total: Val<u32>) -> Val<u32> {
     let mut before = Val::new(0u32);
     if tile > 0u32 {
         status
             .atomic(tile)
-            .swap(total.cast::<u64>() | AGGREGATE, Ordering::Release);
+            .swap(total | AGGREGATE, Ordering::Relaxed);
         let mut j = tile - 1u32;
         let mut done = Val::new(false);
         while !done {
-            let word = status.atomic(j).fetch_or(0u64, Ordering::Acquire);
-            let flag = word & (3u64 << 32);
-            if flag.ne(0u64) {
-                before += word.cast::<u32>();
+            let word = status.atomic(j).fetch_or(0u32, Ordering::Relaxed);
+            let flag = word & !COUNT;
+            if flag.ne(0u32) {
+                before += word & COUNT;
                 done = flag.eq(INCLUSIVE);
                 if !done {
                     j -= 1u32;
@@ -234,22 +238,21 @@ fn look_back(status: Ptr<u64>, tile: Val<u32>, total: Val<u32>) -> Val<u32> {
             }
         }
     }
-    status.atomic(tile).swap(
-        (before + total).cast::<u64>() | INCLUSIVE,
-        Ordering::Release,
-    );
+    status
+        .atomic(tile)
+        .swap((before + total) | INCLUSIVE, Ordering::Relaxed);
     before
 }
 
 /// Zeroes `status[..tiles]` and `ticket[0]` (grid-stride).
 #[kernel]
-pub fn clear_compact(status: Ptr<u64>, ticket: Ptr<u32>, tiles: Val<u32>) {
+pub fn clear_compact(status: Ptr<u32>, ticket: Ptr<u32>, tiles: Val<u32>) {
     let mut i = global_id_x();
     if i == 0u32 {
         ticket[0u32] = 0u32;
     }
     while i < tiles {
-        status[i] = 0u64;
+        status[i] = 0u32;
         i += global_size_x();
     }
 }
@@ -261,7 +264,7 @@ pub fn run_compact(
     x: Ptr<f32>,
     out: Ptr<f32>,
     count: Ptr<u32>,
-    status: Ptr<u64>,
+    status: Ptr<u32>,
     ticket: Ptr<u32>,
     threshold: Val<f32>,
     n: Val<u32>,
@@ -296,7 +299,7 @@ pub(super) fn check_compact(engine: &Engine, n: usize) -> Result<(), String> {
         let want: Vec<f32> = xv.iter().copied().filter(|&v| v > threshold).collect();
         let mut out = Array::<f32>::alloc_on(dev.clone(), n).map_err(err)?;
         let mut count = Array::<u32>::alloc_on(dev.clone(), 1).map_err(err)?;
-        let mut status = Array::<u64>::alloc_on(dev.clone(), compact_tiles(n)).map_err(err)?;
+        let mut status = Array::<u32>::alloc_on(dev.clone(), compact_tiles(n)).map_err(err)?;
         let mut ticket = Array::<u32>::alloc_on(dev.clone(), 1).map_err(err)?;
         f.call(
             &x,
