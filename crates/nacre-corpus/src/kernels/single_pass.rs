@@ -23,7 +23,7 @@ use nacre::prelude::*;
 use nacre::{kernel, select, Engine};
 
 /// Independent loads in flight per thread in [`block_sum_warp`]'s main loop.
-const UNROLL: u32 = 8;
+pub const UNROLL: u32 = 8;
 
 /// The grid-stride sum of `x[..n]` added to `out[0]`: [`UNROLL`] independent loads per step
 /// into as many accumulators (the grid's threads times `UNROLL` must stay below 2³²), a
