@@ -299,11 +299,11 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     trap_return: &'static str,
     /// The storage name of each block-shared array, by allocating instruction.
     shared: HashMap<Inst, String>,
-    /// The declarations of the block-shared arrays, in layout order, then the dialect's
-    /// storage of voting barriers ([`Dialect::block_vote_storage`]) if the kernel has any.
+    /// The declarations of the block-shared arrays, in layout order.
     shared_decls: Vec<String>,
-    /// Whether the voting barriers' storage is declared.
-    vote_storage: bool,
+    /// The dialect's storage of voting barriers ([`Dialect::block_vote_storage`]), printed
+    /// after the shared arrays, if the kernel has any.
+    vote_decls: Vec<String>,
     /// The index kinds the function reads, by position in [`GpuIndex::ALL`].
     indices: [bool; 4],
     /// Whether the function reads its dynamic shared memory or its size.
@@ -343,7 +343,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             trap_return,
             shared: HashMap::new(),
             shared_decls: Vec::new(),
-            vote_storage: false,
+            vote_decls: Vec::new(),
             indices: [false; 4],
             dynamic_shared: false,
             lanes,
@@ -430,15 +430,9 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             InstKind::LaneId | InstKind::Shuffle(..) | InstKind::Warp(..) => self.reads_lanes(),
             InstKind::BlockVote(..) => {
                 self.reads_lanes();
-                if !self.vote_storage {
-                    self.vote_storage = true;
-                    self.shared_decls.extend(
-                        self.ctx
-                            .dialect
-                            .block_vote_storage()
-                            .iter()
-                            .map(|d| d.to_string()),
-                    );
+                if self.vote_decls.is_empty() {
+                    let storage = self.ctx.dialect.block_vote_storage();
+                    self.vote_decls = storage.iter().map(|d| d.to_string()).collect();
                 }
             }
             InstKind::SharedAlloc { elem, len } => {
@@ -572,10 +566,12 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
 
         let mut out = String::new();
         line(&mut out, 0, format_args!("{head} {{"));
-        for statement in prologue.iter().chain(&self.shared_decls) {
+        let kernel_scope = self.shared_decls.iter().chain(&self.vote_decls);
+        for statement in prologue.iter().chain(kernel_scope) {
             line(&mut out, 1, statement);
         }
-        let opened = !prologue.is_empty() || !self.shared_decls.is_empty();
+        let opened =
+            !prologue.is_empty() || !self.shared_decls.is_empty() || !self.vote_decls.is_empty();
         if opened && !decls.is_empty() {
             out.push('\n');
         }

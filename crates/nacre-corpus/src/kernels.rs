@@ -2031,6 +2031,12 @@ pub fn all() -> Vec<KernelCase> {
             trace: || nacre::trace_module(&warp::run_warp_scan),
         },
         KernelCase {
+            name: "warp_after_loop",
+            grid_stride: false,
+            check: warp::check_warp_after_loop,
+            trace: || nacre::trace_module(&warp::run_warp_after_loop),
+        },
+        KernelCase {
             name: "block_votes",
             grid_stride: false,
             check: warp::check_block_votes,

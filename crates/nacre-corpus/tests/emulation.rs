@@ -254,6 +254,7 @@ pub fn spec(case: &str) -> Vec<Arg> {
         ],
         "warp_scan" => vec![U32s(300), U32s(600), U32(300)],
         "block_votes" => vec![U32s(300), U32s(12 * 8), U32(300)],
+        "warp_after_loop" => vec![U32s(288), U32s(2), U32(288), U32(2)],
         // One block, so the float atomic adds in the same order on both sides.
         "block_sum_warp" => vec![F32s(1000), F32s(1), U32(1000), U32(1)],
         "compact" => vec![

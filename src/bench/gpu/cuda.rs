@@ -568,8 +568,8 @@ impl Suite {
         })
     }
 
-    /// As many blocks of 256 threads as stay resident on the GPU (8 per multiprocessor), for
-    /// kernels whose blocks each end in an atomic; the grid-stride grid on the CPU.
+    /// 8 blocks per multiprocessor on the GPU (as many as stay resident at 128 or 256
+    /// threads), for kernels whose blocks each end in atomics; the grid-stride grid on the CPU.
     fn resident_blocks(&self, is_cuda: bool, n: usize) -> Result<u32> {
         let place = self.place(is_cuda);
         Ok(match (place.blocks, &place.options.runtime) {

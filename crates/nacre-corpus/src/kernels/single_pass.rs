@@ -10,8 +10,9 @@
 //!   30-bit count, so `n` must stay below [`COMPACT_MAX`]), then scatters. What one block
 //!   tells another lives entirely in that word, so relaxed atomics suffice (Metal has no
 //!   others). Blocks take tickets in the order they start, so every block waits only on
-//!   blocks that have started, and the kernel makes progress wherever blocks run: on a GPU,
-//!   or on a CPU's worker threads.
+//!   blocks that have started: it makes progress wherever a started block keeps running, as
+//!   on CUDA GPUs and the CPU's worker threads. Metal does not document that guarantee; there
+//!   the kernel is checked by compiling and in the emulation only.
 
 use super::{compare, compare_f32, err, random_f32};
 use nacre::atomic::Ordering;
@@ -26,7 +27,7 @@ use nacre::{kernel, select, Engine};
 pub const UNROLL: u32 = 8;
 
 /// The grid-stride sum of `x[..n]` added to `out[0]`: [`UNROLL`] independent loads per step
-/// into as many accumulators (the grid's threads times `UNROLL` must stay below 2³²), a
+/// into as many accumulators (`n` plus the grid's threads times `UNROLL` must stay below 2³²), a
 /// guarded pass over the rest, a warp sum, the warps' sums gathered in shared memory and
 /// summed by every warp (uniform control flow), and one atomic per block.
 #[kernel]

@@ -8,9 +8,10 @@
 
 use super::{compare, err, pseudo_random_u32, random_f32};
 use nacre::gpu::{
-    block_idx_x, lane_id, launch, sync_threads, sync_threads_and, sync_threads_count,
-    sync_threads_or, thread_idx, warp_all, warp_any, warp_ballot, warp_max, warp_min, warp_shuffle,
-    warp_shuffle_down, warp_shuffle_up, warp_shuffle_xor, warp_sum, Array, Block, Grid,
+    block_idx_x, global_id_x, global_size_x, lane_id, launch, shared_array, sync_threads,
+    sync_threads_and, sync_threads_count, sync_threads_or, thread_idx, warp_all, warp_any,
+    warp_ballot, warp_max, warp_min, warp_shuffle, warp_shuffle_down, warp_shuffle_up,
+    warp_shuffle_xor, warp_sum, Array, Block, Grid,
 };
 use nacre::ir::collective::reduce_lanes;
 use nacre::ir::{Scalar, Shuffle, WarpOp, WARP_SIZE};
@@ -421,4 +422,62 @@ pub fn check_warp_f64(engine: &Engine) -> Result<(), String> {
     run.call(&x, &mut out, n as u32).map_err(err)?;
     let bits = |s: &[f64]| s.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     compare("warp f64", &bits(out.as_slice()), &bits(&want))
+}
+
+/// A warp collective that only the second warp of a block reaches, right after a grid-stride
+/// loop whose warps leave it in different rounds on the CPU, and before a barrier: block `b`
+/// writes its second warp's sum (of each thread's grid-stride share) to `out[b]`, through
+/// shared memory, so the barrier must wait for the warp.
+#[kernel]
+pub fn warp_after_loop(x: Ptr<u32>, out: Ptr<u32>, n: Val<u32>) {
+    let sh = shared_array::<u32, 1>();
+    let t = thread_idx().x;
+    let mut s = Val::new(0u32);
+    let mut i = global_id_x();
+    while i < n {
+        s += x[i];
+        i += global_size_x();
+    }
+    if t >= 32u32 {
+        let w = warp_sum(s);
+        if lane_id() == 0u32 {
+            sh[0u32] = w;
+        }
+    }
+    sync_threads();
+    if t == 0u32 {
+        out[block_idx_x()] = sh[0u32];
+    }
+}
+
+/// Launches [`warp_after_loop`] with `blocks` blocks of 64 threads.
+#[jit]
+pub fn run_warp_after_loop(x: Ptr<u32>, out: Ptr<u32>, n: Val<u32>, blocks: Val<u32>) {
+    launch(
+        warp_after_loop,
+        Grid::new(blocks),
+        Block::new(64u32),
+        (x, out, n),
+    );
+}
+
+pub(super) fn check_warp_after_loop(engine: &Engine, n: usize) -> Result<(), String> {
+    let blocks = 2usize;
+    let stride = 64 * blocks;
+    // So that the first warp's threads take one more iteration than the second's.
+    let n = n.max(1).next_multiple_of(stride) + 32;
+    let xv: Vec<u32> = pseudo_random_u32(n, 89).iter().map(|x| x >> 8).collect();
+    let want: Vec<u32> = (0..blocks)
+        .map(|b| {
+            (32..64)
+                .flat_map(|t| (b * 64 + t..n).step_by(stride))
+                .fold(0u32, |s, i| s.wrapping_add(xv[i]))
+        })
+        .collect();
+    let x = Array::copy_on(engine.device(), &xv).map_err(err)?;
+    let mut out = Array::<u32>::alloc_on(engine.device(), blocks).map_err(err)?;
+    let run = engine.compile(run_warp_after_loop).map_err(err)?;
+    run.call(&x, &mut out, n as u32, blocks as u32)
+        .map_err(err)?;
+    compare("warp after a loop", out.as_slice(), &want)
 }

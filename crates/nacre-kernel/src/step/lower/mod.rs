@@ -26,8 +26,8 @@
 //!     ... the kernel's blocks; `return` becomes `jump next(0)` ...
 //! next(w):                          acc |= w; t += 1; advance (x, y, z) and state; loop or exit
 //! exit:
-//!     return acc                    0: every thread finished; else ctx::AT_BARRIER and/or
-//!                                   ctx::AT_YIELD: some threads wait
+//!     return acc                    0: every thread finished; else ctx::AT_BARRIER,
+//!                                   ctx::AT_YIELD, ctx::AT_WARP: some threads wait
 //! ```
 //!
 //! Kernel parameters are read from their `u64` slot through a pointer retyped to the
@@ -89,8 +89,9 @@
 //! and thrash the caches. A yield is lowered like a barrier, saving the thread's live values,
 //! but ends with `jump next(AT_YIELD)` and waits for nobody: threads at a yield resume in the
 //! next round, while threads at a barrier resume only in a round whose context has
-//! [`ctx::BARRIERS_OPEN`] set, which the executor sets once a round left no thread at a
-//! yield. Between barriers any interleaving of the threads is a valid execution, so yields
+//! [`ctx::BARRIERS_OPEN`]'s barrier bit set, which the executor sets once a round left no
+//! thread at a yield or at a warp stop (warp stops open once no thread is left at a yield; see
+//! [`ctx::open_word`]). Between barriers any interleaving of the threads is a valid execution, so yields
 //! change the order of work, never its result. (Kernels of the collapsible grid-stride shape
 //! usually run through a separate collapsed step function instead, see `collapse`; this
 //! lowering is their fallback.)
@@ -396,7 +397,8 @@ impl Lowering {
     /// Builds the loop over the block's threads in the shape the kernel allows (`barriers`
     /// counts the yields and warp stops too); returns the state words per thread and the
     /// shape. Warp stops are barriers to the region lowering (which takes only stops in
-    /// uniform control flow) and yields to the state machine (see `collectives`).
+    /// uniform control flow) and [`StopKind::Warp`] stops to the state machine (see
+    /// `collectives`).
     fn lower_threads(
         &mut self,
         start: Block,

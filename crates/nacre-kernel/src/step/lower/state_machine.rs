@@ -2,7 +2,8 @@
 //! the lowering of barriers in divergent control flow and of the yields of grid-stride loops
 //! (see "Barriers" in the docs of `lower`).
 //!
-//! The kernel's blocks are split at their *stops* (barriers and yields). Each round the
+//! The kernel's blocks are split at their *stops* (barriers, yields and warp stops, see
+//! [`StopKind`]). Each round the
 //! thread block dispatches on the thread's saved phase to the reload block of the stop it
 //! waits at; a stop saves the thread's live values and its phase and goes on to the next
 //! thread; SSA repair reconnects the uses of the saved values to the reloads.
@@ -16,7 +17,7 @@ use nacre_ir::FunctionBuilder;
 use nacre_ir::{BinaryOp, Block, BlockData, CmpOp, Function, Inst, InstKind, Scalar, Type, Value};
 use std::collections::{BTreeMap, HashMap};
 
-/// The kernel's blocks split at its stops (barriers and yields, numbered from 1 in layout
+/// The kernel's blocks split at its stops (barriers, yields and warp stops, numbered from 1 in layout
 /// order; a stop's number is the phase of a thread waiting there).
 struct Stops {
     /// The parts of the kernel's blocks, in layout order.
@@ -39,6 +40,30 @@ pub(super) enum StopKind {
     /// Every lane of the thread's warp (a warp collective): resumes once no thread is left at
     /// a yield, since a lane still in a grid-stride loop may not have written its operand.
     Warp,
+}
+
+/// The result bit of a thread that stays at phase `saved` (0: finished) because its stop is
+/// not open: [`ctx::AT_WARP`] at a warp stop, so that barriers stay shut until the warp has
+/// moved on, and [`ctx::AT_BARRIER`] at a barrier (yields are never shut).
+fn waiting_reason(em: &mut FunctionBuilder<'_>, saved: Value, kinds: &[StopKind]) -> Value {
+    let zero = em.const_u64(0);
+    let waiting = em.cmp(CmpOp::Ne, saved, zero);
+    // `AT_BARRIER` is 1: the `bool` itself.
+    let mut w = em.cast(waiting, Type::U32);
+    if !kinds.contains(&StopKind::Warp) {
+        return w;
+    }
+    let warp = em.const_u32(ctx::AT_WARP);
+    for (i, _) in kinds
+        .iter()
+        .enumerate()
+        .filter(|(_, &k)| k == StopKind::Warp)
+    {
+        let k = em.const_u64(i as u64 + 1);
+        let here = em.cmp(CmpOp::Eq, saved, k);
+        w = em.select(here, warp, w);
+    }
+    w
 }
 
 /// The conditions (`bool`s of the entry block) under which threads waiting at warp stops
@@ -101,7 +126,8 @@ struct Machine {
     /// far, and the address of the thread's state words (`u64`).
     acc: Value,
     state: Value,
-    /// The next thread, with the reason this one stopped (`w`: 0, `AT_BARRIER`, `AT_YIELD`).
+    /// The next thread, with the reason this one stopped (`w`: 0, `AT_BARRIER`, `AT_YIELD` or
+    /// `AT_WARP`).
     next: Block,
     w: Value,
     /// The end of the round.
@@ -143,7 +169,7 @@ impl Lowering {
 
     /// Whether this is the block's first round, and which stops open this round: `bool`s
     /// computed in the entry block. Without yields or warp stops nothing is gated; without
-    /// warp stops [`ctx::open_word`] is 0 or all ones, so barriers test the word as a whole.
+    /// warp stops [`ctx::open_word`] is 0 or both bits, so barriers test the word as a whole.
     fn round_flags(&mut self, kinds: &HashMap<Inst, StopKind>) -> (Value, Gates) {
         let round = self.ctx_word(ctx::ROUND);
         let first = self.at_entry(|em| {
@@ -285,10 +311,8 @@ impl Lowering {
                     Some(e) => em.branch(c, resume, Vec::new(), e, Vec::new()),
                     None => {
                         // Phase 0: the thread has finished; otherwise it keeps waiting at a
-                        // barrier that is not open yet.
-                        let zero = em.const_u64(0);
-                        let waiting = em.cmp(CmpOp::Ne, saved, zero);
-                        let w = em.cast(waiting, Type::U32);
+                        // barrier or warp stop that is not open yet, and says which.
+                        let w = waiting_reason(em, saved, &stops.kinds);
                         em.branch(c, resume, Vec::new(), next, vec![w])
                     }
                 }
