@@ -64,7 +64,9 @@ use clap::{Args, ValueEnum};
 use nacre::gpu::{Array, CpuMode, CpuOptions, DeviceKind, RuntimeOptions};
 use nacre::{Engine, Options};
 use nacre_corpus::bench::Batch;
-use nacre_corpus::kernels::single_pass::{compact_tiles, run_block_sum_warp, run_compact};
+use nacre_corpus::kernels::single_pass::{
+    compact_reference, run_block_sum_warp, run_compact, CompactArrays,
+};
 use nacre_corpus::kernels::{
     run_block_sum, run_histogram256, run_logistic, run_saxpy_f16, run_saxpy_grid_stride,
     run_vec_add_grid_stride,
@@ -609,17 +611,23 @@ impl Suite {
         Ok(())
     }
 
-    /// `gpu_cpu_saxpy_f16_16777216` and `rust_rayon_saxpy_f16_16777216`: the half-precision
-    /// saxpy of [`language`], both checked bit for bit against the `half` crate's operators.
-    fn saxpy_f16(&mut self) -> Result<()> {
-        let suffix = language::saxpy_f16_name();
+    /// The names `<prefix>_<suffix>` and `rust_rayon_<suffix>` of a kernel and its rayon
+    /// baseline, or `None` when the filter wants neither.
+    fn pair(&self, suffix: &str) -> Option<(String, String)> {
         let (gpu, rust) = (
             format!("{}_{suffix}", self.prefix),
             format!("rust_rayon_{suffix}"),
         );
-        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+        (self.h.wants(&gpu) || self.h.wants(&rust)).then_some((gpu, rust))
+    }
+
+    /// `gpu_cpu_saxpy_f16_16777216` and `rust_rayon_saxpy_f16_16777216`: the half-precision
+    /// saxpy of [`language`], both checked bit for bit against the `half` crate's operators.
+    fn saxpy_f16(&mut self) -> Result<()> {
+        let suffix = language::saxpy_f16_name();
+        let Some((gpu, rust)) = self.pair(&suffix) else {
             return Ok(());
-        }
+        };
         let (xv, yv, want) = language::saxpy_f16_case();
         let alpha = language::saxpy_f16_alpha();
         let mut y_rust = yv.clone();
@@ -649,13 +657,9 @@ impl Suite {
     /// of [`atomics`], both checked exactly.
     fn histogram(&mut self) -> Result<()> {
         let suffix = atomics::histogram_name();
-        let (gpu, rust) = (
-            format!("{}_{suffix}", self.prefix),
-            format!("rust_rayon_{suffix}"),
-        );
-        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+        let Some((gpu, rust)) = self.pair(&suffix) else {
             return Ok(());
-        }
+        };
         let (xv, want) = atomics::histogram_case();
         let mut bins_rust = vec![0u32; atomics::BINS];
         atomics::rayon_histogram(&xv, &mut bins_rust);
@@ -686,13 +690,9 @@ impl Suite {
     /// single-launch warp sum of [`warps`], both checked against the exact sum.
     fn blocksum_warp(&mut self) -> Result<()> {
         let suffix = warps::blocksum_name();
-        let (gpu, rust) = (
-            format!("{}_{suffix}", self.prefix),
-            format!("rust_rayon_{suffix}"),
-        );
-        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+        let Some((gpu, rust)) = self.pair(&suffix) else {
             return Ok(());
-        }
+        };
         let xv = warps::input();
         let want = warps::exact_sum(&xv);
         warps::check_sum(&rust, warps::rayon_sum(&xv), want, &xv)?;
@@ -721,45 +721,35 @@ impl Suite {
     /// compaction of [`warps`], both checked exactly.
     fn compact(&mut self) -> Result<()> {
         let suffix = warps::compact_name();
-        let (gpu, rust) = (
-            format!("{}_{suffix}", self.prefix),
-            format!("rust_rayon_{suffix}"),
-        );
-        if !self.h.wants(&gpu) && !self.h.wants(&rust) {
+        let Some((gpu, rust)) = self.pair(&suffix) else {
             return Ok(());
-        }
+        };
         let xv = warps::input();
-        let want: Vec<f32> = xv
-            .iter()
-            .copied()
-            .filter(|&v| v > warps::THRESHOLD)
-            .collect();
+        let want = compact_reference(&xv, warps::THRESHOLD);
         let mut out_rust = Vec::new();
         warps::rayon_compact(&xv, &mut out_rust);
-        warps::check_compact(&rust, &out_rust, out_rust.len() as u32, &want)?;
+        warps::check_compact(&rust, &out_rust, &want)?;
         let dev = self.engine.device();
         let x = Array::copy_on(dev.clone(), &xv)?;
         if self.h.wants(&gpu) {
             let f = self.engine.compile(run_compact)?;
             settle_c_tier();
-            let mut out = Array::<f32>::alloc_on(dev.clone(), xv.len())?;
-            let mut count = Array::<u32>::alloc_on(dev.clone(), 1)?;
-            let mut status = Array::<u32>::alloc_on(dev.clone(), compact_tiles(xv.len()))?;
-            let mut ticket = Array::<u32>::alloc_on(dev, 1)?;
+            let mut a = CompactArrays::alloc_on(dev, xv.len())?;
             let (t, len) = (warps::THRESHOLD, xv.len() as u32);
-            f.call(&x, &mut out, &mut count, &mut status, &mut ticket, t, len)?;
-            warps::check_compact(&gpu, out.as_slice(), count.as_slice()[0], &want)?;
-            self.h.time(&gpu, || {
+            let call = |c: &mut CompactArrays, len: u32| {
                 f.call(
                     &x,
-                    &mut out,
-                    &mut count,
-                    &mut status,
-                    &mut ticket,
+                    &mut c.out,
+                    &mut c.count,
+                    &mut c.status,
+                    &mut c.ticket,
                     t,
-                    black_box(len),
+                    len,
                 )
-            })?;
+            };
+            call(&mut a, len)?;
+            warps::check_compact(&gpu, a.kept(), &want)?;
+            self.h.time(&gpu, || call(&mut a, black_box(len)))?;
         }
         if self.h.wants(&rust) {
             self.h.time_infallible(&rust, || {

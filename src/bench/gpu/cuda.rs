@@ -60,7 +60,9 @@ use nacre::gpu::{launch, Array, Block, Device, DeviceKind, Grid};
 use nacre::gpu::{CpuOptions, RuntimeOptions};
 use nacre::kernel;
 use nacre::prelude::*;
-use nacre_corpus::kernels::single_pass::{compact_tiles, run_block_sum_warp, run_compact};
+use nacre_corpus::kernels::single_pass::{
+    compact_reference, run_block_sum_warp, run_compact, CompactArrays,
+};
 use nacre_corpus::kernels::{
     run_block_sum, run_histogram256, run_logistic, run_saxpy_f16, run_saxpy_grid_stride,
     run_vec_add_grid_stride,
@@ -610,26 +612,28 @@ impl Suite {
         };
         let is_cuda = self.on_cuda;
         let xv = warps::input();
-        let want: Vec<f32> = xv
-            .iter()
-            .copied()
-            .filter(|&v| v > warps::THRESHOLD)
-            .collect();
+        let want = compact_reference(&xv, warps::THRESHOLD);
         let place = self.place(is_cuda);
         let f = place.engine.compile(run_compact)?;
         settle(is_cuda);
-        let dev = place.device();
-        let x = Array::copy_on(dev.clone(), &xv)?;
-        let mut out = Array::<f32>::alloc_on(dev.clone(), xv.len())?;
-        let mut count = Array::<u32>::alloc_on(dev.clone(), 1)?;
-        let mut status = Array::<u32>::alloc_on(dev.clone(), compact_tiles(xv.len()))?;
-        let mut ticket = Array::<u32>::alloc_on(dev, 1)?;
+        let x = Array::copy_on(place.device(), &xv)?;
+        let mut a = CompactArrays::alloc_on(place.device(), xv.len())?;
         let (t, len) = (warps::THRESHOLD, xv.len() as u32);
-        f.call(&x, &mut out, &mut count, &mut status, &mut ticket, t, len)?;
-        let check = warps::check_compact(&name, out.as_slice(), count.as_slice()[0], &want);
+        let call = |c: &mut CompactArrays, len: u32| {
+            f.call(
+                &x,
+                &mut c.out,
+                &mut c.count,
+                &mut c.status,
+                &mut c.ticket,
+                t,
+                len,
+            )
+        };
+        call(&mut a, len)?;
+        let check = warps::check_compact(&name, a.kept(), &want);
         self.check_and_time(is_cuda, Clock::Events, &name, check, || {
-            let len = black_box(len);
-            f.call(&x, &mut out, &mut count, &mut status, &mut ticket, t, len)
+            call(&mut a, black_box(len))
         })
     }
 

@@ -20,8 +20,10 @@ use nacre::gpu::{
     block_dim_x, global_id_x, global_size_x, lane_id, launch, shared_array, sync_threads,
     thread_idx_x, warp_ballot, warp_shuffle, warp_shuffle_up, warp_sum, Array, Block, Grid,
 };
+use nacre::gpu::{Device, MemoryError};
 use nacre::prelude::*;
 use nacre::{kernel, select, Engine};
+use std::sync::Arc;
 
 /// Independent loads in flight per thread in [`block_sum_warp`]'s main loop.
 pub const UNROLL: u32 = 8;
@@ -290,6 +292,41 @@ pub fn compact_tiles(n: usize) -> usize {
     n.div_ceil(COMPACT_TILE as usize)
 }
 
+/// The elements of `x` above `threshold`, in order: what [`run_compact`] keeps.
+pub fn compact_reference(x: &[f32], threshold: f32) -> Vec<f32> {
+    x.iter().copied().filter(|&v| v > threshold).collect()
+}
+
+/// The arrays [`run_compact`] writes for `n` elements, passed to it in this order after `x`.
+pub struct CompactArrays {
+    /// The kept elements, in `out[..count[0]]`.
+    pub out: Array<f32>,
+    /// How many were kept.
+    pub count: Array<u32>,
+    /// One status word per tile ([`compact_tiles`]).
+    pub status: Array<u32>,
+    /// The tiles' ticket counter.
+    pub ticket: Array<u32>,
+}
+
+impl CompactArrays {
+    /// Arrays for `n` elements on `device`.
+    pub fn alloc_on(device: Arc<dyn Device>, n: usize) -> Result<CompactArrays, MemoryError> {
+        Ok(CompactArrays {
+            out: Array::alloc_on(device.clone(), n)?,
+            count: Array::alloc_on(device.clone(), 1)?,
+            status: Array::alloc_on(device.clone(), compact_tiles(n))?,
+            ticket: Array::alloc_on(device, 1)?,
+        })
+    }
+
+    /// The kept elements (at most `out`'s length, whatever `count` holds).
+    pub fn kept(&self) -> &[f32] {
+        let out = self.out.as_slice();
+        &out[..(self.count.as_slice()[0] as usize).min(out.len())]
+    }
+}
+
 pub(super) fn check_compact(engine: &Engine, n: usize) -> Result<(), String> {
     let n = n.max(1);
     let xv = random_f32(n, 67);
@@ -297,24 +334,22 @@ pub(super) fn check_compact(engine: &Engine, n: usize) -> Result<(), String> {
     let x = Array::copy_on(dev.clone(), &xv).map_err(err)?;
     let f = engine.compile(run_compact).map_err(err)?;
     for threshold in [0.25f32, -2.0, 2.0] {
-        let want: Vec<f32> = xv.iter().copied().filter(|&v| v > threshold).collect();
-        let mut out = Array::<f32>::alloc_on(dev.clone(), n).map_err(err)?;
-        let mut count = Array::<u32>::alloc_on(dev.clone(), 1).map_err(err)?;
-        let mut status = Array::<u32>::alloc_on(dev.clone(), compact_tiles(n)).map_err(err)?;
-        let mut ticket = Array::<u32>::alloc_on(dev.clone(), 1).map_err(err)?;
+        let want = compact_reference(&xv, threshold);
+        let mut a = CompactArrays::alloc_on(dev.clone(), n).map_err(err)?;
+        let c = &mut a;
         f.call(
             &x,
-            &mut out,
-            &mut count,
-            &mut status,
-            &mut ticket,
+            &mut c.out,
+            &mut c.count,
+            &mut c.status,
+            &mut c.ticket,
             threshold,
             n as u32,
         )
         .map_err(err)?;
-        let kept = count.as_slice()[0] as usize;
+        let kept = a.count.as_slice()[0] as usize;
         compare("compaction count", &[kept], &[want.len()])?;
-        compare("compaction", &out.as_slice()[..kept], &want)?;
+        compare("compaction", a.kept(), &want)?;
     }
     Ok(())
 }
