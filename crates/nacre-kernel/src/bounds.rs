@@ -14,7 +14,7 @@
 
 use crate::grid_stride::grid_stride_loop;
 use crate::launch_shape::{launch_shapes, LaunchShape};
-use nacre_ir::analysis::{DominatorTree, GpuBounds};
+use nacre_ir::analysis::DominatorTree;
 use nacre_ir::transform::bounds::elide::{loop_body, CountedLoop};
 use nacre_ir::transform::bounds::proven::remove_proven_checks;
 use nacre_ir::{FuncKind, Function, FunctionBuilder, Module};
@@ -73,13 +73,7 @@ pub fn remove_proven_kernel_checks(module: &mut Module) -> usize {
             continue;
         }
         let shape = shapes.get(&id).copied().unwrap_or_default();
-        let mut bounds = GpuBounds::LIMITS;
-        for (d, known) in shape.block.iter().enumerate() {
-            if let Some(size) = known {
-                bounds.block[d] = bounds.block[d].min(*size);
-            }
-        }
-        removed += remove_proven_checks(f, bounds);
+        removed += remove_proven_checks(f, shape.bounds());
     }
     removed
 }

@@ -15,6 +15,7 @@
 //! module they describe ([`Specialised`]), and debug builds check that every launch passes the
 //! constants its kernel was specialised for.
 
+use nacre_ir::analysis::GpuBounds;
 use nacre_ir::passes::{optimize, PassOptions, PassStats};
 use nacre_ir::{
     Const, Dim, FuncId, FuncKind, Function, GpuIndex, InstKind, Module, Type, Value, ValueDef,
@@ -51,6 +52,18 @@ pub struct LaunchShape {
 }
 
 impl LaunchShape {
+    /// The ranges of the GPU indices under this shape: the known block sizes, else the
+    /// launch limits.
+    pub fn bounds(&self) -> GpuBounds {
+        let mut bounds = GpuBounds::LIMITS;
+        for (d, known) in self.block.iter().enumerate() {
+            if let Some(size) = known {
+                bounds.block[d] = bounds.block[d].min(*size);
+            }
+        }
+        bounds
+    }
+
     /// The known size that `index` (`GridDim` or `BlockDim`) reads in `dim`.
     pub fn size(&self, index: GpuIndex, dim: Dim) -> Option<u32> {
         match index {

@@ -7,6 +7,8 @@
 //! - [`bounds`]: the bounds checks of grid-stride loops hoisted to the kernel's entry —
 //!   [`hoist_grid_stride_checks`] — and those proven in range for the kernel's launch shape
 //!   removed — [`remove_proven_kernel_checks`];
+//! - [`compares`]: comparisons the launch shape decides become constants —
+//!   [`fold_proven_compares`];
 //! - [`launch_checks`]: checks of guarded one-thread-per-element accesses hoisted to the
 //!   entry — [`hoist_guarded_global_checks`] — and launch-uniform entry checks made by the host
 //!   before each launch — [`move_uniform_checks_to_launches`];
@@ -26,6 +28,7 @@
 
 pub mod address_space;
 pub mod bounds;
+pub mod compares;
 pub mod error;
 pub mod grid_stride;
 pub mod launch_checks;
@@ -35,6 +38,7 @@ pub mod structure;
 
 pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use bounds::{hoist_grid_stride_checks, remove_proven_kernel_checks};
+pub use compares::fold_proven_compares;
 pub use error::KernelError;
 pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};
 pub use launch_checks::{hoist_guarded_global_checks, move_uniform_checks_to_launches};

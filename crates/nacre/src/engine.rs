@@ -83,11 +83,13 @@ pub fn trace_module<Args, F: TraceFn<Args>>(f: &F) -> Result<Traced, Error> {
 
 /// Verifies a captured module, widens its half-precision arithmetic to `f32`
 /// ([`nacre_ir::transform::widen_half()`], which backends rely on) and runs the optimisation
-/// passes on it (the engine's own pipeline: one verification, right after tracing; passes keep
+/// passes on it, then folds the comparisons of kernels that their launch shapes decide
+/// ([`nacre_kernel::fold_proven_compares`]) (the engine's own pipeline: one verification, right after tracing; passes keep
 /// the module valid).
 pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, Error> {
     let verified = nacre_ir::transform::widen_half(nacre_ir::verify(module)?);
-    Ok(nacre_ir::passes::optimize(verified, passes).0)
+    let verified = nacre_ir::passes::optimize(verified, passes).0;
+    Ok(nacre_kernel::fold_proven_compares(verified, passes).0)
 }
 
 /// The bounds checking [`Engine::compile`] applies to an optimised module: companions and
@@ -278,6 +280,7 @@ impl Engine {
         if want_pass_dumps {
             self.dump(&name, Stage::Passes, || pass_dumps.join("\n"))?;
         }
+        let (verified, _) = nacre_kernel::fold_proven_compares(verified, &self.options.passes);
         let (verified, plan) = if checked {
             self.bounds_checked(verified)?
         } else {

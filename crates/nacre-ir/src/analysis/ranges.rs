@@ -365,9 +365,32 @@ fn transfer(
         InstKind::Cast(a) if Interval::of_type(func.value_type(a)).is_some() => {
             Some(cast(ty, operand(a)?))
         }
+        InstKind::Cmp(op, a, b) if Interval::of_type(func.value_type(a)).is_some() => {
+            let decided = decide(op, operand(a)?, operand(b)?);
+            Some(decided.map_or(Interval::new(0, 1), |t| Interval::point(i128::from(t))))
+        }
         InstKind::Cmp(..) => Some(Interval::new(0, 1)),
-        InstKind::Select(_, a, b) => Some(operand(a)?.join(operand(b)?)),
+        InstKind::Select(c, a, b) => match operand(c) {
+            Some(Interval { lo: 1, hi: 1 }) => operand(a),
+            Some(Interval { lo: 0, hi: 0 }) => operand(b),
+            _ => Some(operand(a)?.join(operand(b)?)),
+        },
         _ => Some(all),
+    }
+}
+
+/// The outcome of `a op b` for every pair of values of the two ranges, if they all agree.
+pub fn decide(op: CmpOp, a: Interval, b: Interval) -> Option<bool> {
+    match op {
+        CmpOp::Lt if a.hi < b.lo => Some(true),
+        CmpOp::Lt if a.lo >= b.hi => Some(false),
+        CmpOp::Le if a.hi <= b.lo => Some(true),
+        CmpOp::Le if a.lo > b.hi => Some(false),
+        CmpOp::Gt | CmpOp::Ge => decide(swap(op), b, a),
+        CmpOp::Eq if a.lo == a.hi && a == b => Some(true),
+        CmpOp::Eq if a.hi < b.lo || b.hi < a.lo => Some(false),
+        CmpOp::Ne => decide(CmpOp::Eq, a, b).map(|t| !t),
+        _ => None,
     }
 }
 
