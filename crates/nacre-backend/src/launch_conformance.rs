@@ -25,7 +25,10 @@ fn compile(compile: Compile<'_>, (m, linkage): (Module, Linkage)) -> Arc<dyn Exe
 
 /// A constant.
 fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
-    b.constant(Const { ty, bits })
+    b.constant(Const {
+        ty,
+        bits: u128::from(bits),
+    })
 }
 
 /// A host function built by `body` from the entry block's parameters.

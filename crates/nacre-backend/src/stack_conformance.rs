@@ -58,7 +58,7 @@ pub fn isolated(test: &str, body: impl FnOnce()) {
 fn konst(b: &mut FunctionBuilder<'_>, bits: u64) -> Value {
     b.constant(Const {
         ty: Type::U64,
-        bits,
+        bits: u128::from(bits),
     })
 }
 

@@ -345,6 +345,9 @@ impl Dialect for CDialect {
             Scalar::U64 => "uint64_t",
             Scalar::F32 => "float",
             Scalar::F64 => "double",
+            // GCC's and Clang's (and NVRTC's) 128-bit integers.
+            Scalar::I128 => "__int128",
+            Scalar::U128 => "unsigned __int128",
         }
     }
 

@@ -153,6 +153,9 @@ fn scalar_message(scalar: Scalar, target: &str) -> String {
         Scalar::F64 => {
             format!("64-bit floats (f64): {target} has no double; use f32 in kernels")
         }
+        s if s.is_wide() => format!(
+            "128-bit integers ({s}): {target} has none; split the value into two 64-bit words"
+        ),
         s => format!("values of type {s} ({target} has no such type)"),
     }
 }

@@ -234,10 +234,10 @@ impl<'a, D: Dialect + ?Sized> ModuleContext<'a, D> {
 /// The unsigned type in which wrapping arithmetic on `s` is done: at least 32 bits, so that
 /// operands are not promoted to (signed) `int`.
 fn wide(s: Scalar) -> Scalar {
-    if s.bits() <= 32 {
-        Scalar::U32
-    } else {
-        Scalar::U64
+    match s.bits() {
+        0..=32 => Scalar::U32,
+        33..=64 => Scalar::U64,
+        _ => Scalar::U128,
     }
 }
 
@@ -248,6 +248,7 @@ fn unsigned_of(s: Scalar) -> Scalar {
         Scalar::I16 => Scalar::U16,
         Scalar::I32 => Scalar::U32,
         Scalar::I64 => Scalar::U64,
+        Scalar::I128 => Scalar::U128,
         other => other,
     }
 }

@@ -116,11 +116,16 @@ fn bits_type(s: Scalar) -> Scalar {
     }
 }
 
-/// An exact float literal for `±2^exp` in type `s`.
+/// An exact float literal for `±2^exp` in type `s` (`2^128`, past `f32`'s range, is a hex
+/// literal in `f64` and infinity in `f32`).
 fn power_of_two(s: Scalar, exp: u32, negative: bool) -> String {
     let sign = if negative { "-" } else { "" };
     let suffix = if s == Scalar::F32 { "f" } else { "" };
-    format!("{sign}{}.0{suffix}", 1u128 << exp)
+    match 1u128.checked_shl(exp) {
+        Some(p) if exp < 128 => format!("{sign}{p}.0{suffix}"),
+        _ if s == Scalar::F32 => format!("{sign}INFINITY"),
+        _ => format!("{sign}0x1p{exp}"),
+    }
 }
 
 /// The unsigned integer type of an integer type's width.
@@ -129,7 +134,23 @@ pub(crate) fn unsigned_of(s: Scalar) -> Scalar {
         8 => Scalar::U8,
         16 => Scalar::U16,
         32 => Scalar::U32,
-        _ => Scalar::U64,
+        64 => Scalar::U64,
+        _ => Scalar::U128,
+    }
+}
+
+/// The C expression of integer type `to`'s `MIN` or `MAX` (`m`): the `<stdint.h>` macro, or
+/// for the 128-bit types (which have none) an expression of their own type.
+fn int_limit(d: &(impl Dialect + ?Sized), to: Scalar, m: &str) -> String {
+    if !to.is_wide() {
+        let u = if to.is_signed_int() { "" } else { "U" };
+        return format!("{u}INT{}_{m}", to.bits());
+    }
+    let ones = format!("(~({})0)", d.scalar_type(Scalar::U128));
+    match (to.is_signed_int(), m) {
+        (false, _) => ones,
+        (true, "MAX") => format!("(({})({ones} >> 1))", d.scalar_type(Scalar::I128)),
+        (true, _) => format!("(-(({})({ones} >> 1)) - 1)", d.scalar_type(Scalar::I128)),
     }
 }
 
@@ -198,8 +219,7 @@ pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper
             let f = d.scalar_type(from);
             let t = d.scalar_type(to);
             let bits = to.bits();
-            let limit =
-                |m: &str| format!("{}INT{bits}_{m}", if to.is_signed_int() { "" } else { "U" });
+            let limit = |m: &str| int_limit(d, to, m);
             if to.is_signed_int() {
                 format!(
                     "{qualifier}{t} {name}({f} x) {{\n    if (x != x) return 0;\n    if (x <= {lo}) return {min};\n    if (x >= {hi}) return {max};\n    return ({t})x;\n}}\n",
@@ -501,10 +521,10 @@ mod tests {
                 };
                 let (x, y) = (bits(v[0]), bits(v[1]));
                 let want = [
-                    semantics::math(F::ExpM1, s, x),
-                    semantics::math(F::Ln1p, s, x),
-                    semantics::math(F::Cbrt, s, x),
-                    semantics::math2(F2::Hypot, s, x, y),
+                    semantics::math(F::ExpM1, s, x.into()) as u64,
+                    semantics::math(F::Ln1p, s, x.into()) as u64,
+                    semantics::math(F::Cbrt, s, x.into()) as u64,
+                    semantics::math2(F2::Hypot, s, x.into(), y.into()) as u64,
                 ];
                 for (k, &w) in want.iter().enumerate() {
                     let d = semantics::ulps(s, bits(v[2 + k]), w);

@@ -33,6 +33,22 @@ fn unsigned(value: u64) -> String {
     }
 }
 
+/// A 128-bit integer literal: C has none, so the value is built from its 64-bit halves in
+/// `unsigned __int128` (a value that fits 64 bits is a 64-bit literal), cast to the type.
+fn wide(d: &(impl Dialect + ?Sized), s: Scalar, bits: u128) -> String {
+    let t = d.scalar_type(s);
+    let (hi, lo) = ((bits >> 64) as u64, bits as u64);
+    let value = bits as i128;
+    if s == Scalar::I128 && i128::from(i64::MIN) <= value && value <= i128::from(i64::MAX) {
+        return format!("({t}){}", signed(value as i64, Scalar::I64));
+    }
+    if hi == 0 {
+        return format!("({t}){}", unsigned(lo));
+    }
+    let u = d.scalar_type(Scalar::U128);
+    format!("({t})((({u}){} << 64) | {})", unsigned(hi), unsigned(lo))
+}
+
 /// A float literal of type `s` (`f32` or `f64`) with the given bits.
 fn float(s: Scalar, bits: u64, helpers: &mut BTreeSet<Helper>) -> String {
     let (text, nan, infinite, negative, canonical_nan) = if s == Scalar::F32 {
@@ -80,7 +96,10 @@ pub fn literal(
     c: Const,
     helpers: &mut BTreeSet<Helper>,
 ) -> Result<String, DialectError> {
-    let bits = c.bits;
+    if let Some(s) = c.ty.scalar().filter(|s| s.is_wide()) {
+        return Ok(wide(d, s, c.bits));
+    }
+    let bits = c.bits as u64;
     Ok(match c.ty {
         Type::Ptr(elem, space) => {
             let ty = d.pointer_type(elem, space)?;
@@ -102,6 +121,7 @@ pub fn literal(
             Scalar::U32 => unsigned(bits & 0xffff_ffff),
             Scalar::U64 => unsigned(bits),
             Scalar::F32 | Scalar::F64 => float(s, bits, helpers),
+            Scalar::I128 | Scalar::U128 => wide(d, s, c.bits),
         },
     })
 }
@@ -112,7 +132,26 @@ mod tests {
     use crate::dialect::CDialect;
 
     fn lit(ty: Type, bits: u64) -> String {
+        wide_lit(ty, u128::from(bits))
+    }
+
+    fn wide_lit(ty: Type, bits: u128) -> String {
         literal(&CDialect, Const { ty, bits }, &mut BTreeSet::new()).unwrap()
+    }
+
+    #[test]
+    fn wide_integers() {
+        assert_eq!(wide_lit(Type::I128, (-5i128) as u128), "(__int128)-5");
+        assert_eq!(wide_lit(Type::U128, 7), "(unsigned __int128)7");
+        assert_eq!(
+            wide_lit(Type::I128, i128::MIN as u128),
+            "(__int128)(((unsigned __int128)UINT64_C(9223372036854775808) << 64) | 0)"
+        );
+        assert_eq!(
+            wide_lit(Type::U128, u128::MAX),
+            "(unsigned __int128)(((unsigned __int128)UINT64_C(18446744073709551615) << 64) \
+             | UINT64_C(18446744073709551615))"
+        );
     }
 
     #[test]

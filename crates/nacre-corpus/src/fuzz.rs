@@ -176,8 +176,10 @@ pub fn interesting_bits(rng: &mut Rng, s: Scalar) -> u64 {
             _ => rng.next_u64(),
         },
         Scalar::F16 | Scalar::BF16 => match rng.below(10) {
-            0..=5 => nacre::ir::semantics::f32_to_half(s, rng.pick(&F32_EDGES)),
-            6..=7 => nacre::ir::semantics::f32_to_half(s, (rng.below(2001) as f32 - 1000.0) / 8.0),
+            0..=5 => nacre::ir::semantics::f32_to_half(s, rng.pick(&F32_EDGES)) as u64,
+            6..=7 => {
+                nacre::ir::semantics::f32_to_half(s, (rng.below(2001) as f32 - 1000.0) / 8.0) as u64
+            }
             _ => rng.next_u64() & 0xffff,
         },
         _ => {
@@ -210,7 +212,12 @@ pub fn interesting_bits(rng: &mut Rng, s: Scalar) -> u64 {
             }
         }
     };
-    normalize(ty, bits)
+    norm(ty, bits)
+}
+
+/// [`normalize`] on the 64-bit words the fuzzer's values (no wider than 64 bits) travel in.
+fn norm(ty: Type, bits: u64) -> u64 {
+    normalize(ty, u128::from(bits)) as u64
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,7 +432,7 @@ impl<'a, 'f> Body<'a, 'f> {
             6..=7 => Scalar::F64,
             8..=9 => Scalar::F32,
             10 => Scalar::Bool,
-            _ => self.rng.pick(&Scalar::ALL),
+            _ => self.rng.pick(&Scalar::HOST),
         }
     }
 
@@ -439,7 +446,7 @@ impl<'a, 'f> Body<'a, 'f> {
 
     fn konst(&mut self, s: Scalar, bits: u64) -> Value {
         let ty = Type::Scalar(s);
-        self.b.const_bits(ty, normalize(ty, bits))
+        self.b.const_bits(ty, norm(ty, bits))
     }
 
     fn random_const(&mut self, s: Scalar) -> Value {
@@ -1301,12 +1308,12 @@ impl ModuleGen {
             params.push(Type::U32);
         }
         for _ in 0..rng.range(0, 3) {
-            params.push(Type::Scalar(rng.pick(&Scalar::ALL)));
+            params.push(Type::Scalar(rng.pick(&Scalar::HOST)));
         }
         let mut ptr_elems = Vec::new();
         if !pure {
             for _ in 0..rng.range(0, 2) {
-                let e = rng.pick(&Scalar::ALL);
+                let e = rng.pick(&Scalar::HOST);
                 ptr_elems.push(e);
                 params.push(Type::ptr(e));
             }
@@ -1316,7 +1323,7 @@ impl ModuleGen {
         } else if rng.chance(10) {
             None
         } else {
-            Some(Type::Scalar(rng.pick(&Scalar::ALL)))
+            Some(Type::Scalar(rng.pick(&Scalar::HOST)))
         };
         let rules = FnRules {
             callees: if deep {
@@ -1564,7 +1571,7 @@ impl ModuleGen {
             _ => TrapMode::Nothing,
         };
         let scalars: Vec<Scalar> = (0..rng.range(0, 3))
-            .map(|_| rng.pick(&Scalar::ALL))
+            .map(|_| rng.pick(&Scalar::HOST))
             .collect();
         let mut params: Vec<Type> = ptr_args
             .iter()
@@ -1660,7 +1667,7 @@ fn kernel_phases(
     let mut shared = Vec::new();
     if use_shared {
         for _ in 0..body.rng.range(1, 2) {
-            let e = body.rng.pick(&Scalar::ALL);
+            let e = body.rng.pick(&Scalar::HOST);
             let len = body.rng.pick(&[8, 8, 12, 16]);
             let v = body.b.shared_alloc(e, len);
             shared.push(PtrVal {
@@ -1967,14 +1974,14 @@ pub fn generate(seed: u64, flavor: Flavor) -> Program {
             elem: match rng.below(4) {
                 0 => Scalar::I32,
                 1 => Scalar::F64,
-                _ => rng.pick(&Scalar::ALL),
+                _ => rng.pick(&Scalar::HOST),
             },
             len: rng.pick(&[0, 1, 3, 5, 8, 8, 12, 16, 16, 24, 30, 64, 100]),
         })
         .collect();
     let n_scalars = rng.range(1, 4);
     let mut params: Vec<Type> = (0..n_scalars)
-        .map(|_| Type::Scalar(rng.pick(&Scalar::ALL)))
+        .map(|_| Type::Scalar(rng.pick(&Scalar::HOST)))
         .collect();
     // Pointers at random positions among the scalars.
     // (in array order: each after the previous one).
@@ -1987,7 +1994,7 @@ pub fn generate(seed: u64, flavor: Flavor) -> Program {
     let ret = if rng.chance(8) {
         None
     } else {
-        Some(Type::Scalar(rng.pick(&Scalar::ALL)))
+        Some(Type::Scalar(rng.pick(&Scalar::HOST)))
     };
     let plans: Vec<KernelPlan> = if kernels {
         let n = g.rng.range(1, 2);
@@ -2176,8 +2183,10 @@ fn nan_canonical(s: Scalar, bits: u64) -> u64 {
     match s {
         Scalar::F32 if f32::from_bits(bits as u32).is_nan() => 0x7fc0_0000,
         Scalar::F64 if f64::from_bits(bits).is_nan() => 0x7ff8_0000_0000_0000,
-        Scalar::F16 | Scalar::BF16 if nacre::ir::semantics::half_to_f32(s, bits).is_nan() => {
-            nacre::ir::semantics::f32_to_half(s, f32::NAN)
+        Scalar::F16 | Scalar::BF16
+            if nacre::ir::semantics::half_to_f32(s, bits.into()).is_nan() =>
+        {
+            nacre::ir::semantics::f32_to_half(s, f32::NAN) as u64
         }
         _ => bits,
     }
@@ -2266,7 +2275,7 @@ impl Guarded {
                 let mut b = [0u8; 8];
                 b[..eb].copy_from_slice(&bytes[at..at + eb]);
                 let bits = u64::from_le_bytes(b);
-                let bits = normalize(Type::Scalar(self.spec.elem), bits);
+                let bits = norm(Type::Scalar(self.spec.elem), bits);
                 nan_canonical(self.spec.elem, bits)
             })
             .collect()
@@ -2409,7 +2418,7 @@ impl Runner {
                 .map_err(|e| format!("array {i} ({:?}): {e}", a.spec))?;
         }
         let result = result.map(|bits| match p.ret() {
-            Some(Type::Scalar(s)) => nan_canonical(s, normalize(Type::Scalar(s), bits)),
+            Some(Type::Scalar(s)) => nan_canonical(s, norm(Type::Scalar(s), bits)),
             _ => bits,
         });
         Ok(Outcome {

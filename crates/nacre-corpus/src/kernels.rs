@@ -14,6 +14,7 @@ use nacre::{f16, kernel, Engine};
 
 pub mod single_pass;
 pub mod warp;
+pub mod wide;
 
 /// One kernel case.
 pub struct KernelCase {
@@ -1870,6 +1871,12 @@ fn check_large_batch(engine: &Engine, _: usize) -> Result<(), String> {
 }
 
 /// Every kernel case.
+/// The kernel cases Metal cannot run (it has no 128-bit integers: its code generator refuses
+/// them with a typed error), which every other target runs.
+pub fn without_metal() -> Vec<KernelCase> {
+    wide::cases()
+}
+
 pub fn all() -> Vec<KernelCase> {
     vec![
         KernelCase {
@@ -2115,7 +2122,7 @@ pub fn all() -> Vec<KernelCase> {
     ]
 }
 
-/// Runs the check of every case on `engine`, once per size `sizes` gives for the case (none
+/// Runs the check of every case ([`all`] and [`without_metal`]) on `engine`, once per size `sizes` gives for the case (none
 /// leaves it out). Returns the number of runs and one line per failed run.
 pub fn check_all(
     engine: &Engine,
@@ -2123,7 +2130,7 @@ pub fn check_all(
 ) -> (usize, Vec<String>) {
     let mut ran = 0;
     let mut failures = Vec::new();
-    for case in all() {
+    for case in all().into_iter().chain(without_metal()) {
         for n in sizes(&case) {
             ran += 1;
             if let Err(e) = (case.check)(engine, n) {

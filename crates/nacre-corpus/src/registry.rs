@@ -68,8 +68,10 @@ fn canonical(ret: Option<Scalar>, bits: u64) -> u64 {
     match ret {
         Some(Scalar::F32) if f32::from_bits(bits as u32).is_nan() => f32::NAN.to_bits() as u64,
         Some(Scalar::F64) if f64::from_bits(bits).is_nan() => f64::NAN.to_bits(),
-        Some(s @ (Scalar::F16 | Scalar::BF16)) if semantics::half_to_f32(s, bits).is_nan() => {
-            semantics::f32_to_half(s, f32::NAN)
+        Some(s @ (Scalar::F16 | Scalar::BF16))
+            if semantics::half_to_f32(s, bits.into()).is_nan() =>
+        {
+            semantics::f32_to_half(s, f32::NAN) as u64
         }
         _ => bits,
     }
@@ -173,7 +175,7 @@ fn describe(params: &[Scalar], args: &[u64]) -> String {
         .map(|(p, a)| {
             nacre::ir::printer::const_value(nacre::ir::Const {
                 ty: (*p).into(),
-                bits: *a,
+                bits: u128::from(*a),
             })
         })
         .collect();
@@ -184,7 +186,7 @@ fn describe(params: &[Scalar], args: &[u64]) -> String {
 /// -0.0, NaN and the infinities.
 pub fn edge_values(s: Scalar) -> Vec<u64> {
     fn ints<T: ScalarValue>(v: &[T]) -> Vec<u64> {
-        v.iter().map(|x| x.to_bits()).collect()
+        v.iter().map(|x| x.to_bits() as u64).collect()
     }
     match s {
         Scalar::Bool => vec![0, 1],
@@ -238,8 +240,10 @@ pub fn edge_values(s: Scalar) -> Vec<u64> {
             f32::NEG_INFINITY,
         ]
         .iter()
-        .map(|&x| semantics::f32_to_half(s, x))
+        .map(|&x| semantics::f32_to_half(s, x) as u64)
         .collect(),
+        // Entry parameters are at most 64 bits wide (the verifier's host boundary).
+        Scalar::I128 | Scalar::U128 => Vec::new(),
     }
 }
 

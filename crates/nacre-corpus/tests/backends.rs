@@ -94,7 +94,7 @@ fn shape(s: Scalar, bits: u64, edge: u8) -> u64 {
     if edge.is_multiple_of(4) {
         return edges[(bits as usize) % edges.len()];
     }
-    nacre::ir::semantics::normalize(s.into(), bits)
+    nacre::ir::semantics::normalize(s.into(), u128::from(bits)) as u64
 }
 
 proptest! {

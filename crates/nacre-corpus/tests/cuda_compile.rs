@@ -9,7 +9,7 @@
 //! missing tool fails the test.
 
 use crate::emulation::Form;
-use nacre_corpus::kernels::all;
+use nacre_corpus::kernels::{all, without_metal};
 use nacre_cuda::codegen::{emit_kernels, KernelSource};
 use nacre_cuda::nvrtc::{self, Arch, NvrtcError};
 use std::path::PathBuf;
@@ -67,7 +67,7 @@ fn ptxas() -> Result<PathBuf, String> {
 /// and form; kernels shared by several cases appear once per form.
 fn corpus_kernels() -> Vec<(String, KernelSource)> {
     let mut out: Vec<(String, KernelSource)> = Vec::new();
-    for case in all() {
+    for case in all().into_iter().chain(without_metal()) {
         for form in [Form::Unchecked, Form::Checked] {
             let module = (case.trace)()
                 .unwrap_or_else(|e| panic!("{}: {e}", case.name))

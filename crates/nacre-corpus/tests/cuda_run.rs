@@ -18,6 +18,7 @@ use crate::emulation::{
 };
 use nacre::ir::{Module, Type, VerifiedModule};
 use nacre_c::Dialect;
+use nacre_corpus::kernels::without_metal;
 use nacre_cuda::codegen::{emit_kernels, CudaDialect, KernelSource};
 use std::path::Path;
 
@@ -97,7 +98,7 @@ fn generated_cuda_computes_what_the_cpu_runtime_computes() {
     let Some(cxx) = cxx_ready() else {
         return;
     };
-    check_against_cpu("CUDA", Form::Checked, emulated(cxx));
+    check_against_cpu("CUDA", Form::Checked, without_metal(), emulated(cxx));
 }
 
 /// The kernels `Engine::compile_unchecked` makes.
@@ -106,7 +107,7 @@ fn generated_unchecked_cuda_computes_what_the_cpu_runtime_computes() {
     let Some(cxx) = cxx_ready() else {
         return;
     };
-    check_against_cpu("CUDA", Form::Unchecked, emulated(cxx));
+    check_against_cpu("CUDA", Form::Unchecked, without_metal(), emulated(cxx));
 }
 
 #[test]

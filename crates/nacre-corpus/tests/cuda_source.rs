@@ -5,7 +5,7 @@
 //! and bounds-checked as `Engine::compile` makes it (the case's name with `__checked`).
 
 use crate::emulation::Form;
-use nacre_corpus::kernels::all;
+use nacre_corpus::kernels::{all, without_metal};
 use nacre_cuda::codegen::emit_kernels;
 
 /// The CUDA C of every kernel of `case`'s module in `form`, concatenated.
@@ -36,7 +36,7 @@ fn cuda_source(case: &nacre_corpus::kernels::KernelCase, form: Form) -> String {
 
 #[test]
 fn cuda_source_of_every_corpus_kernel() {
-    for case in all() {
+    for case in all().into_iter().chain(without_metal()) {
         let text = cuda_source(&case, Form::Unchecked);
         let checked = cuda_source(&case, Form::Checked);
         assert_ne!(text, checked, "{}: the checked kernels differ", case.name);

@@ -214,6 +214,10 @@ pub enum Arg {
     F32(f32),
     /// An `f16` array of this length with values in (-8, 8).
     F16s(usize),
+    /// An `i64` array with values of up to 63 bits, of both signs.
+    I64s(usize),
+    /// An `i128` array (filled with a pattern).
+    I128s(usize),
 }
 
 impl Arg {
@@ -222,6 +226,8 @@ impl Arg {
         match self {
             Arg::F32s(len) | Arg::Unit(len) | Arg::U32s(len) | Arg::I32s(len) => Some(len * 4),
             Arg::F16s(len) => Some(len * 2),
+            Arg::I64s(len) => Some(len * 8),
+            Arg::I128s(len) => Some(len * 16),
             Arg::U32(_) | Arg::F32(_) => None,
         }
     }
@@ -241,6 +247,7 @@ pub fn spec(case: &str) -> Vec<Arg> {
         "saxpy" => vec![F32(1.5), F32s(300), F32s(300), U32(300)],
         "classify" => vec![F32s(300), U32s(300), U32(300)],
         "prefix_sum" => vec![I32s(512), U32(2)],
+        "wide_products" => vec![I64s(300), I64s(300), I128s(300), I128s(3), U32(300)],
         "block_sum" => vec![F32s(600), F32s(3), U32(600)],
         "dyn_block_stats" => vec![F32s(300), F32s(9), U32(300), U32(128)],
         "histogram256" => vec![U32s(700), U32s(256), U32(700), U32(3)],
@@ -297,6 +304,8 @@ enum Data {
     U32(Array<u32>),
     I32(Array<i32>),
     F16(Array<nacre::f16>),
+    I64(Array<i64>),
+    I128(Array<i128>),
 }
 
 impl Data {
@@ -309,6 +318,13 @@ impl Data {
                 .as_slice()
                 .iter()
                 .map(|x| u64::from(x.to_bits()))
+                .collect(),
+            Data::I64(a) => a.as_slice().iter().map(|&x| x as u64).collect(),
+            // Both halves of each element.
+            Data::I128(a) => a
+                .as_slice()
+                .iter()
+                .flat_map(|&x| [x as u64, (x >> 64) as u64])
                 .collect(),
         }
     }
@@ -380,6 +396,22 @@ pub fn run(
                 let arr = Array::copy(&v).expect("array");
                 bits.push(arr.as_ptr() as u64);
                 arrays.push(Data::F16(arr));
+            }
+            Arg::I64s(len) => {
+                let v: Vec<i64> = (0..len as u64)
+                    .map(|i| {
+                        (i.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(seed) as i64)
+                            >> (i % 40)
+                    })
+                    .collect();
+                let arr = Array::copy(&v).expect("array");
+                bits.push(arr.as_ptr() as u64);
+                arrays.push(Data::I64(arr));
+            }
+            Arg::I128s(len) => {
+                let arr = Array::copy(&vec![-1i128; len]).expect("array");
+                bits.push(arr.as_ptr() as u64);
+                arrays.push(Data::I128(arr));
             }
             Arg::U32(x) => bits.push(x as u64),
             Arg::F32(x) => bits.push(x.to_bits() as u64),
@@ -470,19 +502,21 @@ fn compile_both(
     }
 }
 
-/// Runs every corpus case's host function twice, launching its kernels once on the CPU runtime
-/// and once through `kernels` (the emulated kernels of a module, by kernel id), and fails
-/// unless both runs return the same and leave every array bit-identical. Both run the module
-/// in `form`; `target` names the emulated side in messages.
+/// Runs every corpus case's host function (and those of `extra`, the cases only some targets
+/// run) twice, launching its kernels once on the CPU runtime and once through `kernels` (the
+/// emulated kernels of a module, by kernel id), and fails unless both runs return the same and
+/// leave every array bit-identical. Both run the module in `form`; `target` names the emulated
+/// side in messages.
 pub fn check_against_cpu(
     target: &str,
     form: Form,
+    extra: Vec<KernelCase>,
     mut kernels: impl FnMut(&VerifiedModule) -> Result<Vec<(FuncId, Emulated)>, String>,
 ) {
     let backend = make_backend(&Options::with_backend(BackendKind::Cranelift)).expect("backend");
     let mut failures = Vec::new();
     let mut checked = 0;
-    for case in all() {
+    for case in all().into_iter().chain(extra) {
         let both = compile_both(&*backend, &case, form, &mut kernels);
         let args = spec(case.name);
         let (want, want_arrays) = run(&*both.on_cpu, &args, form);

@@ -199,7 +199,7 @@ fn generator_covers_the_instruction_set() {
         }
     }
     let mut want: Vec<String> = Vec::new();
-    for s in Scalar::ALL {
+    for s in Scalar::HOST {
         for op in BinaryOp::ALL {
             if op.accepts(s) {
                 want.push(format!("binary.{}.{s}", op.name()));
@@ -210,7 +210,7 @@ fn generator_covers_the_instruction_set() {
                 want.push(format!("unary.{}.{s}", op.name()));
             }
         }
-        for t in Scalar::ALL {
+        for t in Scalar::HOST {
             if s != t {
                 want.push(format!("cast.{s}>{t}"));
             }

@@ -121,7 +121,7 @@ fn generated_msl_computes_what_the_cpu_runtime_computes() {
     let Some(cxx) = cxx_ready() else {
         return;
     };
-    check_against_cpu("MSL", Form::Checked, emulated(cxx));
+    check_against_cpu("MSL", Form::Checked, Vec::new(), emulated(cxx));
 }
 
 /// The kernels `Engine::compile_unchecked` makes.
@@ -130,7 +130,7 @@ fn generated_unchecked_msl_computes_what_the_cpu_runtime_computes() {
     let Some(cxx) = cxx_ready() else {
         return;
     };
-    check_against_cpu("MSL", Form::Unchecked, emulated(cxx));
+    check_against_cpu("MSL", Form::Unchecked, Vec::new(), emulated(cxx));
 }
 
 #[test]

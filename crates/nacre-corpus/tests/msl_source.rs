@@ -5,7 +5,7 @@
 //! `Engine::compile` makes it (the name with `__checked`).
 
 use crate::emulation::Form;
-use nacre_corpus::kernels::all;
+use nacre_corpus::kernels::{all, without_metal};
 use nacre_metal::{emit_msl, MslKernel};
 
 fn msl_of(case: &nacre_corpus::kernels::KernelCase, form: Form) -> Vec<MslKernel> {
@@ -56,4 +56,25 @@ fn msl_of_every_corpus_kernel() {
         }
     }
     assert!(kernels >= 2 * 17, "only {kernels} kernels");
+}
+
+/// Metal has no 128-bit integers: the kernels that use them are refused with a typed error
+/// that names the type and the target.
+#[test]
+fn wide_integer_kernels_are_a_typed_error_on_metal() {
+    let cases = without_metal();
+    assert!(!cases.is_empty());
+    for case in cases {
+        let module = (case.trace)()
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+            .module;
+        let verified = Form::Unchecked.prepare(module).expect("verifies");
+        let e = emit_msl(&verified).expect_err("Metal refuses i128");
+        let message = e.to_string();
+        assert!(
+            message.contains("i128") && message.contains("Metal"),
+            "{}: {message}",
+            case.name
+        );
+    }
 }

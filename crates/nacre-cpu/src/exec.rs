@@ -144,7 +144,9 @@ impl Shape {
 struct Scratch {
     /// The block's shared memory, 16-byte aligned (for the dynamic shared memory).
     shared: Vec<u128>,
-    state: Vec<u64>,
+    /// The threads' state words, 16-byte aligned (for 128-bit values, see
+    /// `nacre_kernel`'s state slots).
+    state: Vec<u128>,
     /// The block's exchange area for collective operations ([`ctx::exchange_bytes`]).
     exchange: Vec<u64>,
 }
@@ -157,8 +159,8 @@ impl Scratch {
         if self.shared.len() < shared_words {
             self.shared.resize(shared_words, 0);
         }
-        if self.state.len() < state_words {
-            self.state.resize(state_words, 0);
+        if self.state.len() < state_words.div_ceil(2) {
+            self.state.resize(state_words.div_ceil(2), 0);
         }
         (
             self.shared.as_mut_ptr() as u64,

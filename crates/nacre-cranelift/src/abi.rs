@@ -28,6 +28,7 @@ pub(crate) fn scalar_type(s: Scalar) -> ClifType {
         Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => types::I16,
         Scalar::I32 | Scalar::U32 => types::I32,
         Scalar::I64 | Scalar::U64 => types::I64,
+        Scalar::I128 | Scalar::U128 => types::I128,
         Scalar::F32 => types::F32,
         Scalar::F64 => types::F64,
     }

@@ -38,6 +38,7 @@ use nacre_ir::{
 
 mod atomic;
 mod stack_check;
+mod wide;
 
 /// Bytes of the launch's [`nacre_backend::LaunchDims`] (seven `u32`s) at the start of the
 /// launch slot, rounded up to 8; the arguments (one `u64` each) follow.
@@ -512,6 +513,9 @@ impl Lowerer<'_, '_> {
 
     /// An integer constant of Cranelift type `ty` from zero-extended bits.
     fn iconst(&mut self, ty: clif::Type, bits: u64) -> clif::Value {
+        if ty == types::I128 {
+            return self.wide_const(u128::from(bits));
+        }
         let bits = if ty.bits() < 64 {
             bits & ((1u64 << ty.bits()) - 1)
         } else {
@@ -520,15 +524,14 @@ impl Lowerer<'_, '_> {
         self.b.ins().iconst(ty, bits as i64)
     }
 
-    fn constant(&mut self, ty: Type, bits: u64) -> clif::Value {
+    fn constant(&mut self, ty: Type, bits: u128) -> clif::Value {
+        let bits = nacre_ir::semantics::normalize(ty, bits);
         match ty {
             Type::Scalar(Scalar::F32) => self.b.ins().f32const(Ieee32::with_bits(bits as u32)),
-            Type::Scalar(Scalar::F64) => self.b.ins().f64const(Ieee64::with_bits(bits)),
-            Type::Scalar(s) => {
-                let bits = nacre_ir::semantics::normalize(ty, bits);
-                self.iconst(abi::scalar_type(s), bits)
-            }
-            Type::Ptr(..) => self.iconst(self.env.pointer, bits),
+            Type::Scalar(Scalar::F64) => self.b.ins().f64const(Ieee64::with_bits(bits as u64)),
+            Type::Scalar(s) if s.is_wide() => self.wide_const(bits),
+            Type::Scalar(s) => self.iconst(abi::scalar_type(s), bits as u64),
+            Type::Ptr(..) => self.iconst(self.env.pointer, bits as u64),
         }
     }
 
@@ -551,6 +554,9 @@ impl Lowerer<'_, '_> {
         }
         if s.is_int() && op.is_bit_op() {
             return self.bit_op(op, s, x);
+        }
+        if s == Scalar::I128 && op == UnaryOp::Abs {
+            return self.wide_abs(x);
         }
         let ins = self.b.ins();
         if s.is_int() {
@@ -636,6 +642,9 @@ impl Lowerer<'_, '_> {
             if matches!(op, BinaryOp::Div | BinaryOp::Rem) {
                 return self.int_div(op, s, x, y);
             }
+            if s.is_wide() && matches!(op, BinaryOp::Min | BinaryOp::Max) {
+                return self.wide_min_max(op == BinaryOp::Max, s, x, y);
+            }
             let ins = self.b.ins();
             return match op {
                 BinaryOp::Add => ins.iadd(x, y),
@@ -682,8 +691,17 @@ impl Lowerer<'_, '_> {
         };
         let trap_block = self.trap_block(trap);
         let cont = self.b.create_block();
-        self.b.ins().brif(y, cont, &[], trap_block, &[]);
+        let nonzero = if s.is_wide() {
+            let zero = self.wide_const(0);
+            self.b.ins().icmp(IntCC::NotEqual, y, zero)
+        } else {
+            y
+        };
+        self.b.ins().brif(nonzero, cont, &[], trap_block, &[]);
         self.b.switch_to_block(cont);
+        if s.is_wide() {
+            return self.wide_div(op, s, x, y);
+        }
         if !s.is_signed_int() {
             return match op {
                 BinaryOp::Div => self.b.ins().udiv(x, y),
@@ -836,6 +854,9 @@ impl Lowerer<'_, '_> {
             return if fs.is_float() {
                 let zero = self.float_zero(fs);
                 self.b.ins().fcmp(FloatCC::NotEqual, x, zero)
+            } else if fs.is_wide() {
+                let zero = self.wide_const(0);
+                self.b.ins().icmp(IntCC::NotEqual, x, zero)
             } else {
                 self.b.ins().icmp_imm_u(IntCC::NotEqual, x, 0)
             };
@@ -844,6 +865,11 @@ impl Lowerer<'_, '_> {
         let tty = abi::scalar_type(ts);
         match (fs.is_float(), ts.is_float()) {
             (false, false) => self.resize_int(x, fs, ts),
+            (false, true) if fs.is_wide() => self.wide_to_float(x, fs, tty),
+            (true, false) if ts.is_wide() => {
+                let from = abi::scalar_type(fs);
+                self.float_to_wide(x, from, ts)
+            }
             (false, true) => {
                 // Convert from at least 32 bits: not every target converts narrower registers.
                 let (x, fs) = match fs {

@@ -4,6 +4,9 @@
 //! and the float library calls Cranelift emits when the host lacks an
 //! instruction (`floor`/`ceil`/`trunc`/`nearest` without SSE4.1, `fma` without FMA).
 //!
+//! The 128-bit integer helpers ([`wide_fn`]) divide and convert to and from floats, which
+//! Cranelift's `i128` lacks.
+//!
 //! The library calls are registered as symbols of every JIT module under the names
 //! [`libcall_names`] gives them, so they never depend on what the C library exports.
 
@@ -104,11 +107,120 @@ pub(crate) fn math_fn2(f: MathFn2, f64: bool) -> usize {
 }
 
 extern "C" fn f16_to_f32(h: u16) -> f32 {
-    semantics::half_to_f32(Scalar::F16, u64::from(h))
+    semantics::half_to_f32(Scalar::F16, u128::from(h))
 }
 
 extern "C" fn bf16_to_f32(h: u16) -> f32 {
-    semantics::half_to_f32(Scalar::BF16, u64::from(h))
+    semantics::half_to_f32(Scalar::BF16, u128::from(h))
+}
+
+/// A 128-bit integer operation Cranelift has no instruction for.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum WideFn {
+    /// `i128` division, wrapping (`MIN / -1` is `MIN`); the divisor is not zero.
+    SignedDiv,
+    /// `u128` division; the divisor is not zero.
+    UnsignedDiv,
+    /// `i128` remainder, wrapping (`MIN % -1` is 0); the divisor is not zero.
+    SignedRem,
+    /// `u128` remainder; the divisor is not zero.
+    UnsignedRem,
+    /// `i128` (or with `!signed`, `u128`) to `f64` (or `f32`), Rust's `as`.
+    ToFloat {
+        /// Whether the integer is signed.
+        signed: bool,
+        /// Whether the float is `f64`.
+        f64: bool,
+    },
+    /// `f64` (or `f32`) to `i128` (or `u128`), Rust's `as`: saturating, NaN to 0.
+    FromFloat {
+        /// Whether the integer is signed.
+        signed: bool,
+        /// Whether the float is `f64`.
+        f64: bool,
+    },
+}
+
+// Rust passes and returns `i128`/`u128` in `extern "C"` functions as C's `__int128`, which is
+// how Cranelift's `i128` travels in the C calling conventions of the supported targets.
+extern "C" fn i128_div(a: i128, b: i128) -> i128 {
+    a.wrapping_div(b)
+}
+extern "C" fn u128_div(a: u128, b: u128) -> u128 {
+    a / b
+}
+extern "C" fn i128_rem(a: i128, b: i128) -> i128 {
+    a.wrapping_rem(b)
+}
+extern "C" fn u128_rem(a: u128, b: u128) -> u128 {
+    a % b
+}
+extern "C" fn i128_to_f32(a: i128) -> f32 {
+    a as f32
+}
+extern "C" fn i128_to_f64(a: i128) -> f64 {
+    a as f64
+}
+extern "C" fn u128_to_f32(a: u128) -> f32 {
+    a as f32
+}
+extern "C" fn u128_to_f64(a: u128) -> f64 {
+    a as f64
+}
+extern "C" fn f32_to_i128(x: f32) -> i128 {
+    x as i128
+}
+extern "C" fn f64_to_i128(x: f64) -> i128 {
+    x as i128
+}
+extern "C" fn f32_to_u128(x: f32) -> u128 {
+    x as u128
+}
+extern "C" fn f64_to_u128(x: f64) -> u128 {
+    x as u128
+}
+
+/// The address of the helper computing `f`.
+pub(crate) fn wide_fn(f: WideFn) -> usize {
+    let p: *const () = match f {
+        WideFn::SignedDiv => i128_div as *const (),
+        WideFn::UnsignedDiv => u128_div as *const (),
+        WideFn::SignedRem => i128_rem as *const (),
+        WideFn::UnsignedRem => u128_rem as *const (),
+        WideFn::ToFloat {
+            signed: true,
+            f64: false,
+        } => i128_to_f32 as *const (),
+        WideFn::ToFloat {
+            signed: true,
+            f64: true,
+        } => i128_to_f64 as *const (),
+        WideFn::ToFloat {
+            signed: false,
+            f64: false,
+        } => u128_to_f32 as *const (),
+        WideFn::ToFloat {
+            signed: false,
+            f64: true,
+        } => u128_to_f64 as *const (),
+        WideFn::FromFloat {
+            signed: true,
+            f64: false,
+        } => f32_to_i128 as *const (),
+        WideFn::FromFloat {
+            signed: true,
+            f64: true,
+        } => f64_to_i128 as *const (),
+        WideFn::FromFloat {
+            signed: false,
+            f64: false,
+        } => f32_to_u128 as *const (),
+        WideFn::FromFloat {
+            signed: false,
+            f64: true,
+        } => f64_to_u128 as *const (),
+    };
+    p as usize
 }
 
 extern "C" fn f32_to_f16(x: f32) -> u16 {

@@ -22,8 +22,9 @@ pub(crate) fn codegen_error(message: impl std::fmt::Display) -> BackendError {
 ///
 /// Flags: the chosen `opt_level`; `is_pic = false` (required by the JIT); libcalls are not
 /// colocated (they are Rust functions anywhere in the address space); no unwind information
-/// (JIT code is never unwound through: traps return normally); Cranelift's own IR verifier
-/// runs only in debug builds.
+/// (JIT code is never unwound through: traps return normally); `i128` parameters and results
+/// pass as rustc and C compilers pass `__int128` (`enable_llvm_abi_extensions`, which the Rust
+/// helpers of `crate::runtime` rely on); Cranelift's own IR verifier runs only in debug builds.
 pub(crate) fn host_isa(
     options: &CraneliftOptions,
     isa_flags: &[(&str, &str)],
@@ -38,6 +39,7 @@ pub(crate) fn host_isa(
     set(&mut flags, "is_pic", "false")?;
     set(&mut flags, "use_colocated_libcalls", "false")?;
     set(&mut flags, "unwind_info", "false")?;
+    set(&mut flags, "enable_llvm_abi_extensions", "true")?;
     set(
         &mut flags,
         "enable_verifier",

@@ -64,6 +64,10 @@ pub const OPTIONS: &[&str] = &[
 /// The option that omits texture, device-runtime and launch declarations (NVRTC 12.4+).
 pub const MINIMAL: &str = "-minimal";
 
+/// The option that enables `__int128` in device code (NVRTC 11.5+ on Linux), given to the
+/// sources that use the 128-bit integers.
+pub const INT128: &str = "--device-int128";
+
 /// Why NVRTC could not compile a kernel.
 #[derive(Debug, Error)]
 pub enum NvrtcError {
@@ -199,8 +203,8 @@ impl Api {
     }
 
     /// The options of a compilation for `target` (`sm_90`, `compute_90`); with `fast_math`,
-    /// `--use_fast_math` replaces the IEEE options.
-    fn options(&self, target: &str, fast_math: bool) -> Vec<String> {
+    /// `--use_fast_math` replaces the IEEE options; with `int128`, [`INT128`] is added.
+    fn options(&self, target: &str, fast_math: bool, int128: bool) -> Vec<String> {
         let mut options = vec![format!("--gpu-architecture={target}")];
         if fast_math {
             options.push("--std=c++17".to_string());
@@ -210,6 +214,9 @@ impl Api {
         }
         if self.release >= (12, 4) {
             options.push(MINIMAL.to_string());
+        }
+        if int128 {
+            options.push(INT128.to_string());
         }
         options
     }
@@ -358,7 +365,7 @@ fn compile(src: &KernelSource, target: String, output: Output) -> Result<Vec<u8>
     api.check("nvrtcCreateProgram", created)?;
     let program = ProgramGuard { api, prog };
 
-    let option_text = api.options(&target, src.fast_math);
+    let option_text = api.options(&target, src.fast_math, src.source.contains("__int128"));
     let options: Vec<CString> = option_text
         .iter()
         .map(|o| CString::new(o.as_str()).map_err(|_| invalid("option")))

@@ -1,6 +1,6 @@
 //! The dispatch loop: runs a [`Program`] on a register stack.
 //!
-//! All frames of one run live in one contiguous `Vec<u64>` (the register stack); a frame is a
+//! All frames of one run live in one contiguous `Vec<u128>` (the register stack); a frame is a
 //! window of its function's `nregs` slots, and a callee's window starts right after its
 //! caller's. Calls between IR functions push a small return record on a heap-allocated frame
 //! stack instead of recursing on the host stack, so deep IR recursion can never overflow the
@@ -20,7 +20,7 @@ use nacre_ir::{semantics, Trap};
 use thiserror::Error;
 
 /// The most register slots (all frames of one call together) a run may use: 4 Mi slots
-/// (32 MiB), which allows a recursion depth of hundreds of thousands of small frames.
+/// (64 MiB), which allows a recursion depth of hundreds of thousands of small frames.
 pub const MAX_STACK_SLOTS: usize = 1 << 22;
 
 /// Register-stack capacity (in slots) kept in the per-thread buffer between calls; a run that
@@ -51,7 +51,7 @@ struct Frame {
 /// Reusable per-run buffers (kept per thread by the executable, so runs do not allocate).
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    regs: Vec<u64>,
+    regs: Vec<u128>,
     frames: Vec<Frame>,
     ext_args: Vec<u64>,
 }
@@ -86,7 +86,7 @@ enum Exit {
     /// An IR call: set up the callee's frame.
     Call(CallOp),
     /// A return with the result bits.
-    Ret(u64),
+    Ret(u128),
 }
 
 /// Runs the program's entry function with `args` (missing arguments read as 0, extra ones are
@@ -105,7 +105,7 @@ pub(crate) fn run(prog: &Program, args: &[u64], scratch: &mut Scratch) -> Result
     }
     enter(&mut stack[..f.nregs], f);
     for (k, (slot, mask)) in stack.iter_mut().zip(&f.param_masks).enumerate() {
-        *slot = args.get(k).map_or(0, |a| a & mask);
+        *slot = u128::from(args.get(k).map_or(0, |a| a & mask));
     }
     let mut base = 0usize;
     let mut pc = 0usize;
@@ -147,7 +147,8 @@ pub(crate) fn run(prog: &Program, args: &[u64], scratch: &mut Scratch) -> Result
                 pc = 0;
             }
             Exit::Ret(v) => match frames.pop() {
-                None => return Ok(v),
+                // The entry's result is at most 64 bits (the verifier's host boundary).
+                None => return Ok(v as u64),
                 Some(frame) => {
                     fi = frame.func as usize;
                     f = &prog.funcs[fi];
@@ -162,7 +163,7 @@ pub(crate) fn run(prog: &Program, args: &[u64], scratch: &mut Scratch) -> Result
 
 /// Pre-loads a new frame's constants (the parameters are written by the caller).
 #[inline(always)]
-fn enter(window: &mut [u64], f: &LoweredFunc) {
+fn enter(window: &mut [u128], f: &LoweredFunc) {
     window[f.nparams..f.nparams + f.consts.len()].copy_from_slice(&f.consts);
 }
 
@@ -193,7 +194,7 @@ fn bits64(x: f64) -> u64 {
 fn launch(
     prog: &Program,
     f: &LoweredFunc,
-    regs: &[u64],
+    regs: &[u128],
     l: LaunchOp,
     ext_args: &mut Vec<u64>,
 ) -> Result<(), Trap> {
@@ -208,12 +209,12 @@ fn launch(
     let mut small = [0u64; STACK_LAUNCH_ARGS];
     let bits: &[u64] = if args.len() <= STACK_LAUNCH_ARGS {
         for (b, &r) in small.iter_mut().zip(args) {
-            *b = regs[r as usize];
+            *b = regs[r as usize] as u64;
         }
         &small[..args.len()]
     } else {
         ext_args.clear();
-        ext_args.extend(args.iter().map(|&r| regs[r as usize]));
+        ext_args.extend(args.iter().map(|&r| regs[r as usize] as u64));
         ext_args
     };
     let mut status = 0u32;
@@ -234,7 +235,7 @@ fn launch(
 fn execute(
     prog: &Program,
     f: &LoweredFunc,
-    regs: &mut [u64],
+    regs: &mut [u128],
     pc_io: &mut usize,
     ext_args: &mut Vec<u64>,
 ) -> Result<Exit, Trap> {
@@ -244,12 +245,28 @@ fn execute(
     macro_rules! bin {
         ($r:expr, |$x:ident, $y:ident| $e:expr) => {{
             let r = $r;
+            let $x = regs[r.a as usize] as u64;
+            let $y = regs[r.b as usize] as u64;
+            regs[r.d as usize] = u128::from($e);
+        }};
+    }
+    macro_rules! un {
+        ($r:expr, |$x:ident| $e:expr) => {{
+            let r = $r;
+            let $x = regs[r.a as usize] as u64;
+            regs[r.d as usize] = u128::from($e);
+        }};
+    }
+    // The generic operators see whole registers (the 128-bit integers need them).
+    macro_rules! bin_wide {
+        ($r:expr, |$x:ident, $y:ident| $e:expr) => {{
+            let r = $r;
             let $x = regs[r.a as usize];
             let $y = regs[r.b as usize];
             regs[r.d as usize] = $e;
         }};
     }
-    macro_rules! un {
+    macro_rules! un_wide {
         ($r:expr, |$x:ident| $e:expr) => {{
             let r = $r;
             let $x = regs[r.a as usize];
@@ -259,8 +276,8 @@ fn execute(
     macro_rules! jump_unless {
         ($j:expr, |$x:ident, $y:ident| $e:expr) => {{
             let j = $j;
-            let $x = regs[j.a as usize];
-            let $y = regs[j.b as usize];
+            let $x = regs[j.a as usize] as u64;
+            let $y = regs[j.b as usize] as u64;
             if !$e {
                 pc = j.target as usize;
             }
@@ -269,12 +286,12 @@ fn execute(
     macro_rules! div {
         ($r:expr, $trap:expr, |$x:ident, $y:ident| $e:expr) => {{
             let r = $r;
-            let $x = regs[r.a as usize];
-            let $y = regs[r.b as usize];
+            let $x = regs[r.a as usize] as u64;
+            let $y = regs[r.b as usize] as u64;
             if $y == 0 {
                 return Err($trap);
             }
-            regs[r.d as usize] = $e;
+            regs[r.d as usize] = u128::from($e);
         }};
     }
 
@@ -282,7 +299,7 @@ fn execute(
         let op = code[pc];
         pc += 1;
         match op {
-            Op::Mov(r) => un!(r, |x| x),
+            Op::Mov(r) => un_wide!(r, |x| x),
 
             Op::Jump(j) => pc = j.target as usize,
             Op::JumpIf(j) => {
@@ -316,7 +333,7 @@ fn execute(
                 ext_args.extend(
                     f.arg_pool[start..start + c.nargs as usize]
                         .iter()
-                        .map(|&a| regs[a as usize]),
+                        .map(|&a| regs[a as usize] as u64),
                 );
                 // SAFETY: `ext.dyn_call` is the trampoline that the linkage pairs with
                 // `ext.addr`; the linkage's invariant (whoever filled it in) is that the
@@ -324,7 +341,7 @@ fn execute(
                 // checked that this call passes exactly as many arguments as the signature has,
                 // and every argument is a normalised value of the IR-declared parameter type.
                 let result = unsafe { (ext.dyn_call)(ext.addr, ext_args) };
-                regs[c.d as usize] = result & ext.ret_mask;
+                regs[c.d as usize] = u128::from(result & ext.ret_mask);
             }
             Op::Launch(l) => launch(prog, f, regs, l, ext_args)?,
 
@@ -419,9 +436,9 @@ fn execute(
             Op::FAbs64(r) => un!(r, |x| bits64(f64_of(x).abs())),
             Op::FSqrt32(r) => un!(r, |x| bits32(f32_of(x).sqrt())),
             Op::FSqrt64(r) => un!(r, |x| bits64(f64_of(x).sqrt())),
-            Op::UnGeneric(g) => un!(g.r, |x| semantics::unary(g.op, g.s, x)),
-            Op::Math(g) => un!(g.r, |x| semantics::math(g.f, g.s, x)),
-            Op::Math2(g) => bin!(g.r, |x, y| semantics::math2(g.f, g.s, x, y)),
+            Op::UnGeneric(g) => un_wide!(g.r, |x| semantics::unary(g.op, g.s, x)),
+            Op::Math(g) => un_wide!(g.r, |x| semantics::math(g.f, g.s, x)),
+            Op::Math2(g) => bin_wide!(g.r, |x, y| semantics::math2(g.f, g.s, x, y)),
 
             Op::IEq(r) => bin!(r, |x, y| u64::from(x == y)),
             Op::INe(r) => bin!(r, |x, y| u64::from(x != y)),
@@ -462,11 +479,11 @@ fn execute(
             Op::F64ToS64(r) => un!(r, |x| f64_of(x) as i64 as u64),
             Op::F32ToF64(r) => un!(r, |x| bits64(f64::from(f32_of(x)))),
             Op::F64ToF32(r) => un!(r, |x| bits32(f64_of(x) as f32)),
-            Op::CastGeneric(g) => un!(g.r, |x| semantics::cast(g.from, g.to, x)),
+            Op::CastGeneric(g) => un_wide!(g.r, |x| semantics::cast(g.from, g.to, x)),
             Op::CmpGeneric(g) => {
                 let r = g.r;
                 let (a, b) = (regs[r.a as usize], regs[r.b as usize]);
-                regs[r.d as usize] = u64::from(semantics::compare(g.op, g.s.into(), a, b));
+                regs[r.d as usize] = u128::from(semantics::compare(g.op, g.s.into(), a, b));
             }
 
             Op::Select(r) => {
@@ -479,19 +496,19 @@ fn execute(
             }
             Op::FFma32(r) => {
                 let (a, b, c) = (
-                    f32_of(regs[r.a as usize]),
-                    f32_of(regs[r.b as usize]),
-                    f32_of(regs[r.c as usize]),
+                    f32_of(regs[r.a as usize] as u64),
+                    f32_of(regs[r.b as usize] as u64),
+                    f32_of(regs[r.c as usize] as u64),
                 );
-                regs[r.d as usize] = bits32(a.mul_add(b, c));
+                regs[r.d as usize] = u128::from(bits32(a.mul_add(b, c)));
             }
             Op::FFma64(r) => {
                 let (a, b, c) = (
-                    f64_of(regs[r.a as usize]),
-                    f64_of(regs[r.b as usize]),
-                    f64_of(regs[r.c as usize]),
+                    f64_of(regs[r.a as usize] as u64),
+                    f64_of(regs[r.b as usize] as u64),
+                    f64_of(regs[r.c as usize] as u64),
                 );
-                regs[r.d as usize] = bits64(a.mul_add(b, c));
+                regs[r.d as usize] = u128::from(bits64(a.mul_add(b, c)));
             }
             Op::FmaGeneric(g) => {
                 let r = g.r;
@@ -504,23 +521,23 @@ fn execute(
             }
 
             Op::ElemPtr(a) => {
-                let offset = regs[a.i as usize].wrapping_shl(u32::from(a.shift));
-                regs[a.d as usize] = regs[a.p as usize].wrapping_add(offset);
+                let offset = (regs[a.i as usize] as u64).wrapping_shl(u32::from(a.shift));
+                regs[a.d as usize] = u128::from((regs[a.p as usize] as u64).wrapping_add(offset));
             }
             Op::ElemPtrS8(a) => {
                 let offset =
                     (i64::from(regs[a.i as usize] as i8) as u64).wrapping_shl(u32::from(a.shift));
-                regs[a.d as usize] = regs[a.p as usize].wrapping_add(offset);
+                regs[a.d as usize] = u128::from((regs[a.p as usize] as u64).wrapping_add(offset));
             }
             Op::ElemPtrS16(a) => {
                 let offset =
                     (i64::from(regs[a.i as usize] as i16) as u64).wrapping_shl(u32::from(a.shift));
-                regs[a.d as usize] = regs[a.p as usize].wrapping_add(offset);
+                regs[a.d as usize] = u128::from((regs[a.p as usize] as u64).wrapping_add(offset));
             }
             Op::ElemPtrS32(a) => {
                 let offset =
                     (i64::from(regs[a.i as usize] as i32) as u64).wrapping_shl(u32::from(a.shift));
-                regs[a.d as usize] = regs[a.p as usize].wrapping_add(offset);
+                regs[a.d as usize] = u128::from((regs[a.p as usize] as u64).wrapping_add(offset));
             }
             // Loads: the address is an IR pointer value, which ultimately comes
             // from the arguments of the compiled function (plus in-bounds `elem_ptr`
@@ -546,51 +563,61 @@ fn execute(
                 // SAFETY: caller-guaranteed pointer, valid for reading 8 bytes (see above).
                 un!(r, |x| unsafe { load::<u64>(x) })
             }
+            Op::Load128(r) => {
+                // SAFETY: caller-guaranteed pointer, valid for reading 16 bytes (see above).
+                un_wide!(r, |x| unsafe { load::<u128>(x as u64) })
+            }
             // Stores: as for loads, the pointer comes from the compiled function's
             // caller, who guarantees it is valid for writes of the element type and that no
             // Rust reference aliases the written memory during the call.
             Op::Store8(s) => {
-                let (p, v) = (regs[s.p as usize], regs[s.v as usize]);
+                let (p, v) = (regs[s.p as usize] as u64, regs[s.v as usize]);
                 // SAFETY: caller-guaranteed pointer, valid for writing 1 byte (see above).
                 unsafe { store::<u8>(p, v as u8) }
             }
             Op::Store16(s) => {
-                let (p, v) = (regs[s.p as usize], regs[s.v as usize]);
+                let (p, v) = (regs[s.p as usize] as u64, regs[s.v as usize]);
                 // SAFETY: caller-guaranteed pointer, valid for writing 2 bytes (see above).
                 unsafe { store::<u16>(p, v as u16) }
             }
             Op::Store32(s) => {
-                let (p, v) = (regs[s.p as usize], regs[s.v as usize]);
+                let (p, v) = (regs[s.p as usize] as u64, regs[s.v as usize]);
                 // SAFETY: caller-guaranteed pointer, valid for writing 4 bytes (see above).
                 unsafe { store::<u32>(p, v as u32) }
             }
             Op::Store64(s) => {
-                let (p, v) = (regs[s.p as usize], regs[s.v as usize]);
+                let (p, v) = (regs[s.p as usize] as u64, regs[s.v as usize]);
                 // SAFETY: caller-guaranteed pointer, valid for writing 8 bytes (see above).
-                unsafe { store::<u64>(p, v) }
+                unsafe { store::<u64>(p, v as u64) }
+            }
+            Op::Store128(s) => {
+                let (p, v) = (regs[s.p as usize] as u64, regs[s.v as usize]);
+                // SAFETY: caller-guaranteed pointer, valid for writing 16 bytes (see above).
+                unsafe { store::<u128>(p, v) }
             }
             Op::AtomicRmw(a) => {
-                let (p, v) = (regs[a.p as usize], regs[a.v as usize]);
+                let (p, v) = (regs[a.p as usize] as u64, regs[a.v as usize]);
                 // SAFETY: as for stores, a caller-guaranteed pointer valid for reading and
                 // writing one element of the atomic's type.
-                regs[a.d as usize] = unsafe {
+                let old = unsafe {
                     atomic::rmw(p, a.s, a.order, |old| {
-                        Some(semantics::atomic_rmw(a.op, a.s, old, v))
+                        Some(semantics::atomic_rmw(a.op, a.s, u128::from(old), v) as u64)
                     })
                 };
+                regs[a.d as usize] = u128::from(old);
             }
             Op::AtomicCas(c) => {
                 let en = c.en as usize;
                 let (e, n) = (f.arg_pool[en] as usize, f.arg_pool[en + 1] as usize);
-                let (p, e, n) = (regs[c.p as usize], regs[e], regs[n]);
+                let (p, e, n) = (regs[c.p as usize] as u64, regs[e] as u64, regs[n] as u64);
                 // SAFETY: as for `AtomicRmw`.
-                regs[c.d as usize] =
-                    unsafe { atomic::rmw(p, c.s, c.order, |old| (old == e).then_some(n)) };
+                let old = unsafe { atomic::rmw(p, c.s, c.order, |old| (old == e).then_some(n)) };
+                regs[c.d as usize] = u128::from(old);
             }
             Op::Fence(f) => std::sync::atomic::fence(f.order.to_std()),
             Op::BoundsCheck(c) => {
-                let (addr, base) = (regs[c.addr as usize], regs[c.base as usize]);
-                let bytes = regs[c.bytes as usize];
+                let (addr, base) = (regs[c.addr as usize] as u64, regs[c.base as usize] as u64);
+                let bytes = regs[c.bytes as usize] as u64;
                 if !semantics::in_bounds(addr, base, bytes, c.size()) {
                     let code = c.trap_code();
                     return Err(Trap::from_code(code).unwrap_or(Trap::out_of_bounds(None, None)));

@@ -29,7 +29,8 @@ const BACKEND: &str = "interp";
 
 /// The mask that normalises bits of type `ty` (see [`nacre_ir::semantics::normalize`]).
 pub(crate) fn type_mask(ty: Type) -> u64 {
-    normalize(ty, u64::MAX)
+    // Values crossing the host boundary are at most 64 bits wide (the verifier checks it).
+    normalize(ty, u128::from(u64::MAX)) as u64
 }
 
 /// Lowers every host function of `module`; the module's entry (a host function) becomes the
@@ -158,8 +159,8 @@ enum CmpKind {
     SLe(u32),
     /// Float comparisons at a width.
     F(CmpOp, u32),
-    /// Comparisons of a half type, through the reference semantics.
-    Half(CmpOp, Scalar),
+    /// Comparisons of a half type or a 128-bit integer, through the reference semantics.
+    Generic(CmpOp, Scalar),
 }
 
 impl CmpKind {
@@ -171,7 +172,7 @@ impl CmpKind {
             other => (other, false),
         };
         let kind = match ty {
-            Type::Scalar(s) if s.is_half() => CmpKind::Half(op, s),
+            Type::Scalar(s) if s.is_half() || s.is_wide() => CmpKind::Generic(op, s),
             Type::Scalar(s) if s.is_float() => CmpKind::F(op, s.bits()),
             Type::Scalar(s) if s.is_signed_int() && matches!(op, CmpOp::Lt | CmpOp::Le) => {
                 if op == CmpOp::Lt {
@@ -208,7 +209,7 @@ impl CmpKind {
                 };
                 ops[usize::from(w == 64)](r)
             }
-            CmpKind::Half(op, s) => Op::CmpGeneric(GenCmp { op, s, r }),
+            CmpKind::Generic(op, s) => Op::CmpGeneric(GenCmp { op, s, r }),
         }
     }
 
@@ -237,7 +238,7 @@ impl CmpKind {
             CmpKind::ULe => (CmpKind::ULt, true),
             CmpKind::SLt(w) => (CmpKind::SLe(w), true),
             CmpKind::SLe(w) => (CmpKind::SLt(w), true),
-            CmpKind::F(..) | CmpKind::Half(..) => return None,
+            CmpKind::F(..) | CmpKind::Generic(..) => return None,
         })
     }
 
@@ -278,6 +279,9 @@ fn int_like(ty: Type) -> Option<(u32, bool)> {
 /// The specialised instruction for a unary operator on a scalar type.
 fn lower_unary(op: UnaryOp, s: Scalar, r: R2) -> Op {
     let generic = Op::UnGeneric(GenUn { op, s, r });
+    if s.is_wide() {
+        return generic;
+    }
     if s == Scalar::Bool {
         return if op == UnaryOp::Not {
             Op::BNot(r)
@@ -345,6 +349,9 @@ fn lower_unary(op: UnaryOp, s: Scalar, r: R2) -> Op {
 /// The specialised instruction for a binary operator on a scalar type.
 fn lower_binary(op: BinaryOp, s: Scalar, r: R3) -> Op {
     let generic = Op::BinGeneric(GenBin { op, s, r });
+    if s.is_wide() {
+        return generic;
+    }
     if s == Scalar::Bool {
         return match op {
             BinaryOp::And | BinaryOp::Mul | BinaryOp::Min => Op::And(r),
@@ -427,6 +434,10 @@ fn lower_cast(from: Type, to: Type, r: R2) -> Op {
     if from == to {
         return Op::Mov(r);
     }
+    let wide = |t: Type| t.scalar().is_some_and(Scalar::is_wide);
+    if wide(from) || wide(to) {
+        return generic;
+    }
     if to.is_bool() {
         return if from.is_bool() || int_like(from).is_some() {
             Op::ToBool(r)
@@ -470,13 +481,14 @@ fn lower_cast(from: Type, to: Type, r: R2) -> Op {
     }
 }
 
-/// log2 of an element size in bytes (1, 2, 4 or 8).
+/// log2 of an element size in bytes (1, 2, 4, 8 or 16).
 fn elem_shift(elem: Scalar) -> u8 {
     match elem.bytes() {
         1 => 0,
         2 => 1,
         4 => 2,
-        _ => 3,
+        8 => 3,
+        _ => 4,
     }
 }
 
@@ -499,7 +511,7 @@ struct FnLowerer<'a> {
     /// Blocks in the layout.
     live: HashSet<Block>,
     nparams: usize,
-    consts: Vec<u64>,
+    consts: Vec<u128>,
     nregs: u32,
     /// The scratch slot (move cycles, ignored call results).
     scratch: Reg,
@@ -647,8 +659,8 @@ impl<'a> FnLowerer<'a> {
 
         // Constants, deduplicated by bits; operands defined nowhere (only in malformed IR)
         // read a zero constant.
-        let mut const_slot: HashMap<u64, Reg> = HashMap::new();
-        let mut const_values: Vec<(Value, u64)> = Vec::new();
+        let mut const_slot: HashMap<u128, Reg> = HashMap::new();
+        let mut const_values: Vec<(Value, u128)> = Vec::new();
         for &b in &func.layout {
             for &inst in self.block_insts(b)? {
                 let data = self.inst_data(inst)?;
@@ -1087,6 +1099,8 @@ impl<'a> FnLowerer<'a> {
                 };
                 if elem == Scalar::Bool {
                     Op::LoadBool(r)
+                } else if elem.is_wide() {
+                    Op::Load128(r)
                 } else {
                     pick(
                         elem.bits(),
@@ -1101,11 +1115,15 @@ impl<'a> FnLowerer<'a> {
                     p: self.slot(*p)?,
                     v: self.slot(*v)?,
                 };
-                pick(
-                    elem.bits(),
-                    [Op::Store8, Op::Store16, Op::Store32, Op::Store64],
-                    s,
-                )
+                if elem.is_wide() {
+                    Op::Store128(s)
+                } else {
+                    pick(
+                        elem.bits(),
+                        [Op::Store8, Op::Store16, Op::Store32, Op::Store64],
+                        s,
+                    )
+                }
             }
             InstKind::AtomicRmw {
                 op, ptr, value, order, ..

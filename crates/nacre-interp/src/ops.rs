@@ -1,8 +1,9 @@
 //! The interpreter's instruction set: [`Op`], pre-decoded and specialised by type.
 //!
-//! Every IR value lives in a register slot of the current frame (a `u64` holding the value's
+//! Every IR value lives in a register slot of the current frame (a `u128` holding the value's
 //! bits in the normalised encoding of [`nacre_ir::semantics`]: zero-extended to the type's
-//! width). Operands are slot numbers ([`Reg`]) relative to the frame base. Operators are
+//! width). The specialised operators of types up to 64 bits work on the low word; the 128-bit
+//! integers go through the generic variants, which see the whole register. Operands are slot numbers ([`Reg`]) relative to the frame base. Operators are
 //! specialised by type at lowering time (`IAdd32`, `SLt64`, `FMul64`, ...), so the dispatch
 //! loop never looks at a type; rare operator/type combinations use the generic variants
 //! ([`Op::BinGeneric`], [`Op::UnGeneric`], [`Op::CastGeneric`], [`Op::FmaGeneric`]), which call
@@ -748,7 +749,8 @@ define_ops! {
     F64ToF32(R2) = "f64tof32";
     /// Any other conversion, through the reference semantics.
     CastGeneric(GenCast) = "cast";
-    /// A comparison of half-precision floats, through the reference semantics.
+    /// A comparison of half-precision floats or 128-bit integers, through the reference
+    /// semantics.
     CmpGeneric(GenCmp) = "cmp";
 
     /// `cond ? a : b` (`a` = condition, `b` = value if true, `c` = value if false).
@@ -778,6 +780,8 @@ define_ops! {
     Load32(R2) = "load32";
     /// Load 64 bits.
     Load64(R2) = "load64";
+    /// Load 128 bits.
+    Load128(R2) = "load128";
     /// Store the low 8 bits.
     Store8(StoreOp) = "store8";
     /// Store the low 16 bits.
@@ -786,6 +790,8 @@ define_ops! {
     Store32(StoreOp) = "store32";
     /// Store 64 bits.
     Store64(StoreOp) = "store64";
+    /// Store 128 bits.
+    Store128(StoreOp) = "store128";
     /// Trap unless an access is in bounds.
     BoundsCheck(CheckOp) = "bounds_check";
     /// Atomic read-modify-write.

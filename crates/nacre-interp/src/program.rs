@@ -22,7 +22,7 @@ pub(crate) struct LoweredFunc {
     /// Number of parameters (slots `0..nparams`).
     pub nparams: usize,
     /// Constant values for slots `nparams..nparams + consts.len()`.
-    pub consts: Vec<u64>,
+    pub consts: Vec<u128>,
     /// Per parameter, the mask that normalises an argument passed from outside.
     pub param_masks: Vec<u64>,
     /// Argument slots of the calls in this function, referenced by [`crate::ops::CallOp`].

@@ -169,30 +169,30 @@ mod tests {
 
     #[test]
     fn every_operation_is_its_operator() {
-        let (a, b) = ((-7i32) as u32 as u64, 5u64);
-        let i32s: Vec<u64> = AtomicOp::ALL
+        let (a, b) = ((-7i32) as u32 as u128, 5u128);
+        let i32s: Vec<u128> = AtomicOp::ALL
             .iter()
             .map(|&op| atomic_rmw(op, Scalar::I32, a, b))
             .collect();
         let want = [-2i32, -12, -7, 5, -7 & 5, -7 | 5, -7 ^ 5, 5];
-        assert_eq!(i32s, want.map(|x| x as u32 as u64));
+        assert_eq!(i32s, want.map(|x| x as u32 as u128));
         // Unsigned min and max compare as unsigned.
         assert_eq!(atomic_rmw(AtomicOp::Min, Scalar::U32, a, b), 5);
         assert_eq!(
-            atomic_rmw(AtomicOp::Max, Scalar::U64, u64::MAX, 1),
-            u64::MAX
+            atomic_rmw(AtomicOp::Max, Scalar::U64, u64::MAX.into(), 1),
+            u64::MAX.into()
         );
         // Float min ignores a NaN; add rounds as `+`.
-        let nan = u64::from(f32::NAN.to_bits());
-        let two = u64::from(2f32.to_bits());
+        let nan = u128::from(f32::NAN.to_bits());
+        let two = u128::from(2f32.to_bits());
         assert_eq!(atomic_rmw(AtomicOp::Min, Scalar::F32, nan, two), two);
         let sum = atomic_rmw(
             AtomicOp::Add,
             Scalar::F64,
-            0.1f64.to_bits(),
-            0.2f64.to_bits(),
+            0.1f64.to_bits().into(),
+            0.2f64.to_bits().into(),
         );
-        assert_eq!(f64::from_bits(sum), 0.1 + 0.2);
+        assert_eq!(f64::from_bits(sum as u64), 0.1 + 0.2);
     }
 
     #[test]

@@ -192,9 +192,13 @@ impl<'f> FunctionBuilder<'f> {
         self.value(InstKind::Const(c), c.ty)
     }
 
-    /// A constant of type `ty` from its bits (normalized for the type).
+    /// A constant of type `ty` from its bits (normalized for the type; [`Self::constant`]
+    /// takes the 128 bits a wide integer needs).
     pub fn const_bits(&mut self, ty: Type, bits: u64) -> Value {
-        self.constant(Const { ty, bits })
+        self.constant(Const {
+            ty,
+            bits: u128::from(bits),
+        })
     }
 
     /// A `u32` constant.

@@ -120,12 +120,12 @@ impl WarpOp {
         }
     }
 
-    /// Whether the operation takes operands of type `s`: reductions take the integers and
-    /// `f32`/`f64`; votes take `bool`.
+    /// Whether the operation takes operands of type `s`: reductions take the integers up to
+    /// 64 bits and `f32`/`f64`; votes take `bool`.
     pub fn supports(self, s: Scalar) -> bool {
         match self {
             WarpOp::Sum | WarpOp::Min | WarpOp::Max => {
-                s.is_int() || matches!(s, Scalar::F32 | Scalar::F64)
+                (s.is_int() && !s.is_wide()) || matches!(s, Scalar::F32 | Scalar::F64)
             }
             WarpOp::Ballot | WarpOp::Any | WarpOp::All => s == Scalar::Bool,
         }
@@ -162,7 +162,7 @@ impl WarpOp {
 
 /// The bits of integer type `s`'s largest (`max`) or smallest value, normalized.
 fn int_extreme(s: Scalar, max: bool) -> u64 {
-    let all = crate::semantics::normalize(s.into(), u64::MAX);
+    let all = crate::semantics::normalize(s.into(), u128::from(u64::MAX)) as u64;
     match (s.is_signed_int(), max) {
         (true, true) => all >> 1,
         (true, false) => all ^ (all >> 1),
@@ -218,7 +218,8 @@ pub fn reduce_lanes(op: WarpOp, s: Scalar, lanes: &[u64]) -> Option<u64> {
     let mut width = WARP_SIZE as usize / 2;
     while width > 0 {
         for j in 0..width {
-            v[j] = crate::semantics::binary(combine, s, v[j], v[j + width]).ok()?;
+            let (x, y) = (u128::from(v[j]), u128::from(v[j + width]));
+            v[j] = crate::semantics::binary(combine, s, x, y).ok()? as u64;
         }
         width /= 2;
     }

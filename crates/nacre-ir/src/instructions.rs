@@ -16,8 +16,8 @@ use std::fmt;
 pub struct Const {
     /// The constant's type (a scalar, or a pointer for the null pointer and raw addresses).
     pub ty: Type,
-    /// The value's bits, zero-extended to 64 bits.
-    pub bits: u64,
+    /// The value's bits, zero-extended to 128 bits.
+    pub bits: u128,
 }
 
 /// Unary operators.

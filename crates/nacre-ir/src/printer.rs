@@ -43,8 +43,9 @@ pub fn const_value(c: Const) -> String {
         Type::Scalar(Scalar::I16) => (c.bits as i16).to_string(),
         Type::Scalar(Scalar::I32) => (c.bits as i32).to_string(),
         Type::Scalar(Scalar::I64) => (c.bits as i64).to_string(),
+        Type::Scalar(Scalar::I128) => (c.bits as i128).to_string(),
         Type::Scalar(Scalar::F32) => format!("{:?}", f32::from_bits(c.bits as u32)),
-        Type::Scalar(Scalar::F64) => format!("{:?}", f64::from_bits(c.bits)),
+        Type::Scalar(Scalar::F64) => format!("{:?}", f64::from_bits(c.bits as u64)),
         Type::Scalar(s @ (Scalar::F16 | Scalar::BF16)) => {
             format!("{:?}", crate::semantics::half_to_f32(s, c.bits))
         }

@@ -1,7 +1,9 @@
 //! Reference semantics of every operator, on values encoded as bits.
 //!
-//! A value of scalar type is carried as a `u64` holding its bits zero-extended: `i8` `-1` is
-//! `0xff`, `f32` values are `f32::to_bits`, `bool` is 0 or 1, pointers are addresses. Integer
+//! A value of scalar type is carried as a `u128` holding its bits zero-extended: `i8` `-1` is
+//! `0xff`, `f32` values are `f32::to_bits`, `bool` is 0 or 1, pointers are 64-bit addresses.
+//! (The 128-bit carrier exists for `i128`/`u128`; every other type uses its low 64 bits, and
+//! backends that keep 64-bit registers convert at this boundary.) Integer
 //! arithmetic follows Rust's wrapping semantics (`wrapping_add`, `wrapping_shl`, ...), integer
 //! division and remainder by zero trap, `MIN / -1` wraps. Casts follow Rust's `as`. This module
 //! is the single definition used by constant folding, the interpreter and direct execution;
@@ -21,15 +23,15 @@ use crate::trap::Trap;
 use crate::types::{Scalar, Type};
 
 /// A Rust type that corresponds to an IR scalar type, with its bit encoding. Implemented for
-/// `bool`, the integer types of 8 to 64 bits, `f32`/`f64` and the `half` crate's `f16`/`bf16`
+/// `bool`, the integer types of 8 to 128 bits, `f32`/`f64` and the `half` crate's `f16`/`bf16`
 /// only (sealed): each is plain bits without padding, so arrays of them can be copied as bytes.
 pub trait ScalarValue: sealed::Sealed + Copy + Send + Sync + 'static {
     /// The IR type.
     const SCALAR: Scalar;
     /// Encode as bits.
-    fn to_bits(self) -> u64;
+    fn to_bits(self) -> u128;
     /// Decode from bits (upper bits beyond the width are ignored).
-    fn from_bits(bits: u64) -> Self;
+    fn from_bits(bits: u128) -> Self;
 }
 
 mod sealed {
@@ -48,6 +50,8 @@ mod sealed {
         u16,
         u32,
         u64,
+        i128,
+        u128,
         f32,
         f64,
         half::f16,
@@ -60,25 +64,25 @@ macro_rules! int_scalar {
         impl ScalarValue for $t {
             const SCALAR: Scalar = Scalar::$s;
             #[inline]
-            fn to_bits(self) -> u64 { self as $u as u64 }
+            fn to_bits(self) -> u128 { self as $u as u128 }
             #[inline]
-            fn from_bits(bits: u64) -> Self { bits as $u as $t }
+            fn from_bits(bits: u128) -> Self { bits as $u as $t }
         }
     )*};
 }
 int_scalar!(
-    i8 => I8, u8; i16 => I16, u16; i32 => I32, u32; i64 => I64, u64;
-    u8 => U8, u8; u16 => U16, u16; u32 => U32, u32; u64 => U64, u64;
+    i8 => I8, u8; i16 => I16, u16; i32 => I32, u32; i64 => I64, u64; i128 => I128, u128;
+    u8 => U8, u8; u16 => U16, u16; u32 => U32, u32; u64 => U64, u64; u128 => U128, u128;
 );
 
 impl ScalarValue for bool {
     const SCALAR: Scalar = Scalar::Bool;
     #[inline]
-    fn to_bits(self) -> u64 {
-        self as u64
+    fn to_bits(self) -> u128 {
+        self as u128
     }
     #[inline]
-    fn from_bits(bits: u64) -> Self {
+    fn from_bits(bits: u128) -> Self {
         bits & 1 != 0
     }
 }
@@ -86,11 +90,11 @@ impl ScalarValue for bool {
 impl ScalarValue for f32 {
     const SCALAR: Scalar = Scalar::F32;
     #[inline]
-    fn to_bits(self) -> u64 {
-        f32::to_bits(self) as u64
+    fn to_bits(self) -> u128 {
+        f32::to_bits(self) as u128
     }
     #[inline]
-    fn from_bits(bits: u64) -> Self {
+    fn from_bits(bits: u128) -> Self {
         f32::from_bits(bits as u32)
     }
 }
@@ -98,12 +102,12 @@ impl ScalarValue for f32 {
 impl ScalarValue for f64 {
     const SCALAR: Scalar = Scalar::F64;
     #[inline]
-    fn to_bits(self) -> u64 {
-        f64::to_bits(self)
+    fn to_bits(self) -> u128 {
+        u128::from(f64::to_bits(self))
     }
     #[inline]
-    fn from_bits(bits: u64) -> Self {
-        f64::from_bits(bits)
+    fn from_bits(bits: u128) -> Self {
+        f64::from_bits(bits as u64)
     }
 }
 
@@ -112,11 +116,11 @@ macro_rules! half_scalar {
         impl ScalarValue for $t {
             const SCALAR: Scalar = Scalar::$s;
             #[inline]
-            fn to_bits(self) -> u64 {
-                <$t>::to_bits(self) as u64
+            fn to_bits(self) -> u128 {
+                <$t>::to_bits(self) as u128
             }
             #[inline]
-            fn from_bits(bits: u64) -> Self {
+            fn from_bits(bits: u128) -> Self {
                 <$t>::from_bits(bits as u16)
             }
         }
@@ -126,7 +130,7 @@ half_scalar!(half::f16 => F16, half::bf16 => BF16);
 
 /// Widens a value of a half type `s` (its bits) to `f32`; exact. Non-half types read as `f32`
 /// bits.
-pub fn half_to_f32(s: Scalar, bits: u64) -> f32 {
+pub fn half_to_f32(s: Scalar, bits: u128) -> f32 {
     match s {
         Scalar::F16 => half::f16::from_bits(bits as u16).to_f32(),
         Scalar::BF16 => half::bf16::from_bits(bits as u16).to_f32(),
@@ -136,31 +140,31 @@ pub fn half_to_f32(s: Scalar, bits: u64) -> f32 {
 
 /// Rounds an `f32` to the half type `s`, to nearest with ties to even; NaN stays NaN,
 /// overflow becomes infinity. Returns the half's bits (`f32` bits for a non-half `s`).
-pub fn f32_to_half(s: Scalar, x: f32) -> u64 {
+pub fn f32_to_half(s: Scalar, x: f32) -> u128 {
     match s {
-        Scalar::F16 => half::f16::from_f32(x).to_bits() as u64,
-        Scalar::BF16 => half::bf16::from_f32(x).to_bits() as u64,
-        _ => x.to_bits() as u64,
+        Scalar::F16 => half::f16::from_f32(x).to_bits() as u128,
+        Scalar::BF16 => half::bf16::from_f32(x).to_bits() as u128,
+        _ => x.to_bits() as u128,
     }
 }
 
 /// A half value's bits as the bits of the same `f32`.
-fn widen(s: Scalar, bits: u64) -> u64 {
+fn widen(s: Scalar, bits: u128) -> u128 {
     enc(half_to_f32(s, bits))
 }
 
 /// `f32` bits rounded to the half type `s`.
-fn narrow(s: Scalar, bits: u64) -> u64 {
+fn narrow(s: Scalar, bits: u128) -> u128 {
     f32_to_half(s, dec::<f32>(bits))
 }
 
 #[inline(always)]
-fn enc<T: ScalarValue>(x: T) -> u64 {
+fn enc<T: ScalarValue>(x: T) -> u128 {
     x.to_bits()
 }
 
 #[inline(always)]
-fn dec<T: ScalarValue>(bits: u64) -> T {
+fn dec<T: ScalarValue>(bits: u128) -> T {
     T::from_bits(bits)
 }
 
@@ -172,11 +176,12 @@ pub const fn in_bounds(addr: u64, base: u64, bytes: u64, size: u64) -> bool {
 }
 
 /// Truncates bits to the width of `ty` (zero-extending), the canonical encoding.
-pub fn normalize(ty: Type, bits: u64) -> u64 {
+pub fn normalize(ty: Type, bits: u128) -> u128 {
     match ty {
         Type::Scalar(Scalar::Bool) => bits & 1,
-        Type::Scalar(s) if s.bits() < 64 => bits & ((1u64 << s.bits()) - 1),
-        _ => bits,
+        Type::Scalar(s) if s.bits() < 128 => bits & ((1u128 << s.bits()) - 1),
+        Type::Scalar(_) => bits,
+        Type::Ptr(..) => bits & u128::from(u64::MAX),
     }
 }
 
@@ -204,7 +209,7 @@ macro_rules! with_scalar {
         $crate::__match_scalar!($s, $t => $body, [
             Bool = bool, I8 = i8, I16 = i16, I32 = i32, I64 = i64,
             U8 = u8, U16 = u16, U32 = u32, U64 = u64, F32 = f32, F64 = f64,
-            F16 = $crate::half::f16, BF16 = $crate::half::bf16
+            F16 = $crate::half::f16, BF16 = $crate::half::bf16, I128 = i128, U128 = u128
         ])
     };
 }
@@ -215,7 +220,8 @@ macro_rules! with_num {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
         $crate::__match_scalar!($s, $t => $body, [
             I8 = i8, I16 = i16, I32 = i32, I64 = i64,
-            U8 = u8, U16 = u16, U32 = u32, U64 = u64, F32 = f32, F64 = f64
+            U8 = u8, U16 = u16, U32 = u32, U64 = u64, F32 = f32, F64 = f64,
+            I128 = i128, U128 = u128
         ] _ => $other,)
     };
 }
@@ -225,7 +231,7 @@ macro_rules! with_int {
     ($s:expr, $t:ident => $body:expr, else $other:expr) => {
         $crate::__match_scalar!($s, $t => $body, [
             I8 = i8, I16 = i16, I32 = i32, I64 = i64,
-            U8 = u8, U16 = u16, U32 = u32, U64 = u64
+            U8 = u8, U16 = u16, U32 = u32, U64 = u64, I128 = i128, U128 = u128
         ] _ => $other,)
     };
 }
@@ -239,7 +245,7 @@ macro_rules! with_float {
 
 /// Evaluates a unary operator on a scalar. Operators that do not apply to the type (the
 /// verifier rejects them) return the operand unchanged.
-pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
+pub fn unary(op: UnaryOp, s: Scalar, a: u128) -> u128 {
     if s.is_half() {
         return narrow(s, unary(op, Scalar::F32, widen(s, a)));
     }
@@ -287,7 +293,7 @@ pub fn unary(op: UnaryOp, s: Scalar, a: u64) -> u64 {
 }
 
 /// Evaluates a binary operator on a scalar. Integer division and remainder by zero trap.
-pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
+pub fn binary(op: BinaryOp, s: Scalar, a: u128, b: u128) -> Result<u128, Trap> {
     if s.is_half() {
         let r = binary(op, Scalar::F32, widen(s, a), widen(s, b))?;
         return Ok(narrow(s, r));
@@ -346,7 +352,7 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u64, b: u64) -> Result<u64, Trap> {
 /// The value an atomic read-modify-write leaves in memory: `op(old, value)` on elements of
 /// type `s` (one that [`AtomicOp::supports`]). Integer add and sub wrap; float min and max are
 /// [`float_min`] and [`float_max`], as the `min` and `max` operators.
-pub fn atomic_rmw(op: AtomicOp, s: Scalar, old: u64, value: u64) -> u64 {
+pub fn atomic_rmw(op: AtomicOp, s: Scalar, old: u128, value: u128) -> u128 {
     let binary_op = match op {
         AtomicOp::Swap => return normalize(Type::Scalar(s), value),
         AtomicOp::Add => BinaryOp::Add,
@@ -428,7 +434,7 @@ impl Float for f64 {
 
 /// Fused multiply-add on floats (`a * b + c`, one rounding; for a half type, one rounding
 /// in `f32` and one to the half type).
-pub fn fma(s: Scalar, a: u64, b: u64, c: u64) -> u64 {
+pub fn fma(s: Scalar, a: u128, b: u128, c: u128) -> u128 {
     if s.is_half() {
         let r = fma(Scalar::F32, widen(s, a), widen(s, b), widen(s, c));
         return narrow(s, r);
@@ -438,7 +444,7 @@ pub fn fma(s: Scalar, a: u64, b: u64, c: u64) -> u64 {
 }
 
 /// Evaluates a comparison. Pointers compare as unsigned addresses.
-pub fn compare(op: CmpOp, ty: Type, a: u64, b: u64) -> bool {
+pub fn compare(op: CmpOp, ty: Type, a: u128, b: u128) -> bool {
     fn cmp<T: PartialOrd>(op: CmpOp, x: T, y: T) -> bool {
         match op {
             CmpOp::Eq => x == y,
@@ -458,7 +464,7 @@ pub fn compare(op: CmpOp, ty: Type, a: u64, b: u64) -> bool {
 
 /// Converts with Rust `as` semantics from `from` to `to`. `bool` targets mean `!= 0`;
 /// pointers convert to and from 64-bit integers as addresses.
-pub fn cast(from: Type, to: Type, a: u64) -> u64 {
+pub fn cast(from: Type, to: Type, a: u128) -> u128 {
     let (fs, ts) = match (from, to) {
         (Type::Scalar(f), Type::Scalar(t)) => (f, t),
         (Type::Ptr(..), Type::Scalar(t)) => (Scalar::U64, t),
@@ -475,7 +481,7 @@ pub fn cast(from: Type, to: Type, a: u64) -> u64 {
         return cast(Type::F32, Type::Scalar(ts), widen(fs, a));
     }
     if ts == Scalar::Bool {
-        return with_scalar!(fs, F => (dec::<F>(a) != dec::<F>(0)) as u64);
+        return with_scalar!(fs, F => (dec::<F>(a) != dec::<F>(0)) as u128);
     }
     if fs == Scalar::Bool {
         return with_num!(ts, T => {
@@ -497,7 +503,7 @@ pub fn cast(from: Type, to: Type, a: u64) -> u64 {
 /// Evaluates a one-argument math function on a float (the reference for every backend: the
 /// `libm` crate, a port of musl's libm, so that the result is the same on every host).
 /// Non-float types (the verifier refuses them) return the operand unchanged.
-pub fn math(f: MathFn, s: Scalar, a: u64) -> u64 {
+pub fn math(f: MathFn, s: Scalar, a: u128) -> u128 {
     match s {
         Scalar::F32 => enc(math_f32(f, dec::<f32>(a))),
         Scalar::F64 => enc(math_f64(f, dec::<f64>(a))),
@@ -507,7 +513,7 @@ pub fn math(f: MathFn, s: Scalar, a: u64) -> u64 {
 }
 
 /// Evaluates a two-argument math function on floats (reference as for [`math`]).
-pub fn math2(f: MathFn2, s: Scalar, a: u64, b: u64) -> u64 {
+pub fn math2(f: MathFn2, s: Scalar, a: u128, b: u128) -> u128 {
     match s {
         Scalar::F32 => enc(math2_f32(f, dec::<f32>(a), dec::<f32>(b))),
         Scalar::F64 => enc(math2_f64(f, dec::<f64>(a), dec::<f64>(b))),
@@ -604,13 +610,14 @@ pub fn ulps(s: Scalar, a: u64, b: u64) -> u64 {
             bits as i128
         }
     }
+    let (wa, wb) = (u128::from(a), u128::from(b));
     let (sign, nan_a, nan_b) = match s {
-        Scalar::F32 => (1 << 31, dec::<f32>(a).is_nan(), dec::<f32>(b).is_nan()),
-        Scalar::F64 => (1 << 63, dec::<f64>(a).is_nan(), dec::<f64>(b).is_nan()),
+        Scalar::F32 => (1 << 31, dec::<f32>(wa).is_nan(), dec::<f32>(wb).is_nan()),
+        Scalar::F64 => (1 << 63, dec::<f64>(wa).is_nan(), dec::<f64>(wb).is_nan()),
         Scalar::F16 | Scalar::BF16 => (
             1 << 15,
-            half_to_f32(s, a).is_nan(),
-            half_to_f32(s, b).is_nan(),
+            half_to_f32(s, wa).is_nan(),
+            half_to_f32(s, wb).is_nan(),
         ),
         _ => return u64::from(a != b),
     };
@@ -640,6 +647,46 @@ mod tests {
     }
 
     #[test]
+    fn wide_integers_follow_rust() {
+        let (i, u) = (Scalar::I128, Scalar::U128);
+        let min = enc(i128::MIN);
+        let m1 = enc(-1i128);
+        assert_eq!(binary(BinaryOp::Div, i, min, m1), Ok(min));
+        assert_eq!(binary(BinaryOp::Rem, i, min, m1), Ok(0));
+        assert_eq!(binary(BinaryOp::Div, u, 5, 0), Err(Trap::DivisionByZero));
+        let big = enc(u128::MAX / 3);
+        assert_eq!(
+            binary(BinaryOp::Mul, u, big, 4),
+            Ok(enc((u128::MAX / 3).wrapping_mul(4)))
+        );
+        assert_eq!(binary(BinaryOp::Shl, u, 1, 127), Ok(1 << 127));
+        assert_eq!(
+            binary(BinaryOp::Shl, u, 1, 128),
+            Ok(1),
+            "the amount is masked"
+        );
+        assert_eq!(
+            binary(BinaryOp::Shr, i, min, 127),
+            Ok(m1),
+            "arithmetic shift"
+        );
+        assert!(compare(CmpOp::Lt, Type::I128, min, 0));
+        assert!(!compare(CmpOp::Lt, Type::U128, min, 0));
+        assert_eq!(cast(Type::I64, Type::I128, enc(-3i64)), enc(-3i128));
+        assert_eq!(cast(Type::I128, Type::I32, enc(-3i128)), enc(-3i32));
+        assert_eq!(
+            cast(Type::U128, Type::F64, u128::MAX),
+            enc(u128::MAX as f64)
+        );
+        assert_eq!(cast(Type::F64, Type::I128, enc(1e300f64)), enc(i128::MAX));
+        assert_eq!(cast(Type::F32, Type::U128, enc(f32::NAN)), 0);
+        assert_eq!(unary(UnaryOp::LeadingZeros, u, 1), 127);
+        assert_eq!(unary(UnaryOp::CountOnes, i, m1), 128);
+        assert_eq!(normalize(Type::U64, u128::MAX), u128::from(u64::MAX));
+        assert_eq!(normalize(Type::I128, u128::MAX), u128::MAX);
+    }
+
+    #[test]
     fn division_by_zero_traps() {
         assert_eq!(
             binary(BinaryOp::Div, Scalar::U64, 5, 0),
@@ -650,7 +697,7 @@ mod tests {
             Err(Trap::RemainderByZero)
         );
         let r = binary(BinaryOp::Div, Scalar::F64, enc(1f64), enc(0f64)).unwrap();
-        assert_eq!(f64::from_bits(r), f64::INFINITY);
+        assert_eq!(dec::<f64>(r), f64::INFINITY);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn new_func(params: &[Type], ret: Option<Type>) -> Function {
 pub fn k(b: &mut FunctionBuilder<'_>, ty: Type, v: i64) -> Value {
     b.constant(Const {
         ty,
-        bits: semantics::normalize(ty, v as u64),
+        bits: semantics::normalize(ty, v as u128),
     })
 }
 
@@ -36,7 +36,7 @@ pub fn k(b: &mut FunctionBuilder<'_>, ty: Type, v: i64) -> Value {
 pub fn kb(b: &mut FunctionBuilder<'_>, v: bool) -> Value {
     b.constant(Const {
         ty: Type::BOOL,
-        bits: v as u64,
+        bits: u128::from(v),
     })
 }
 
@@ -44,7 +44,7 @@ pub fn kb(b: &mut FunctionBuilder<'_>, v: bool) -> Value {
 pub fn kf(b: &mut FunctionBuilder<'_>, v: f64) -> Value {
     b.constant(Const {
         ty: Type::F64,
-        bits: v.to_bits(),
+        bits: u128::from(v.to_bits()),
     })
 }
 
@@ -69,10 +69,10 @@ pub fn run<T>(f: &mut Function, pass: impl FnOnce(&mut Function) -> T) -> T {
 /// Evaluates a function (without memory or calls) on arguments encoded as bits; panics on
 /// unsupported instructions or after a million steps.
 pub fn eval(f: &Function, args: &[u64]) -> Result<Option<u64>, Trap> {
-    let mut env = vec![0u64; f.values.len()];
+    let mut env = vec![0u128; f.values.len()];
     let mut block: Block = f.layout[0];
     for (p, a) in f.blocks[block].params.iter().zip(args) {
-        env[p.index()] = *a;
+        env[p.index()] = u128::from(*a);
     }
     let ty = |v: Value| f.values[v].ty;
     let scalar = |v: Value| ty(v).scalar().expect("scalar operand");
@@ -93,9 +93,12 @@ pub fn eval(f: &Function, args: &[u64]) -> Result<Option<u64>, Trap> {
                 InstKind::Math2(m, a, b) => {
                     semantics::math2(*m, scalar(*a), env[a.index()], env[b.index()])
                 }
-                InstKind::Cmp(op, a, b) => {
-                    semantics::compare(*op, ty(*a), env[a.index()], env[b.index()]) as u64
-                }
+                InstKind::Cmp(op, a, b) => u128::from(semantics::compare(
+                    *op,
+                    ty(*a),
+                    env[a.index()],
+                    env[b.index()],
+                )),
                 InstKind::Cast(a) => {
                     let to = ty(data.result.expect("cast result"));
                     semantics::normalize(to, semantics::cast(ty(*a), to, env[a.index()]))
@@ -123,7 +126,7 @@ pub fn eval(f: &Function, args: &[u64]) -> Result<Option<u64>, Trap> {
                     });
                     0
                 }
-                InstKind::Return(v) => return Ok(v.map(|v| env[v.index()])),
+                InstKind::Return(v) => return Ok(v.map(|v| env[v.index()] as u64)),
                 other => panic!("the test evaluator does not support {other:?}"),
             };
             if let Some(r) = data.result {
@@ -131,7 +134,7 @@ pub fn eval(f: &Function, args: &[u64]) -> Result<Option<u64>, Trap> {
             }
         }
         let dest = next.expect("block ends in a jump or branch");
-        let vals: Vec<u64> = dest.args.iter().map(|a| env[a.index()]).collect();
+        let vals: Vec<u128> = dest.args.iter().map(|a| env[a.index()]).collect();
         for (p, v) in f.blocks[dest.block].params.iter().zip(vals) {
             env[p.index()] = v;
         }

@@ -33,11 +33,37 @@ pub enum Scalar {
     /// The bfloat16 format (`half::bf16`): `f32`'s exponent with 8 significand bits.
     /// Arithmetic widens to `f32` and rounds back.
     BF16,
+    /// Signed 128-bit integer. CPU backends and CUDA (`__int128`) only; values of it cannot
+    /// cross the host boundary (entry, extern and kernel signatures), atomics or warp
+    /// operations: they travel through memory.
+    I128,
+    /// Unsigned 128-bit integer, with the limits of [`Scalar::I128`].
+    U128,
 }
 
 impl Scalar {
     /// All scalar types, in declaration order.
-    pub const ALL: [Scalar; 13] = [
+    pub const ALL: [Scalar; 15] = [
+        Scalar::Bool,
+        Scalar::I8,
+        Scalar::I16,
+        Scalar::I32,
+        Scalar::I64,
+        Scalar::U8,
+        Scalar::U16,
+        Scalar::U32,
+        Scalar::U64,
+        Scalar::F32,
+        Scalar::F64,
+        Scalar::F16,
+        Scalar::BF16,
+        Scalar::I128,
+        Scalar::U128,
+    ];
+
+    /// The types a value crossing the host boundary can have (arguments and results of
+    /// entry functions, kernels and externs): all but the 128-bit integers.
+    pub const HOST: [Scalar; 13] = [
         Scalar::Bool,
         Scalar::I8,
         Scalar::I16,
@@ -60,6 +86,7 @@ impl Scalar {
             Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => 16,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 32,
             Scalar::I64 | Scalar::U64 | Scalar::F64 => 64,
+            Scalar::I128 | Scalar::U128 => 128,
         }
     }
 
@@ -70,12 +97,18 @@ impl Scalar {
 
     /// True for the signed integer types.
     pub const fn is_signed_int(self) -> bool {
-        matches!(self, Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64)
+        matches!(
+            self,
+            Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 | Scalar::I128
+        )
     }
 
     /// True for the unsigned integer types.
     pub const fn is_unsigned_int(self) -> bool {
-        matches!(self, Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64)
+        matches!(
+            self,
+            Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64 | Scalar::U128
+        )
     }
 
     /// True for all integer types (not bool).
@@ -91,6 +124,12 @@ impl Scalar {
     /// True for the 16-bit floats `f16` and `bf16`, which compute in `f32`.
     pub const fn is_half(self) -> bool {
         matches!(self, Scalar::F16 | Scalar::BF16)
+    }
+
+    /// True for the 128-bit integers, which only some targets have and which cannot cross
+    /// the host boundary.
+    pub const fn is_wide(self) -> bool {
+        matches!(self, Scalar::I128 | Scalar::U128)
     }
 
     /// The short name used by the printer (`i32`, `f64`, `bool`, ...).
@@ -109,6 +148,8 @@ impl Scalar {
             Scalar::F64 => "f64",
             Scalar::F16 => "f16",
             Scalar::BF16 => "bf16",
+            Scalar::I128 => "i128",
+            Scalar::U128 => "u128",
         }
     }
 }
@@ -168,6 +209,10 @@ impl Type {
     pub const F16: Type = Type::Scalar(Scalar::F16);
     /// `bf16`.
     pub const BF16: Type = Type::Scalar(Scalar::BF16);
+    /// `i128`.
+    pub const I128: Type = Type::Scalar(Scalar::I128);
+    /// `u128`.
+    pub const U128: Type = Type::Scalar(Scalar::U128);
 
     /// A generic-address-space pointer to `elem`.
     pub const fn ptr(elem: Scalar) -> Type {
@@ -259,9 +304,13 @@ mod tests {
             Scalar::F64 => 10,
             Scalar::F16 => 11,
             Scalar::BF16 => 12,
+            Scalar::I128 => 13,
+            Scalar::U128 => 14,
         };
         for (i, &s) in Scalar::ALL.iter().enumerate() {
             assert_eq!(position(s), i, "{s:?} is listed at {i}");
         }
+        let host: Vec<Scalar> = Scalar::ALL.into_iter().filter(|s| !s.is_wide()).collect();
+        assert_eq!(host, Scalar::HOST);
     }
 }

@@ -751,7 +751,7 @@ mod tests {
     fn u32k(b: &mut FunctionBuilder<'_>, v: u32) -> Value {
         b.constant(Const {
             ty: Type::U32,
-            bits: v as u64,
+            bits: v as u128,
         })
     }
 

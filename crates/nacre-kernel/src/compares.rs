@@ -60,7 +60,7 @@ fn fold_in_kernel(f: &mut Function, shape: &crate::LaunchShape) -> usize {
     for &(inst, holds) in &decided {
         f.insts[inst].kind = InstKind::Const(Const {
             ty: Type::BOOL,
-            bits: u64::from(holds),
+            bits: u128::from(holds),
         });
     }
     decided.len()

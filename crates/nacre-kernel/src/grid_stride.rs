@@ -105,7 +105,7 @@ fn is_mul_of(
         InstKind::GpuIndex(h, Dim::X) => *h == g,
         InstKind::Const(c) => shape
             .size(g, Dim::X)
-            .is_some_and(|n| c.ty == Type::U32 && c.bits == u64::from(n)),
+            .is_some_and(|n| c.ty == Type::U32 && c.bits == u128::from(n)),
         _ => false,
     };
     if (is(ka, x) && is(kb, y)) || (is(ka, y) && is(kb, x)) {

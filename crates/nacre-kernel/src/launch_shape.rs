@@ -156,7 +156,7 @@ pub fn specialise_launch_shapes(module: &mut Module) -> (LaunchShapes, PassStats
                 if let Some(n) = shape.size(index, dim) {
                     f.insts[i].kind = InstKind::Const(Const {
                         ty: Type::U32,
-                        bits: u64::from(n),
+                        bits: u128::from(n),
                     });
                     stats.folded += 1;
                 }
@@ -225,7 +225,7 @@ mod tests {
     fn u32c(b: &mut FunctionBuilder<'_>, n: u32) -> Value {
         b.constant(Const {
             ty: Type::U32,
-            bits: u64::from(n),
+            bits: u128::from(n),
         })
     }
 

@@ -690,18 +690,20 @@ mod tests {
                         let data = &f.insts[inst];
                         let ty = |v: nacre_ir::Value| f.values[v].ty.scalar().unwrap();
                         let value = match &data.kind {
-                            InstKind::Const(c) => c.bits,
+                            InstKind::Const(c) => c.bits as u64,
                             InstKind::Binary(op, a, b) => {
-                                semantics::binary(*op, ty(*a), env[a.index()], env[b.index()])
-                                    .unwrap()
+                                let (x, y) = (env[a.index()].into(), env[b.index()].into());
+                                semantics::binary(*op, ty(*a), x, y).unwrap() as u64
                             }
-                            InstKind::Cmp(op, a, b) => semantics::compare(
+                            InstKind::Cmp(op, a, b) => u64::from(semantics::compare(
                                 *op,
                                 f.values[*a].ty,
-                                env[a.index()],
-                                env[b.index()],
-                            ) as u64,
-                            InstKind::Unary(op, a) => semantics::unary(*op, ty(*a), env[a.index()]),
+                                env[a.index()].into(),
+                                env[b.index()].into(),
+                            )),
+                            InstKind::Unary(op, a) => {
+                                semantics::unary(*op, ty(*a), env[a.index()].into()) as u64
+                            }
                             _ => continue,
                         };
                         env[data.result.unwrap().index()] = value;

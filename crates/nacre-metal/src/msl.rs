@@ -211,6 +211,8 @@ impl Dialect for MslDialect {
             Scalar::U64 => "ulong",
             Scalar::F32 => "float",
             Scalar::F64 => "double",
+            // Metal has no 128-bit integers; `check_scalar` refuses them before this is used.
+            Scalar::I128 | Scalar::U128 => "ulong",
         }
     }
 
@@ -287,7 +289,7 @@ impl Dialect for MslDialect {
     }
 
     fn check_scalar(&self, s: Scalar) -> Result<(), DialectError> {
-        if s == Scalar::F64 {
+        if s == Scalar::F64 || s.is_wide() {
             Err(DialectError::Scalar {
                 scalar: s,
                 target: "Metal",
@@ -599,7 +601,7 @@ mod tests {
         let m = kernel_module(&[Type::ptr(Scalar::F64)], |b, p| {
             let x = b.constant(Const {
                 ty: Type::F64,
-                bits: 1.0f64.to_bits(),
+                bits: u128::from(1.0f64.to_bits()),
             });
             b.store(p[0], x);
             b.ret(None);

@@ -35,7 +35,10 @@ fn func(
 }
 
 fn k(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
-    b.constant(Const { ty, bits })
+    b.constant(Const {
+        ty,
+        bits: u128::from(bits),
+    })
 }
 
 /// A verified module whose entry (a host function) is the first function.

@@ -92,10 +92,10 @@ impl<T: AtomicElement> Atomic<T> {
             // to this direct call.
             let old = unsafe {
                 nacre_backend::atomic::rmw(direct_element(self.ptr, op.name()), s, order, |old| {
-                    Some(semantics::atomic_rmw(op, s, old, v))
+                    Some(semantics::atomic_rmw(op, s, u128::from(old), v) as u64)
                 })
             };
-            Handle::direct(old)
+            Handle::direct_word(old)
         }))
     }
 
@@ -173,9 +173,11 @@ impl<T: AtomicInt> Atomic<T> {
             let addr = direct_element(self.ptr, "compare_exchange");
             // SAFETY: as in `rmw`.
             let old = unsafe {
-                nacre_backend::atomic::rmw(addr, T::SCALAR, order, |old| (old == e).then_some(n))
+                nacre_backend::atomic::rmw(addr, T::SCALAR, order, |old| {
+                    (u128::from(old) == e).then_some(n as u64)
+                })
             };
-            Handle::direct(old)
+            Handle::direct_word(old)
         }));
         let ok = old.eq(current);
         (old, ok)
@@ -197,7 +199,7 @@ fn join(success: MemOrder, failure: MemOrder) -> MemOrder {
 /// The address of an atomic's element in direct mode, checked to lie in writable memory lent
 /// to the current direct call (a trap otherwise, as for a store).
 fn direct_element<T: ScalarValue>(p: Ptr<T>, operation: &'static str) -> u64 {
-    let addr = p.handle().bits(operation);
+    let addr = p.handle().word(operation);
     if let Err(trap) = crate::region::check(addr as usize, T::SCALAR.bytes() as usize, true) {
         crate::val::direct_trap(trap)
     }

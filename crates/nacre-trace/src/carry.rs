@@ -26,7 +26,7 @@ pub enum Slot {
     /// A traced value.
     Value(Value),
     /// A host value (or a `Val` in direct mode), as bits.
-    Bits(u64),
+    Bits(u128),
 }
 
 /// A value that can flow through traced control flow (see the module docs).
@@ -101,9 +101,9 @@ fn next_slot(slots: &mut std::slice::Iter<'_, Slot>) -> Slot {
     *slots.next().expect("carried slots match the carried type")
 }
 
-fn slot_raw(slot: Slot) -> u64 {
+fn slot_raw(slot: Slot) -> u128 {
     match slot {
-        Slot::Value(v) => v.as_u32() as u64,
+        Slot::Value(v) => u128::from(v.as_u32()),
         Slot::Bits(b) => b,
     }
 }
@@ -156,12 +156,12 @@ macro_rules! host_carry {
         }
     )*};
 }
-host_carry!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
+host_carry!(bool, i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, f32, f64, f16, bf16);
 
 impl Carry for usize {
     const SLOTS: usize = 1;
     fn flatten(&self, out: &mut Vec<Slot>) {
-        out.push(Slot::Bits(*self as u64));
+        out.push(Slot::Bits(*self as u128));
     }
     fn rebuild(slots: &mut std::slice::Iter<'_, Slot>) -> Self {
         slot_raw(next_slot(slots)) as usize
@@ -174,7 +174,7 @@ impl Carry for usize {
 impl Carry for isize {
     const SLOTS: usize = 1;
     fn flatten(&self, out: &mut Vec<Slot>) {
-        out.push(Slot::Bits(*self as u64));
+        out.push(Slot::Bits(*self as u64 as u128));
     }
     fn rebuild(slots: &mut std::slice::Iter<'_, Slot>) -> Self {
         slot_raw(next_slot(slots)) as isize

@@ -27,7 +27,7 @@ pub(crate) struct Join {
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub(crate) enum SlotKind {
     Value(Type),
-    Bits(u64),
+    Bits(u128),
 }
 
 impl Join {

@@ -260,9 +260,9 @@ pub fn invoke<Args: CallArgs, F: ExternFn<Args>>(name: &str, f: F, args: Args) -
     if !crate::is_tracing() {
         let bits: Vec<u64> = raws
             .iter()
-            .map(|h| h.bits("extern call argument"))
+            .map(|h| h.word("extern call argument"))
             .collect();
-        return <F::Ret as Ret>::from_raw_ret(Handle::direct(f.call_direct(&bits)));
+        return <F::Ret as Ret>::from_raw_ret(Handle::direct_word(f.call_direct(&bits)));
     }
     let sig = F::signature();
     let ret = sig.ret;

@@ -245,7 +245,7 @@ pub(crate) fn shared_alloc<T: ScalarValue>(n: usize) -> Ptr<T> {
         d.next_shared += 1;
         // Outside a direct call no access can succeed, so a null pointer serves.
         let addr = crate::region::shared_array(i, n * T::SCALAR.bytes() as usize).unwrap_or(0);
-        Ptr::from_handle(Handle::direct(addr as u64))
+        Ptr::from_handle(Handle::direct_word(addr as u64))
     })
 }
 
@@ -273,7 +273,7 @@ pub fn dynamic_shared<T: ScalarValue>() -> Ptr<T> {
                 a
             }
         };
-        Ptr::from_handle(Handle::direct(addr))
+        Ptr::from_handle(Handle::direct_word(addr))
     })
 }
 
@@ -281,7 +281,7 @@ pub fn dynamic_shared<T: ScalarValue>() -> Ptr<T> {
 pub fn dynamic_shared_bytes() -> Val<u32> {
     let traced = with_tracer(|t| t.build(|b| b.dynamic_shared_bytes()));
     let direct = DIRECT.with(|d| d.borrow().dynamic_bytes);
-    Val::from_handle(traced.unwrap_or(Handle::direct(u64::from(direct))))
+    Val::from_handle(traced.unwrap_or(Handle::direct_word(u64::from(direct))))
 }
 
 /// The number of whole elements of `T` in the block's dynamic shared memory.

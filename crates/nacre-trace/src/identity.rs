@@ -9,10 +9,10 @@
 //! - id `n != 0`: the raw handle is the index of an IR value of the function with id `n`;
 //! - id `0` (*direct*): the value was made outside any trace and the raw handle is its bits.
 //!
-//! A handle is two words (16 bytes, passed in registers): the raw handle in full (direct
-//! bits are 64-bit, so the id cannot be packed into it) and the id, stored as a non-zero tag
-//! (`u64::MAX` for direct) so that `Option<Handle>`, what every traced operation computes
-//! before falling back to direct mode, is 16 bytes too. Checking a value costs one compare.
+//! A handle is three words (24 bytes): the raw handle in full (direct bits are up to 128-bit,
+//! for `i128`/`u128`, so the id cannot be packed into them) and the id, stored as a non-zero
+//! tag (`u64::MAX` for direct) so that `Option<Handle>`, what every traced operation computes
+//! before falling back to direct mode, is 24 bytes too. Checking a value costs one compare.
 //!
 //! Wherever a handle becomes an IR operand (`Tracer::value`) its id is compared with the id
 //! of the function being recorded: a mismatch (a value made in another trace, kept in a
@@ -39,7 +39,7 @@ pub(crate) fn fresh_trace_id() -> u64 {
 }
 
 /// The tag of a direct handle. Tags are non-zero so that `Option<Handle>` (what every traced
-/// operation computes) is as small as a `Handle` and travels in registers.
+/// operation computes) is as small as a `Handle`.
 const DIRECT: NonZeroU64 = NonZeroU64::MAX;
 
 /// The raw inside of a [`Val`](crate::Val) or [`Ptr`](crate::Ptr): an IR value index of one
@@ -49,7 +49,11 @@ const DIRECT: NonZeroU64 = NonZeroU64::MAX;
 /// [`Index`](crate::Index), ...) are implemented by this crate.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct Handle {
+    /// The low 64 bits of the raw handle (all of it but for a direct 128-bit integer).
     raw: u64,
+    /// The high 64 bits of a direct value's bits (zero otherwise). Two words rather than a
+    /// `u128` keep the handle 8-byte aligned: 24 bytes, not 32.
+    high: u64,
     /// The trace id, or [`DIRECT`] for a direct value.
     tag: NonZeroU64,
 }
@@ -57,11 +61,18 @@ pub struct Handle {
 impl Handle {
     /// A direct handle (made outside any trace) holding `bits`.
     #[inline]
-    pub(crate) const fn direct(bits: u64) -> Handle {
+    pub(crate) const fn direct(bits: u128) -> Handle {
         Handle {
-            raw: bits,
+            raw: bits as u64,
+            high: (bits >> 64) as u64,
             tag: DIRECT,
         }
+    }
+
+    /// A direct handle holding a word: an address, or the bits of a value of at most 64 bits.
+    #[inline]
+    pub(crate) const fn direct_word(word: u64) -> Handle {
+        Handle::direct(word as u128)
     }
 
     /// A handle for IR value `v` of the function whose trace id is `trace`.
@@ -69,6 +80,7 @@ impl Handle {
     pub(crate) fn traced(v: Value, trace: u64) -> Handle {
         Handle {
             raw: u64::from(v.as_u32()),
+            high: 0,
             tag: NonZeroU64::new(trace).unwrap_or(DIRECT),
         }
     }
@@ -100,18 +112,29 @@ impl Handle {
     /// a value that outlived its trace (its raw handle is an IR index, not a value): that is a
     /// panic naming the problem, never a silent reinterpretation.
     #[inline]
-    pub(crate) fn bits(self, operation: &'static str) -> u64 {
+    pub(crate) fn bits(self, operation: &'static str) -> u128 {
         if self.tag != DIRECT {
             traced_in_direct_mode(self, operation)
         }
-        self.raw
+        u128::from(self.high) << 64 | u128::from(self.raw)
+    }
+
+    /// The low word of a direct value's bits (an address, or a value of at most 64 bits),
+    /// read as [`Handle::bits`] reads them.
+    #[inline]
+    pub(crate) fn word(self, operation: &'static str) -> u64 {
+        self.bits(operation) as u64
     }
 }
 
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.tag == DIRECT {
-            write!(f, "direct({:#x})", self.raw)
+            write!(
+                f,
+                "direct({:#x})",
+                u128::from(self.high) << 64 | u128::from(self.raw)
+            )
         } else {
             write!(f, "{} of trace {}", self.ir_value(), self.tag)
         }

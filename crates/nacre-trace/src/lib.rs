@@ -45,7 +45,7 @@ pub use identity::Handle;
 pub use ptr::{Element, Ptr, RawPtr, Record};
 pub use region::Region;
 pub use signature::{direct_call, trace, Flat, HostValue, Param, Ret, TraceFn, Traced};
-pub use val::{select, Arith, Bits, Float, Index, Int, IntoVal, Num, Signed, Val};
+pub use val::{select, Arith, Bits, Float, Index, Int, Integer, IntoVal, Num, Signed, Val};
 
 /// Whether a trace is being recorded on this thread (otherwise values are concrete).
 pub fn is_tracing() -> bool {

@@ -138,7 +138,7 @@ impl<T: Element> Ptr<T> {
     /// tracing, see the [module docs](self)).
     #[inline]
     fn bits(self, operation: &'static str) -> u64 {
-        self.h.bits(operation)
+        self.h.word(operation)
     }
 
     /// The IR type of this pointer.
@@ -165,7 +165,7 @@ impl<T: Element> Ptr<T> {
                         let wide = b.cast(i, Type::I64);
                         let size = b.constant(Const {
                             ty: Type::I64,
-                            bits: u64::from(stride),
+                            bits: u128::from(stride),
                         });
                         b.binary(BinaryOp::Mul, wide, size)
                     }
@@ -176,7 +176,7 @@ impl<T: Element> Ptr<T> {
         Ptr::from_handle(h.unwrap_or_else(|| {
             let size = u64::from(T::STRIDE) * T::POINTEE.bytes() as u64;
             let bytes = (index.index_direct() as u64).wrapping_mul(size);
-            Handle::direct(self.bits(operation).wrapping_add(bytes))
+            Handle::direct_word(self.bits(operation).wrapping_add(bytes))
         }))
     }
 }
@@ -201,9 +201,9 @@ impl<S: Record> Ptr<S> {
                 b.cast(at, Ptr::<F>::ir_type())
             })
         });
-        Ptr::from_handle(
-            h.unwrap_or_else(|| Handle::direct(self.bits("field").wrapping_add(u64::from(offset)))),
-        )
+        Ptr::from_handle(h.unwrap_or_else(|| {
+            Handle::direct_word(self.bits("field").wrapping_add(u64::from(offset)))
+        }))
     }
 }
 
@@ -270,7 +270,12 @@ impl<T: ScalarValue> Ptr<T> {
         });
         Val::from_handle(h.unwrap_or_else(|| {
             let (a, b) = (self.bits(name), rhs.bits(name));
-            Handle::direct(semantics::compare(op, Self::ir_type(), a, b) as u64)
+            Handle::direct(u128::from(semantics::compare(
+                op,
+                Self::ir_type(),
+                a.into(),
+                b.into(),
+            )))
         }))
     }
 

@@ -34,8 +34,8 @@ macro_rules! host_scalar {
     ($($t:ty),*) => {$(
         impl HostValue for $t {
             type Abi = $t;
-            fn to_bits(self) -> u64 { ScalarValue::to_bits(self) }
-            fn from_bits(bits: u64) -> Self { <$t as ScalarValue>::from_bits(bits) }
+            fn to_bits(self) -> u64 { ScalarValue::to_bits(self) as u64 }
+            fn from_bits(bits: u64) -> Self { <$t as ScalarValue>::from_bits(u128::from(bits)) }
             fn to_abi(self) -> $t { self }
             fn from_abi(abi: $t) -> Self { abi }
         }
@@ -251,7 +251,7 @@ impl Ret for () {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be traced: a parameter or the return type is not a traced type",
     label = "not a function of traced values",
-    note = "parameters must be `Val<T>` (T: bool, i8..i64, u8..u64, f32, f64), `Ptr<T>`, `EnumVal<E>` or (for functions traced by `call` and kernels) `#[derive(Carry)]` structs of them, at most 8 of them; the return type one of `Val<T>`, `Ptr<T>`, `EnumVal<E>` or `()`",
+    note = "parameters must be `Val<T>` (T: bool, i8..i64, u8..u64, f32, f64, f16, bf16: not the 128-bit integers, which pass through a `Ptr<i128>`), `Ptr<T>`, `EnumVal<E>` or (for functions traced by `call` and kernels) `#[derive(Carry)]` structs of them, at most 8 of them; the return type one of `Val<T>`, `Ptr<T>`, `EnumVal<E>` or `()`",
     note = "a host integer such as `usize` becomes `Val<u64>` (or `Val<i64>`); a reference `&[T]` becomes `Ptr<T>`, lent at the call"
 )]
 pub trait TraceFn<Args>: Send + Sync + 'static {
@@ -454,11 +454,11 @@ pub fn direct_call<Args, F: TraceFn<Args>>(
     let raws: Vec<Handle> = F::param_types()
         .iter()
         .zip(args)
-        .map(|(ty, bits)| Handle::direct(nacre_ir::semantics::normalize(*ty, *bits)))
+        .map(|(ty, bits)| Handle::direct(nacre_ir::semantics::normalize(*ty, u128::from(*bits))))
         .collect();
     let run = || crate::region::with_regions(regions, || f.call_raw(&raws));
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-        Ok(r) => Ok(r.raw_ret().map_or(0, |h| h.bits("return value"))),
+        Ok(r) => Ok(r.raw_ret().map_or(0, |h| h.word("return value"))),
         Err(payload) => match payload.downcast::<DirectTrap>() {
             Ok(trap) => Err(trap.0),
             Err(other) => std::panic::resume_unwind(other),

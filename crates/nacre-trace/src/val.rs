@@ -30,7 +30,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops;
 
-/// A traced scalar of Rust type `T` (`bool`, `i8`..`i64`, `u8`..`u64`, `f32`, `f64`), tied to
+/// A traced scalar of Rust type `T` (`bool`, `i8`..`i128`, `u8`..`u128`, `f32`, `f64`, `f16`, `bf16`), tied to
 /// the trace that made it (see the [module docs](self)).
 pub struct Val<T: ScalarValue> {
     h: Handle,
@@ -107,7 +107,7 @@ impl<T: ScalarValue> Val<T> {
     /// The bits of this value in direct mode, read by `operation` (a panic if the value was
     /// made while tracing, see the [module docs](self)).
     #[inline]
-    pub(crate) fn bits(self, operation: &'static str) -> u64 {
+    pub(crate) fn bits(self, operation: &'static str) -> u128 {
         self.h.bits(operation)
     }
 
@@ -149,7 +149,12 @@ impl<T: ScalarValue> Val<T> {
         });
         Val::from_handle(h.unwrap_or_else(|| {
             let (a, b) = (self.bits(name), rhs.bits(name));
-            Handle::direct(semantics::compare(op, Type::Scalar(T::SCALAR), a, b) as u64)
+            Handle::direct(u128::from(semantics::compare(
+                op,
+                Type::Scalar(T::SCALAR),
+                a,
+                b,
+            )))
         }))
     }
 
@@ -283,7 +288,7 @@ pub fn select<T: ScalarValue>(
 /// Integer bit operations and explicit wrapping and saturating arithmetic, with the names and
 /// meaning of Rust's integer methods (`count_ones` and the other counts give `Val<u32>`, as in
 /// Rust; shift and rotate amounts are taken modulo the width).
-impl<T: Int> Val<T> {
+impl<T: Integer> Val<T> {
     /// The width of `T` in bits.
     fn width() -> u32 {
         T::SCALAR.bits()
@@ -333,7 +338,7 @@ impl<T: Int> Val<T> {
     pub fn rotate_left(self, n: impl IntoVal<u32>) -> Val<T> {
         let w = Self::width();
         let s = (n.into_val() & (w - 1)).cast::<T>();
-        let back = (Val::new(w).cast::<T>() - s) & <T as ScalarValue>::from_bits(u64::from(w - 1));
+        let back = (Val::new(w).cast::<T>() - s) & <T as ScalarValue>::from_bits(u128::from(w - 1));
         // The bits shifted back in, masked: a signed `>>` copies the sign bit.
         let low = (Val::new(T::ONE) << s) - T::ONE;
         (self << s) | ((self >> back) & low)
@@ -494,9 +499,9 @@ impl<T: Int> Val<T> {
     fn max_value() -> Val<T> {
         let w = Self::width();
         let bits = if T::SCALAR.is_signed_int() {
-            (1u64 << (w - 1)) - 1
+            (1u128 << (w - 1)) - 1
         } else {
-            u64::MAX >> (64 - w)
+            u128::MAX >> (128 - w)
         };
         Val::new(<T as ScalarValue>::from_bits(bits))
     }
@@ -505,7 +510,7 @@ impl<T: Int> Val<T> {
     fn min_value() -> Val<T> {
         let w = Self::width();
         let bits = if T::SCALAR.is_signed_int() {
-            1u64 << (w - 1)
+            1u128 << (w - 1)
         } else {
             0
         };
@@ -575,27 +580,34 @@ impl<T: ScalarValue> From<T> for Val<T> {
     }
 }
 
-/// Types with arithmetic (`+ - * / %`, min, max, abs): integers and floats.
-pub trait Arith: ScalarValue {}
-/// Types with bitwise operators: integers and `bool`.
-pub trait Bits: ScalarValue {}
-
-/// The numbers (integers and floats): the one bound generic traced code needs. A
-/// `fn f<T: Num>(a: Val<T>, b: Val<T>) -> Val<T>` can use arithmetic, comparisons
-/// (`<`, `==`, ...), `select`, carry values through `if` and loops, take and return them, and
-/// `engine.compile(f::<f32>)` compiles it. [`Int`] adds bitwise operators and shifts, [`Float`]
-/// `sqrt`, `floor`, `ceil` and `fma`, [`Signed`] negation.
-pub trait Num: Arith + HostValue {
+/// Types with arithmetic (`+ - * / %`, min, max, abs): integers (the 128-bit ones too) and
+/// floats.
+pub trait Arith: ScalarValue {
     /// Zero.
     const ZERO: Self;
     /// One.
     const ONE: Self;
 }
-/// Integer types: [`Num`] with bitwise operators and shifts.
-pub trait Int: Num + Bits {
+/// Types with bitwise operators: integers and `bool`.
+pub trait Bits: ScalarValue {}
+
+/// The numbers (integers and floats) that cross the host boundary: the one bound generic
+/// traced code needs. A `fn f<T: Num>(a: Val<T>, b: Val<T>) -> Val<T>` can use arithmetic,
+/// comparisons (`<`, `==`, ...), `select`, carry values through `if` and loops, take and return
+/// them, and `engine.compile(f::<f32>)` compiles it. [`Int`] adds bitwise operators and shifts,
+/// [`Float`] `sqrt`, `floor`, `ceil` and `fma`, [`Signed`] negation. The 128-bit integers are
+/// [`Arith`] and [`Integer`] but not `Num`: they cannot be arguments or results of compiled
+/// code or kernels, only values inside it and elements in memory.
+pub trait Num: Arith + HostValue {}
+/// All integer types, `i8` to `i128` and `u8` to `u128`: bitwise operators, shifts and Rust's
+/// integer methods (`count_ones`, `checked_add`, ...).
+pub trait Integer: Arith + Bits {
     /// The unsigned integer type of the same width (what `abs_diff` returns).
-    type Unsigned: Int;
+    type Unsigned: Integer;
 }
+/// The integer types that cross the host boundary ([`Num`] and [`Integer`]: all but the
+/// 128-bit ones).
+pub trait Int: Num + Integer {}
 /// Float types: [`Num`] with Rust's float methods (`sqrt`, `exp`, `sin`, `round`, ...; see
 /// [`crate::math`]).
 pub trait Float: Num + Signed {
@@ -609,30 +621,34 @@ pub trait Float: Num + Signed {
     const RADIANS_PER_DEGREE: Self;
 }
 /// Types with negation: signed integers and floats.
-pub trait Signed: Num {}
+pub trait Signed: Arith {}
 
-macro_rules! num {
+macro_rules! arith {
     ($zero:expr, $one:expr; $($t:ty),*) => {$(
-        impl Num for $t {
+        impl Arith for $t {
             const ZERO: $t = $zero;
             const ONE: $t = $one;
         }
     )*};
 }
-num!(0, 1; i8, i16, i32, i64, u8, u16, u32, u64);
-num!(0.0, 1.0; f32, f64);
-num!(f16::ZERO, f16::ONE; f16);
-num!(bf16::ZERO, bf16::ONE; bf16);
+arith!(0, 1; i8, i16, i32, i64, i128, u8, u16, u32, u64, u128);
+arith!(0.0, 1.0; f32, f64);
+arith!(f16::ZERO, f16::ONE; f16);
+arith!(bf16::ZERO, bf16::ONE; bf16);
 
 macro_rules! markers {
     ($tr:ident: $($t:ty),*) => { $(impl $tr for $t {})* };
 }
-markers!(Arith: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
-markers!(Bits: bool, i8, i16, i32, i64, u8, u16, u32, u64);
+markers!(Num: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
+markers!(Int: i8, i16, i32, i64, u8, u16, u32, u64);
+markers!(Bits: bool, i8, i16, i32, i64, i128, u8, u16, u32, u64, u128);
 macro_rules! ints {
-    ($($t:ty => $u:ty),*) => { $(impl Int for $t { type Unsigned = $u; })* };
+    ($($t:ty => $u:ty),*) => { $(impl Integer for $t { type Unsigned = $u; })* };
 }
-ints!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, u8 => u8, u16 => u16, u32 => u32, u64 => u64);
+ints!(
+    i8 => u8, i16 => u16, i32 => u32, i64 => u64, i128 => u128,
+    u8 => u8, u16 => u16, u32 => u32, u64 => u64, u128 => u128
+);
 impl Float for f32 {
     const INFINITY: f32 = f32::INFINITY;
     const NAN: f32 = f32::NAN;
@@ -656,7 +672,7 @@ macro_rules! half_float {
     )*};
 }
 half_float!(f16, bf16);
-markers!(Signed: i8, i16, i32, i64, f32, f64, f16, bf16);
+markers!(Signed: i8, i16, i32, i64, i128, f32, f64, f16, bf16);
 
 macro_rules! binop {
     ($tr:ident, $m:ident, $atr:ident, $am:ident, $op:ident, $bound:ident) => {
@@ -683,8 +699,8 @@ binop!(Rem, rem, RemAssign, rem_assign, Rem, Arith);
 binop!(BitAnd, bitand, BitAndAssign, bitand_assign, And, Bits);
 binop!(BitOr, bitor, BitOrAssign, bitor_assign, Or, Bits);
 binop!(BitXor, bitxor, BitXorAssign, bitxor_assign, Xor, Bits);
-binop!(Shl, shl, ShlAssign, shl_assign, Shl, Int);
-binop!(Shr, shr, ShrAssign, shr_assign, Shr, Int);
+binop!(Shl, shl, ShlAssign, shl_assign, Shl, Integer);
+binop!(Shr, shr, ShrAssign, shr_assign, Shr, Integer);
 
 macro_rules! lhs_scalar_ops {
     ($($t:ty),*) => {$(
@@ -704,7 +720,7 @@ macro_rules! lhs_scalar_ops {
         }
     };
 }
-lhs_scalar_ops!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, f16, bf16);
+lhs_scalar_ops!(i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, f32, f64, f16, bf16);
 
 macro_rules! lhs_bit_ops {
     ($($t:ty),*) => {$(
@@ -722,7 +738,7 @@ macro_rules! lhs_bit_ops {
         }
     )*};
 }
-lhs_bit_ops!(bool, i8, i16, i32, i64, u8, u16, u32, u64);
+lhs_bit_ops!(bool, i8, i16, i32, i64, i128, u8, u16, u32, u64, u128);
 
 impl<T: Signed> ops::Neg for Val<T> {
     type Output = Val<T>;
@@ -790,6 +806,6 @@ impl Index for isize {
 }
 
 /// Emits a constant of IR type `ty` with `bits` (while tracing) or returns the bits.
-pub(crate) fn constant_raw(ty: Type, bits: u64) -> Handle {
+pub(crate) fn constant_raw(ty: Type, bits: u128) -> Handle {
     with_tracer(|t| t.build(|b| b.constant(Const { ty, bits }))).unwrap_or(Handle::direct(bits))
 }

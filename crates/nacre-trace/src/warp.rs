@@ -82,7 +82,7 @@ fn warp<T: ScalarValue, R: ScalarValue>(op: WarpOp, v: Val<T>) -> Val<R> {
         let bits = v.handle().bits(op.name());
         let one_lane = match op {
             WarpOp::Ballot | WarpOp::Any | WarpOp::All => Some(bits & 1),
-            _ => reduce_lanes(op, T::SCALAR, &[bits]),
+            _ => reduce_lanes(op, T::SCALAR, &[bits as u64]).map(u128::from),
         };
         Handle::direct(one_lane.unwrap_or(bits))
     }))

@@ -52,7 +52,7 @@ pub use nacre_trace::{
 /// The bounds generic traced code uses: `fn f<T: Num>(a: Val<T>, b: Val<T>)` needs nothing
 /// else for arithmetic, comparisons, `select` and control flow ([`Int`] adds bitwise operators
 /// and shifts, [`Float`] Rust's float methods (`sqrt`, `exp`, `sin`, `round`, ...), [`Signed`] negation).
-pub use nacre_trace::{Arith, Bits, Float, HostValue, Int, IntoVal, Num, Scalar, Signed};
+pub use nacre_trace::{Arith, Bits, Float, HostValue, Int, Integer, IntoVal, Num, Scalar, Signed};
 
 pub use nacre_backend::{Backend, BackendError, Linkage};
 /// The GPU programming model: kernels, launches, indices, barriers, shared arrays and

@@ -94,7 +94,7 @@ fn check1<A: Scalar, R: Scalar, F: TraceFn<(Val<A>,)>>(
 ) -> String {
     let cases: Vec<_> = inputs
         .iter()
-        .map(|&a| (vec![a.to_bits()], reference(a).to_bits()))
+        .map(|&a| (vec![a.to_bits() as u64], reference(a).to_bits() as u64))
         .collect();
     check(f, &cases)
 }
@@ -108,7 +108,10 @@ fn check2<A: Scalar, B: Scalar, R: Scalar, F: TraceFn<(Val<A>, Val<B>)>>(
     let mut cases = Vec::new();
     for &a in xs {
         for &b in ys {
-            cases.push((vec![a.to_bits(), b.to_bits()], reference(a, b).to_bits()));
+            cases.push((
+                vec![a.to_bits() as u64, b.to_bits() as u64],
+                reference(a, b).to_bits() as u64,
+            ));
         }
     }
     check(f, &cases)
@@ -128,7 +131,7 @@ fn check_array<R: Scalar, F: TraceFn<(Ptr<i32>, Val<i64>)>>(
     let t = traced(f);
     for data in inputs {
         let mut want = data.to_vec();
-        let want_r = reference(&mut want).to_bits();
+        let want_r = reference(&mut want).to_bits() as u64;
         let mut direct = data.to_vec();
         let lent = [region(&mut direct)];
         let r = nacre_trace::direct_call(f, &[addr(&mut direct), data.len() as u64], &lent);
@@ -1189,8 +1192,13 @@ fn logic() {
     let (and_t, or_t) = (traced(&and_counts), traced(&or_counts));
     for a in [-1, 0, 1] {
         for b in [-1, 1] {
-            let args =
-                |c: &mut [i32; 1]| vec![a.to_bits(), b.to_bits(), c.as_mut_ptr() as usize as u64];
+            let args = |c: &mut [i32; 1]| {
+                vec![
+                    a.to_bits() as u64,
+                    b.to_bits() as u64,
+                    c.as_mut_ptr() as usize as u64,
+                ]
+            };
             // The result and how often the right operand ran, for `&&` and `||`.
             let (and_want, and_calls) = ((a > 0 && b > 0) as u64, (a > 0) as i32);
             let (or_want, or_calls) = ((a > 0 || b > 0) as u64, (a <= 0) as i32);

@@ -18,7 +18,10 @@ fn try_compile(m: Module, linkage: Linkage) -> Result<Arc<dyn Executable>, Backe
 }
 
 fn konst(b: &mut nacre_ir::FunctionBuilder<'_>, ty: Type, bits: u64) -> nacre_ir::Value {
-    b.constant(Const { ty, bits })
+    b.constant(Const {
+        ty,
+        bits: u128::from(bits),
+    })
 }
 
 #[test]

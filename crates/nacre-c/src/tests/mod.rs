@@ -34,7 +34,10 @@ pub(crate) fn module(functions: Vec<Function>) -> Module {
 
 /// A constant.
 pub(crate) fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
-    b.constant(Const { ty, bits })
+    b.constant(Const {
+        ty,
+        bits: u128::from(bits),
+    })
 }
 
 /// Verifies a module that the test built valid, with its half-precision arithmetic widened

@@ -409,7 +409,7 @@ fn extern_calls_of_every_shape() {
 
 #[test]
 fn array_trampoline_round_trips_every_type() {
-    let mut types: Vec<Type> = Scalar::ALL.iter().map(|&s| Type::Scalar(s)).collect();
+    let mut types: Vec<Type> = Scalar::HOST.iter().map(|&s| Type::Scalar(s)).collect();
     types.push(Type::ptr(Scalar::I32));
     for ty in types {
         let exe = compile(module(vec![function("id", &[ty], Some(ty), |b, p| {
@@ -443,7 +443,7 @@ fn array_trampoline_round_trips_every_type() {
                     continue;
                 }
                 Type::Scalar(Scalar::Bool) => x & 1,
-                _ => nacre_ir::semantics::normalize(ty, x),
+                _ => nacre_ir::semantics::normalize(ty, x.into()) as u64,
             };
             assert_eq!(exe.call(&[x]), Ok(want), "{ty} {x:#x}");
         }

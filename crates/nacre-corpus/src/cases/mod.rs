@@ -15,6 +15,7 @@ pub mod functions;
 pub mod half;
 pub mod math;
 pub mod structs;
+pub mod wide;
 
 use crate::registry::Case;
 
@@ -25,6 +26,7 @@ pub fn all() -> Vec<Case> {
     v.extend(bits::cases());
     v.extend(math::cases());
     v.extend(half::cases());
+    v.extend(wide::cases());
     v.extend(atomics::cases());
     v.extend(casts::cases());
     v.extend(compare::cases());

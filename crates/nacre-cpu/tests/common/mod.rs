@@ -110,7 +110,10 @@ pub fn kernel(name: &str, params: &[Type]) -> Function {
 }
 
 pub fn k(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
-    b.constant(Const { ty, bits })
+    b.constant(Const {
+        ty,
+        bits: u128::from(bits),
+    })
 }
 
 pub fn ku32(b: &mut FunctionBuilder<'_>, x: u32) -> Value {

@@ -9,7 +9,7 @@ use nacre_ir::{BinaryOp, CmpOp, Const, ExternFunc, ExternId, FuncId, Trap};
 fn int(b: &mut FunctionBuilder<'_>, ty: Type, v: i64) -> Value {
     b.constant(Const {
         ty,
-        bits: semantics::normalize(ty, v as u64),
+        bits: semantics::normalize(ty, v as u128),
     })
 }
 
@@ -153,7 +153,11 @@ fn stores_through_pointers_with_signed_indices() {
         let mut data = vec![0u16; 9];
         let mid = data[4..].as_mut_ptr() as u64;
         assert_eq!(
-            exe.call(&[mid, semantics::normalize(Type::I8, -3i64 as u64), 0xbeef]),
+            exe.call(&[
+                mid,
+                (semantics::normalize(Type::I8, u128::from(-3i64 as u64)) as u64),
+                0xbeef
+            ]),
             Ok(0)
         );
         assert_eq!(exe.call(&[mid, 2, 0x1234]), Ok(0));
@@ -480,7 +484,7 @@ fn extern_calls() {
         let mut out = 0u64;
         let args = [
             200,
-            semantics::normalize(Type::I16, -5i64 as u64),
+            (semantics::normalize(Type::I16, u128::from(-5i64 as u64)) as u64),
             2.75f64.to_bits(),
             1,
         ];
@@ -560,7 +564,7 @@ fn void_and_bool_results_through_call() {
     let f = function("is_neg", &[Type::F64], Some(Type::BOOL), |b, p| {
         let zero = b.constant(Const {
             ty: Type::F64,
-            bits: 0f64.to_bits(),
+            bits: u128::from(0f64.to_bits()),
         });
         let r = b.cmp(CmpOp::Lt, p[0], zero);
         b.ret(Some(r));

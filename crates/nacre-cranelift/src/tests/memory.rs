@@ -9,7 +9,7 @@ fn add_const(k: i64) -> Function {
     function("addk", &[Type::I64], Some(Type::I64), |b, p| {
         let c = b.constant(Const {
             ty: Type::I64,
-            bits: k as u64,
+            bits: k as u128,
         });
         let r = b.binary(BinaryOp::Add, p[0], c);
         b.ret(Some(r));

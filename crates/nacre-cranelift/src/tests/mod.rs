@@ -78,8 +78,8 @@ unsafe fn native1<A: ScalarValue, R: ScalarValue>(entry: *const u8, a: u64) -> (
     // SAFETY: the caller guarantees the signature.
     let f = unsafe { std::mem::transmute::<*const u8, extern "C" fn(A, *mut u32) -> R>(entry) };
     let mut status = 0;
-    let r = f(A::from_bits(a), &mut status);
-    (r.to_bits(), status)
+    let r = f(A::from_bits(u128::from(a)), &mut status);
+    (r.to_bits() as u64, status)
 }
 
 /// Calls a compiled `fn(A, A) -> R` through its native entry.
@@ -90,8 +90,12 @@ unsafe fn native2<A: ScalarValue, R: ScalarValue>(entry: *const u8, a: u64, b: u
     // SAFETY: the caller guarantees the signature.
     let f = unsafe { std::mem::transmute::<*const u8, extern "C" fn(A, A, *mut u32) -> R>(entry) };
     let mut status = 0;
-    let r = f(A::from_bits(a), A::from_bits(b), &mut status);
-    (r.to_bits(), status)
+    let r = f(
+        A::from_bits(u128::from(a)),
+        A::from_bits(u128::from(b)),
+        &mut status,
+    );
+    (r.to_bits() as u64, status)
 }
 
 /// Calls a compiled `fn(C, A, A) -> A` through its native entry.
@@ -109,10 +113,10 @@ unsafe fn native3<C: ScalarValue, A: ScalarValue>(
         unsafe { std::mem::transmute::<*const u8, extern "C" fn(C, A, A, *mut u32) -> A>(entry) };
     let mut status = 0;
     let r = f(
-        C::from_bits(c),
-        A::from_bits(a),
-        A::from_bits(b),
+        C::from_bits(u128::from(c)),
+        A::from_bits(u128::from(a)),
+        A::from_bits(u128::from(b)),
         &mut status,
     );
-    (r.to_bits(), status)
+    (r.to_bits() as u64, status)
 }

@@ -30,7 +30,10 @@ fn kernel(
 }
 
 fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
-    b.constant(Const { ty, bits })
+    b.constant(Const {
+        ty,
+        bits: u128::from(bits),
+    })
 }
 
 /// A verified module holding `functions`; returns it with the id of its last function.

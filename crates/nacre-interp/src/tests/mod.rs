@@ -75,5 +75,8 @@ fn single_unverified(
 
 /// A constant.
 fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
-    b.constant(Const { ty, bits })
+    b.constant(Const {
+        ty,
+        bits: u128::from(bits),
+    })
 }

@@ -308,7 +308,7 @@ fn stores_and_signed_indices() {
         );
         assert!(flag, "bool stored through a pointer");
         if idx_ty.scalar().is_some_and(Scalar::is_signed_int) {
-            let minus_two = nacre_ir::semantics::normalize(idx_ty, (-2i64) as u64);
+            let minus_two = nacre_ir::semantics::normalize(idx_ty, (-2i64) as u128) as u64;
             assert_eq!(
                 exe.call(&[mid, minus_two, fp]),
                 Ok(1.5f64.to_bits()),

@@ -44,9 +44,12 @@ impl Interval {
         Interval { lo: x, hi: x }
     }
 
-    /// Every value of an integer or `bool` type; `None` for floats and pointers.
+    /// Every value of an integer or `bool` type; `None` for floats, pointers and the 128-bit
+    /// integers (whose unsigned range does not fit an `i128`: they are not tracked).
     pub fn of_type(ty: Type) -> Option<Interval> {
-        let s = ty.scalar().filter(|s| s.is_int() || *s == Scalar::Bool)?;
+        let s = ty
+            .scalar()
+            .filter(|s| (s.is_int() && !s.is_wide()) || *s == Scalar::Bool)?;
         let bits = s.bits();
         Some(if s.is_signed_int() {
             Interval::new(-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
@@ -394,14 +397,14 @@ pub fn decide(op: CmpOp, a: Interval, b: Interval) -> Option<bool> {
     }
 }
 
-/// The value of an integer or `bool` constant.
+/// The value of an integer or `bool` constant of at most 64 bits.
 fn constant(c: Const) -> Interval {
     let x = match c.ty.scalar() {
         Some(s) if s.is_signed_int() => {
             let shift = 64 - s.bits();
-            i128::from(((c.bits << shift) as i64) >> shift)
+            i128::from((((c.bits as u64) << shift) as i64) >> shift)
         }
-        _ => i128::from(c.bits),
+        _ => i128::from(c.bits as u64),
     };
     Interval::point(x)
 }

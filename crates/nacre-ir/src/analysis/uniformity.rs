@@ -195,7 +195,7 @@ mod tests {
     fn konst(b: &mut FunctionBuilder<'_>, x: u64) -> Value {
         b.constant(Const {
             ty: Type::U32,
-            bits: x,
+            bits: u128::from(x),
         })
     }
 

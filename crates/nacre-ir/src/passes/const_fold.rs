@@ -244,7 +244,7 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
     let ty_of = |v: Value| func.values[v].ty;
     let cst = |v: Value| const_of(func, v);
     let rty = data.result.map(ty_of);
-    let make = |bits: u64| match rty {
+    let make = |bits: u128| match rty {
         Some(ty) => Simplified::Const(Const {
             ty,
             bits: normalize(ty, bits),
@@ -287,9 +287,9 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         InstKind::Cmp(op, a, b) => {
             let ty = ty_of(*a);
             match (cst(*a), cst(*b)) {
-                (Some(x), Some(y)) => make(semantics::compare(*op, ty, x.bits, y.bits) as u64),
+                (Some(x), Some(y)) => make(u128::from(semantics::compare(*op, ty, x.bits, y.bits))),
                 _ if a == b && !ty.is_float() => {
-                    make(matches!(op, CmpOp::Eq | CmpOp::Le | CmpOp::Ge) as u64)
+                    make(u128::from(matches!(op, CmpOp::Eq | CmpOp::Le | CmpOp::Ge)))
                 }
                 _ => Simplified::Keep,
             }
@@ -369,12 +369,12 @@ fn binary_identity(
     b: Value,
     ca: Option<Const>,
     cb: Option<Const>,
-    make: impl Fn(u64) -> Simplified,
+    make: impl Fn(u128) -> Simplified,
 ) -> Simplified {
     let int = s.is_int();
     let logical = int || s == Scalar::Bool;
-    let ones_bits = normalize(Type::Scalar(s), u64::MAX);
-    let is = |c: Option<Const>, bits: u64| c.is_some_and(|c| c.bits == bits);
+    let ones_bits = normalize(Type::Scalar(s), u128::MAX);
+    let is = |c: Option<Const>, bits: u128| c.is_some_and(|c| c.bits == bits);
     let (zero_a, zero_b) = (is(ca, 0), is(cb, 0));
     let (one_a, one_b) = (is(ca, 1), is(cb, 1));
     let (ones_a, ones_b) = (is(ca, ones_bits), is(cb, ones_bits));
@@ -444,7 +444,7 @@ fn binary_identity(
             }
         }
         BinaryOp::Shl | BinaryOp::Shr if int => {
-            let mask = u64::from(s.bits() - 1);
+            let mask = u128::from(s.bits() - 1);
             if cb.is_some_and(|c| c.bits & mask == 0) {
                 Simplified::Alias(a)
             } else if zero_a {
@@ -487,7 +487,7 @@ mod tests {
         assert_snapshot!(f.to_string());
         assert_eq!(
             eval(&f, &[10]),
-            Ok(Some(semantics::normalize(Type::I32, -5i64 as u64)))
+            Ok(Some(semantics::normalize(Type::I32, -5i64 as u128) as u64))
         );
     }
 

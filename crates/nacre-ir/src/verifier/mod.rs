@@ -19,6 +19,9 @@
 //!    parameters, return values against the signature, calls against the callee's signature,
 //!    and constants are normalized for their type ([`crate::semantics::normalize`]).
 //!
+//! Before the steps, the module's host boundary is checked: no 128-bit integer in the entry
+//! function's, a kernel's or an extern's signature.
+//!
 //! Every failure is an `Err`; malformed ids never panic.
 //!
 //! The checks are split by step: `structure` holds steps 1 to 3, `operands` step 4 and `types`
@@ -32,8 +35,9 @@ mod types;
 
 use crate::analysis::dominators::DominatorTree;
 use crate::entities::Block;
-use crate::function::Function;
+use crate::function::{FuncKind, Function, Signature};
 use crate::module::Module;
+use crate::types::Scalar;
 use std::collections::HashMap;
 use thiserror::Error;
 
@@ -146,8 +150,46 @@ pub fn check_module(module: &Module) -> Result<(), VerifierError> {
             });
         }
     }
+    check_host_boundary(module)?;
     for (_, func) in &module.functions {
         check_function(module, func)?;
+    }
+    Ok(())
+}
+
+/// The signatures values cross the host boundary through (the entry function's, every
+/// kernel's and every extern's) carry no 128-bit integer: hosts pass arguments as 64-bit
+/// words. Pointers to one are fine, so 128-bit values travel through memory.
+fn check_host_boundary(module: &Module) -> Result<(), VerifierError> {
+    let wide = |sig: &Signature| {
+        sig.params
+            .iter()
+            .chain(sig.ret.iter())
+            .find(|ty| ty.scalar().is_some_and(Scalar::is_wide))
+            .copied()
+    };
+    let crossing = module
+        .functions
+        .iter()
+        .filter(|(id, f)| module.entry == Some(*id) || f.kind == FuncKind::Kernel)
+        .map(|(_, f)| (f.name.as_str(), &f.signature))
+        .chain(
+            module
+                .externs
+                .values()
+                .map(|e| (e.name.as_str(), &e.signature)),
+        );
+    for (name, sig) in crossing {
+        if let Some(ty) = wide(sig) {
+            return Err(VerifierError {
+                function: name.to_string(),
+                kind: VerifierErrorKind::Signature,
+                message: format!(
+                    "{ty} cannot cross the host boundary (entry, kernel or extern signature); \
+                     pass it through memory, as a pointer to {ty}"
+                ),
+            });
+        }
     }
     Ok(())
 }

@@ -19,7 +19,10 @@ fn func(params: &[Type], ret: Option<Type>) -> Function {
 }
 
 fn konst(b: &mut FunctionBuilder<'_>, ty: Type, bits: u64) -> Value {
-    b.constant(Const { ty, bits })
+    b.constant(Const {
+        ty,
+        bits: u128::from(bits),
+    })
 }
 
 fn module_of(f: Function) -> Module {
@@ -245,6 +248,54 @@ fn rejects_entry_parameters_that_differ_from_the_signature() {
     let z = konst(&mut b, Type::I32, 0);
     b.ret(Some(z));
     assert_err(&error(f), K::Signature, &["kernel returns i32"]);
+}
+
+/// A function `(i128) -> i128` that returns its parameter.
+fn wide_identity(name: &str, kind: FuncKind) -> Function {
+    let ret = (kind == FuncKind::Host).then_some(Type::I128);
+    let mut f = Function::new(name, kind, sig(&[Type::I128], ret));
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block()[0];
+    b.ret(ret.map(|_| p));
+    f
+}
+
+#[test]
+fn wide_integers_cannot_cross_the_host_boundary() {
+    let e = error(wide_identity("f", FuncKind::Host));
+    assert_err(
+        &e,
+        K::Signature,
+        &["i128 cannot cross the host boundary", "pointer"],
+    );
+    let e = error(wide_identity("f", FuncKind::Kernel));
+    assert_err(&e, K::Signature, &["i128", "host boundary"]);
+
+    // An internal function may take and return one; the entry passes it through memory.
+    let mut m = Module::new();
+    let callee = m.add_function(wide_identity("g", FuncKind::Host));
+    let mut f = func(&[Type::ptr(Scalar::I128)], None);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block()[0];
+    let x = b.load(p);
+    let y = b.call(callee, vec![x], Some(Type::I128));
+    b.store(p, y.expect("a result"));
+    b.ret(None);
+    let id = m.add_function(f);
+    m.entry = Some(id);
+    verify(m).expect("wide values inside the module are fine");
+
+    let mut m = Module::new();
+    m.declare_extern(ExternFunc {
+        name: "h".into(),
+        signature: sig(&[Type::U128], None),
+    });
+    let (f, _) = add_one();
+    let id = m.add_function(f);
+    m.entry = Some(id);
+    let e = verify(m).expect_err("an extern taking a u128");
+    assert_err(&e, K::Signature, &["u128 cannot cross"]);
+    assert_eq!(e.function, "h");
 }
 
 #[test]

@@ -343,9 +343,9 @@ impl TypeCheck<'_> {
                 self.ty(p)
             )));
         }
-        if !self.ty(i).is_int() {
+        if !self.ty(i).is_int() || self.ty(i).scalar().is_some_and(Scalar::is_wide) {
             return Err(self.type_err(format!(
-                "index {i} has type {}, expected an integer",
+                "index {i} has type {}, expected an integer of at most 64 bits",
                 self.ty(i)
             )));
         }
@@ -516,8 +516,10 @@ impl TypeCheck<'_> {
     fn shuffle(&self, v: Value, lane: Value) -> Res {
         self.kernel_only()?;
         let ty = self.ty(v);
-        if ty.is_ptr() {
-            return Err(self.type_err(format!("a shuffle moves scalars, not {ty}")));
+        if ty.is_ptr() || ty.scalar().is_some_and(Scalar::is_wide) {
+            return Err(self.type_err(format!(
+                "a shuffle moves scalars of at most 64 bits, not {ty}"
+            )));
         }
         self.expect(format!("lane operand {lane}"), self.ty(lane), Type::U32)?;
         self.expect("the result".into(), self.need_result()?, ty)

@@ -12,7 +12,7 @@
 //! | 3, 4, 5 | [`BLOCK_DIM`] | `blockDim` x, y, z |
 //! | 6, 7, 8 | [`GRID_DIM`] | `gridDim` x, y, z |
 //! | 9 | [`BLOCK_THREADS`] | threads per block (`blockDim` x·y·z, at least 1) |
-//! | 10 | [`SHARED_BASE`] | address of the block's shared memory ([`super::StepInfo::shared_bytes`] bytes, 8-aligned) |
+//! | 10 | [`SHARED_BASE`] | address of the block's shared memory ([`super::StepInfo::shared_bytes`] bytes, 16-aligned)|
 //! | 11 | [`STATE_BASE`] | address of the per-thread state area (threads × [`super::StepInfo::state_words`] words) |
 //! | 12 | [`ROUND`] | 0 on a block's first round, then 1, 2, ... |
 //! | 13 | [`BARRIERS_OPEN`] | which waiting threads resume this round besides those at a yield: [`WARPS_OPEN`] and [`BARRIERS_OPEN_BIT`] (see [`open_word`]) |
@@ -112,7 +112,8 @@ pub const AT_WARP: u32 = 4;
 
 /// The state word holding a thread's resume phase.
 pub const PHASE_SLOT: usize = 0;
-/// Alignment, in bytes, of each shared array within the block's shared memory.
+/// Least alignment, in bytes, of each shared array within the block's shared memory (an array of
+/// wider elements is aligned to its element size).
 pub const SHARED_ALIGN: u64 = 8;
 /// Alignment, in bytes, of the dynamic shared memory within the block's shared memory.
 pub const DYNAMIC_SHARED_ALIGN: u64 = 16;

@@ -8,6 +8,46 @@ use nacre_ir::transform::{repair, Variable};
 use nacre_ir::FunctionBuilder;
 use nacre_ir::{Block, Function, Inst, Scalar, Type, Value};
 
+/// Hands out state words to values: one per value, two for a 128-bit integer, which starts
+/// at an even word so that it is 16-byte aligned (a thread's state area is, when the count of
+/// words per thread is even, which [`SlotAlloc::words`] then makes it).
+#[derive(Debug)]
+pub(crate) struct SlotAlloc {
+    next: usize,
+    wide: bool,
+}
+
+impl SlotAlloc {
+    /// An allocator whose first word is `first`.
+    pub(crate) fn new(first: usize) -> SlotAlloc {
+        SlotAlloc {
+            next: first,
+            wide: false,
+        }
+    }
+
+    /// The first word of a new value of type `ty`.
+    pub(crate) fn take(&mut self, ty: Type) -> usize {
+        if ty.bytes() <= 8 {
+            self.next += 1;
+            return self.next - 1;
+        }
+        self.wide = true;
+        let slot = self.next.next_multiple_of(2);
+        self.next = slot + 2;
+        slot
+    }
+
+    /// The words per thread.
+    pub(crate) fn words(&self) -> usize {
+        if self.wide {
+            self.next.next_multiple_of(2)
+        } else {
+            self.next
+        }
+    }
+}
+
 /// Stores `v` (of type `ty`) into state word `slot` of the thread whose state starts at the
 /// address `state` (`u64`).
 pub(crate) fn store_slot(

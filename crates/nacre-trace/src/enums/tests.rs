@@ -49,7 +49,7 @@ fn from_repr_maps_unknown_discriminants_to_the_fallback() {
     ] {
         let e = EnumVal::<Op>::from_repr_or(Val::new(r), Op::Mul);
         assert_eq!(
-            variant_from_bits::<Op>(e.repr().bits("test")),
+            variant_from_bits::<Op>(e.repr().bits("test") as u64),
             want,
             "repr {r}"
         );

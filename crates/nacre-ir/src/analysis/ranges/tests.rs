@@ -298,7 +298,7 @@ mod soundness {
                 match *s {
                     Step::Const(t, x) => {
                         let ty = TYPES[t % TYPES.len()];
-                        vals.push(b.const_bits(ty, semantics::normalize(ty, x)));
+                        vals.push(b.const_bits(ty, semantics::normalize(ty, u128::from(x)) as u64));
                     }
                     Step::Binary(o, a, c) => {
                         let a = vals[a % vals.len()];
@@ -334,11 +334,11 @@ mod soundness {
     }
 
     /// Runs `func` on `args`; calls `seen(value, bits, block)` for each value computed.
-    fn run(func: &Function, args: [u64; 2], mut seen: impl FnMut(Value, u64, Block)) {
-        let mut env: SecondaryMap<Value, u64> = SecondaryMap::new();
+    fn run(func: &Function, args: [u64; 2], mut seen: impl FnMut(Value, u128, Block)) {
+        let mut env: SecondaryMap<Value, u128> = SecondaryMap::new();
         let mut block = func.layout[0];
         for (&p, a) in func.blocks[block].params.iter().zip(args) {
-            env[p] = semantics::normalize(func.value_type(p), a);
+            env[p] = semantics::normalize(func.value_type(p), u128::from(a));
             seen(p, env[p], block);
         }
         loop {
@@ -355,7 +355,9 @@ mod soundness {
                     },
                     InstKind::Unary(op, a) => semantics::unary(op, s(a), env[a]),
                     InstKind::Cast(a) => semantics::cast(ty(a), ty(data.result.unwrap()), env[a]),
-                    InstKind::Cmp(op, a, b) => semantics::compare(op, ty(a), env[a], env[b]) as u64,
+                    InstKind::Cmp(op, a, b) => {
+                        u128::from(semantics::compare(op, ty(a), env[a], env[b]))
+                    }
                     InstKind::Branch {
                         cond,
                         ref then_dest,
@@ -405,7 +407,7 @@ mod soundness {
             let ranges = Ranges::compute(&func, GpuBounds::LIMITS);
             let mut bad = None;
             run(&func, args, |v, bits, block| {
-                let x = value_of(func.value_type(v), bits);
+                let x = value_of(func.value_type(v), bits as u64);
                 for r in [ranges.range(&func, v), ranges.at(&func, v, block)] {
                     let r = r.expect("integer values have ranges");
                     if !(r.lo <= x && x <= r.hi) && bad.is_none() {

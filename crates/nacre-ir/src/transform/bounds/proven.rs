@@ -144,7 +144,7 @@ fn byte_offset(
 /// The bits of `v` if it is a constant.
 fn constant(func: &Function, v: Value) -> Option<u64> {
     match func.defining_inst(v)? {
-        InstKind::Const(c) => Some(c.bits),
+        InstKind::Const(c) => u64::try_from(c.bits).ok(),
         _ => None,
     }
 }

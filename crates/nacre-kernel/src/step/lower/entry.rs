@@ -91,7 +91,8 @@ impl Lowering {
                     self.ctx_word_u32(ctx::GRID_DIM + d.index())
                 }
                 Intrinsic::Shared { elem, len, ty } => {
-                    let offset = shared_bytes.next_multiple_of(ctx::SHARED_ALIGN);
+                    let align = ctx::SHARED_ALIGN.max(u64::from(elem.bytes()));
+                    let offset = shared_bytes.next_multiple_of(align);
                     shared_bytes = offset + len as u64 * elem.bytes() as u64;
                     if shared_bytes > MAX_SHARED_BYTES {
                         return Err(self.unsupported(format!(

@@ -135,7 +135,8 @@ pub const MAX_SHARED_BYTES: u64 = 1 << 28;
 pub struct StepInfo {
     /// The kernel's parameter types (one `args` slot each).
     pub params: Vec<Type>,
-    /// Bytes of shared memory per block (all shared arrays, 8-aligned each).
+    /// Bytes of shared memory per block (all shared arrays, each aligned to 8 bytes or its
+    /// element size).
     pub shared_bytes: usize,
     /// Words of state per thread: 0 without barriers and yields, else 1 (the phase) + one per
     /// value live across a barrier or yield.

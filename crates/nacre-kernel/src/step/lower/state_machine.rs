@@ -10,7 +10,7 @@
 
 use super::{advance, Lowering};
 use crate::step::ctx;
-use crate::step::state::{load_slot, repair_uses, store_slot};
+use crate::step::state::{load_slot, repair_uses, store_slot, SlotAlloc};
 use nacre_ir::analysis::live_in;
 use nacre_ir::transform::Variable;
 use nacre_ir::FunctionBuilder;
@@ -91,6 +91,8 @@ struct Slots {
     across: Vec<Vec<Value>>,
     /// Value → its state word (from 1; word 0 is the phase).
     slots: BTreeMap<Value, usize>,
+    /// State words per thread: the phase, then the values.
+    words: usize,
 }
 
 impl Slots {
@@ -107,16 +109,21 @@ impl Slots {
             .map(|r| live.get(r).cloned().unwrap_or_default())
             .collect();
         let mut slots: BTreeMap<Value, usize> = BTreeMap::new();
+        let mut alloc = SlotAlloc::new(1);
         for &v in across.iter().flatten() {
-            let n = slots.len() + 1;
-            slots.entry(v).or_insert(n);
+            slots.entry(v).or_insert_with(|| alloc.take(f.values[v].ty));
         }
-        Slots { across, slots }
+        let words = alloc.words();
+        Slots {
+            across,
+            slots,
+            words,
+        }
     }
 
     /// State words per thread: the phase, then the values.
     fn words(&self) -> usize {
-        1 + self.slots.len()
+        self.words
     }
 }
 

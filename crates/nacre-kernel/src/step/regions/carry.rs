@@ -5,7 +5,7 @@
 
 use super::parts::Parts;
 use super::uniformity::Divergence;
-use crate::step::state::{load_slot, store_slot};
+use crate::step::state::{load_slot, store_slot, SlotAlloc};
 use nacre_ir::analysis::live_in;
 use nacre_ir::FunctionBuilder;
 use nacre_ir::{BinaryOp, Block, Function, Type, Value};
@@ -17,6 +17,8 @@ pub(super) struct Carried {
     live: HashMap<Block, Vec<Value>>,
     /// Value → its state word (from 0: thread loops have no phase).
     slots: BTreeMap<Value, usize>,
+    /// State words per thread.
+    words: usize,
 }
 
 impl Carried {
@@ -36,16 +38,21 @@ impl Carried {
         let mut carried = Carried {
             live,
             slots: BTreeMap::new(),
+            words: 0,
         };
+        let mut alloc = SlotAlloc::new(0);
         for &r in &parts.resumes {
             for &v in carried.live.get(&r).map(Vec::as_slice).unwrap_or(&[]) {
                 if div.uniform(v) {
                     continue;
                 }
-                let n = carried.slots.len();
-                carried.slots.entry(v).or_insert(n);
+                carried
+                    .slots
+                    .entry(v)
+                    .or_insert_with(|| alloc.take(g.values[v].ty));
             }
         }
+        carried.words = alloc.words();
         for &e in entries {
             if carried
                 .live_at(e)
@@ -65,7 +72,7 @@ impl Carried {
 
     /// State words per thread.
     pub(super) fn words(&self) -> usize {
-        self.slots.len()
+        self.words
     }
 
     /// Whether the loop entered at `e` with `body` reloads or saves state words.

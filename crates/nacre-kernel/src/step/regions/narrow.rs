@@ -164,7 +164,7 @@ impl<'a> Candidate<'a> {
             return None;
         };
         match self.f.insts[i].kind {
-            InstKind::Const(c) => Some(Bound::Const(c.bits)),
+            InstKind::Const(c) => u64::try_from(c.bits).ok().map(Bound::Const),
             _ => None,
         }
     }
