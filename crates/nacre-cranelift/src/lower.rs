@@ -372,7 +372,12 @@ impl Lowerer<'_, '_> {
             }
             InstKind::Select(c, a, b) => {
                 let (c, x, y) = (self.value(*c)?, self.value(*a)?, self.value(*b)?);
-                Some(self.b.ins().select(c, x, y))
+                let wide = result_ty.and_then(Type::scalar).is_some_and(Scalar::is_wide);
+                Some(if wide {
+                    self.wide_select(c, x, y)
+                } else {
+                    self.b.ins().select(c, x, y)
+                })
             }
             InstKind::ElemPtr(p, i) => {
                 let (ptr, ptr_ty) = self.operand(*p)?;

@@ -417,6 +417,9 @@ fn bits_definition(d: &CudaDialect, qualifier: &str, op: UnaryOp, s: Scalar) -> 
     let name = Helper::Bits(op, s).name();
     let t = d.scalar_type(s);
     let w = s.bits();
+    if s.is_wide() {
+        return wide_bits_definition(d, qualifier, op, s);
+    }
     let wide = w == 64;
     let u = d.scalar_type(if wide { Scalar::U64 } else { Scalar::U32 });
     let narrow = if wide {
@@ -450,4 +453,33 @@ fn bits_definition(d: &CudaDialect, qualifier: &str, op: UnaryOp, s: Scalar) -> 
         (_, true) => "return __brevll(u);".to_string(),
     };
     format!("{qualifier}{t} {name}({t} x) {{\n    {u} u = ({u}){narrow}x;\n    {body}\n}}\n")
+}
+
+/// [`bits_definition`] on a 128-bit integer: the 64-bit intrinsics on its two halves.
+fn wide_bits_definition(d: &CudaDialect, qualifier: &str, op: UnaryOp, s: Scalar) -> String {
+    let name = Helper::Bits(op, s).name();
+    let t = d.scalar_type(s);
+    let u = d.scalar_type(Scalar::U128);
+    let body = match op {
+        UnaryOp::CountOnes => "return __popcll(lo) + __popcll(hi);".to_string(),
+        UnaryOp::LeadingZeros => {
+            "return hi != 0 ? __clzll((long long)hi) : 64 + __clzll((long long)lo);".to_string()
+        }
+        UnaryOp::TrailingZeros => "return lo != 0 ? __ffsll((long long)lo) - 1 \
+             : hi != 0 ? 63 + __ffsll((long long)hi) : 128;"
+            .to_string(),
+        UnaryOp::SwapBytes => format!(
+            "unsigned long long a = ((unsigned long long)__byte_perm((unsigned)lo, 0, 0x0123) << 32) \
+             | __byte_perm((unsigned)(lo >> 32), 0, 0x0123);\n    \
+             unsigned long long b = ((unsigned long long)__byte_perm((unsigned)hi, 0, 0x0123) << 32) \
+             | __byte_perm((unsigned)(hi >> 32), 0, 0x0123);\n    \
+             return ({t})((({u})a << 64) | b);"
+        ),
+        _ => format!("return ({t})((({u})__brevll(lo) << 64) | __brevll(hi));"),
+    };
+    format!(
+        "{qualifier}{t} {name}({t} x) {{\n    {u} u = ({u})x;\n    \
+         unsigned long long lo = (unsigned long long)u, hi = (unsigned long long)(u >> 64);\n    \
+         {body}\n}}\n"
+    )
 }

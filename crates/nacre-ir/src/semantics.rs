@@ -59,6 +59,10 @@ mod sealed {
     );
 }
 
+// Generated C and CUDA read `i128`/`u128` memory as `__int128`, which must be 16-byte aligned:
+// host slices of them must be too (Rust 1.77 made them so on x86-64; older compilers gave 8).
+const _: () = assert!(std::mem::align_of::<i128>() == 16 && std::mem::align_of::<u128>() == 16);
+
 macro_rules! int_scalar {
     ($($t:ty => $s:ident, $u:ty);* $(;)?) => {$(
         impl ScalarValue for $t {

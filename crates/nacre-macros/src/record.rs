@@ -34,10 +34,18 @@ pub(crate) fn derive(input: DeriveInput) -> Result<TokenStream, Error> {
             "`#[derive(Record)]` does not support generic structs",
         ));
     }
-    if !has_repr_c(&input)? {
+    let repr = repr_of(&input)?;
+    if !repr.c {
         return Err(Error::new_spanned(
             name,
             "a record needs `#[repr(C)]`: compiled code reaches its fields at fixed offsets",
+        ));
+    }
+    if repr.packed {
+        return Err(Error::new_spanned(
+            name,
+            "a record cannot be `#[repr(packed)]`: compiled code reads its fields as aligned \
+             values (a misaligned `u128` or `f64` is undefined behaviour in C and faults on a GPU)",
         ));
     }
     if let Some(f) = named
@@ -105,13 +113,27 @@ pub(crate) fn derive(input: DeriveInput) -> Result<TokenStream, Error> {
     })
 }
 
-/// True if the struct has `#[repr(C)]`.
-fn has_repr_c(input: &DeriveInput) -> Result<bool, Error> {
-    let mut found = false;
+/// What a struct's `#[repr(...)]` attributes say.
+struct Repr {
+    /// `#[repr(C)]`.
+    c: bool,
+    /// `#[repr(packed)]` or `#[repr(packed(N))]`.
+    packed: bool,
+}
+
+/// The struct's representation.
+fn repr_of(input: &DeriveInput) -> Result<Repr, Error> {
+    let mut repr = Repr {
+        c: false,
+        packed: false,
+    };
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("repr")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("C") {
-                found = true;
+                repr.c = true;
+            }
+            if meta.path.is_ident("packed") {
+                repr.packed = true;
             }
             if meta.input.peek(syn::token::Paren) {
                 let _ = meta.input.parse::<proc_macro2::Group>();
@@ -119,5 +141,5 @@ fn has_repr_c(input: &DeriveInput) -> Result<bool, Error> {
             Ok(())
         })?;
     }
-    Ok(found)
+    Ok(repr)
 }

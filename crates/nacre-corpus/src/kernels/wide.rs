@@ -12,7 +12,11 @@ use nacre::{kernel, Engine};
 /// Threads per block of [`wide_products`].
 const BLOCK: u32 = 128;
 
-/// Per element `i < n`: `p = x[i] × y[i]` in `i128`, stored as `p / 1_000_000_007 + p % 97`;
+/// The bound [`wide_products`] clamps products to.
+const LIMIT: i128 = 1 << 100;
+
+/// Per element `i < n`: `p = x[i] × y[i]` in `i128`, stored as `p / 1_000_000_007 + p % 97`
+/// plus its bit operations and `min(p, 2^100)` as a `select` (all wrapping);
 /// per block: the sum of the products (a tree reduction in shared memory), plus the block's
 /// own product of thread 0 (kept in a register across every barrier).
 #[kernel]
@@ -23,7 +27,13 @@ pub fn wide_products(x: Ptr<i64>, y: Ptr<i64>, scaled: Ptr<i128>, sums: Ptr<i128
     let mut p = Val::new(0i128);
     if i < n {
         p = x[i].cast::<i128>() * y[i].cast::<i128>();
-        scaled[i] = p / 1_000_000_007i128 + p % 97i128;
+        let counts = p.count_ones() + (p.leading_zeros() << 8u32) + (p.trailing_zeros() << 16u32);
+        let clamped = select(p.lt(LIMIT), p, LIMIT);
+        scaled[i] = p / 1_000_000_007i128
+            + p % 97i128
+            + (p.swap_bytes() ^ p.reverse_bits())
+            + counts.cast::<i128>()
+            + clamped;
     }
     tile[t] = p;
     sync_threads();
@@ -85,7 +95,13 @@ fn check_wide_products(engine: &Engine, n: usize) -> Result<(), String> {
         .collect();
     let want: Vec<i128> = products
         .iter()
-        .map(|p| p / 1_000_000_007 + p % 97)
+        .map(|&p| {
+            let counts = p.count_ones() + (p.leading_zeros() << 8) + (p.trailing_zeros() << 16);
+            (p / 1_000_000_007 + p % 97)
+                .wrapping_add(p.swap_bytes() ^ p.reverse_bits())
+                .wrapping_add(i128::from(counts))
+                .wrapping_add(if p < LIMIT { p } else { LIMIT })
+        })
         .collect();
     compare("scaled products", scaled.as_slice(), &want)?;
     let want_sums: Vec<i128> = products

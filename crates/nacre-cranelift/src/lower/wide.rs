@@ -44,10 +44,20 @@ impl Lowerer<'_, '_> {
             (true, true) => IntCC::SignedGreaterThan,
             (true, false) => IntCC::UnsignedGreaterThan,
         };
-        // `y ^ ((x ^ y) & m)` with `m` all ones where `x` wins: a select here would be
-        // rewritten into `smin`/`umax`, which Cranelift cannot lower on `i128`.
         let pick_x = self.b.ins().icmp(cc, x, y);
-        let wide = self.b.ins().uextend(types::I128, pick_x);
+        self.wide_select(pick_x, x, y)
+    }
+
+    /// `c ? x : y` on `i128`s as `y ^ ((x ^ y) & m)`, `m` all ones when `c` holds: a `select`
+    /// whose condition compares its operands would be rewritten by the optimizer into `smin`,
+    /// `umax`, ..., which Cranelift cannot lower on `i128`.
+    pub(super) fn wide_select(
+        &mut self,
+        c: clif::Value,
+        x: clif::Value,
+        y: clif::Value,
+    ) -> clif::Value {
+        let wide = self.b.ins().uextend(types::I128, c);
         let m = self.b.ins().ineg(wide);
         let diff = self.b.ins().bxor(x, y);
         let chosen = self.b.ins().band(diff, m);

@@ -1,4 +1,4 @@
-// A record needs `#[repr(C)]`, scalar fields and no padding.
+// A record needs `#[repr(C)]` (not packed), scalar fields and no padding.
 use nacre::Record;
 
 #[derive(Clone, Copy, Record)]
@@ -17,6 +17,13 @@ struct Padded {
 #[repr(C)]
 struct Nested {
     a: [f32; 2],
+}
+
+#[derive(Clone, Copy, Record)]
+#[repr(C, packed)]
+struct Packed {
+    a: u8,
+    b: u128,
 }
 
 fn main() {}
