@@ -42,25 +42,6 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    /// All scalar types, in declaration order.
-    pub const ALL: [Scalar; 15] = [
-        Scalar::Bool,
-        Scalar::I8,
-        Scalar::I16,
-        Scalar::I32,
-        Scalar::I64,
-        Scalar::U8,
-        Scalar::U16,
-        Scalar::U32,
-        Scalar::U64,
-        Scalar::F32,
-        Scalar::F64,
-        Scalar::F16,
-        Scalar::BF16,
-        Scalar::I128,
-        Scalar::U128,
-    ];
-
     /// The types a value crossing the host boundary can have (arguments and results of
     /// entry functions, kernels and externs): all but the 128-bit integers.
     pub const HOST: [Scalar; 13] = [
@@ -78,6 +59,18 @@ impl Scalar {
         Scalar::F16,
         Scalar::BF16,
     ];
+
+    /// All scalar types, in declaration order: [`Scalar::HOST`], then the 128-bit integers.
+    pub const ALL: [Scalar; 15] = {
+        let mut all = [Scalar::U128; 15];
+        let mut i = 0;
+        while i < Scalar::HOST.len() {
+            all[i] = Scalar::HOST[i];
+            i += 1;
+        }
+        all[13] = Scalar::I128;
+        all
+    };
 
     /// Width in bits (bool counts as 8: its storage size).
     pub const fn bits(self) -> u32 {
