@@ -21,6 +21,7 @@
 //! so deep IR recursion is a trap on every backend, as in the interpreter.
 
 pub mod atomic;
+pub mod disk_cache;
 #[cfg(feature = "conformance")]
 pub mod launch_conformance;
 pub mod linkage;

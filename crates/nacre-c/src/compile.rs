@@ -15,7 +15,11 @@
 //! arithmetic wraps, and GNU C dialects would otherwise let the compiler fuse a multiplication
 //! and an addition into one `fma`, which rounds differently from the IR. Flags that change
 //! floating-point semantics (`-ffast-math`) break the exactness of the generated code.
+//!
+//! With a cache folder ([`COptions::cache_dir`]), a library built before for the same source,
+//! compiler, machine and flags is loaded from there instead ([`crate::code_cache`]).
 
+use crate::code_cache::CodeCache;
 use libloading::Library;
 use nacre_backend::BackendError;
 use std::collections::HashMap;
@@ -39,6 +43,11 @@ pub struct COptions {
     /// A directory in which to keep a copy of every generated source file (created if
     /// missing). With `None`, sources are kept only when compilation fails.
     pub keep_source_dir: Option<PathBuf>,
+    /// A folder in which to keep every shared library the compiler builds, so that later
+    /// processes load it instead of compiling (created if missing; see [`crate::code_cache`]).
+    /// With `None`, the folder named by the environment variable `NACRE_C_CACHE_DIR` if it
+    /// is set and not empty, else no cache. Only trusted users may write to the folder.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for COptions {
@@ -47,6 +56,7 @@ impl Default for COptions {
             compiler: "cc".to_string(),
             flags: Vec::new(),
             keep_source_dir: None,
+            cache_dir: None,
         }
     }
 }
@@ -79,6 +89,7 @@ pub fn tuning_flags(compiler: &str) -> Vec<String> {
         return flags.clone();
     }
     let accepts = |extra: &[&str]| {
+        crate::code_cache::count_compiler_run();
         let child = Command::new(compiler)
             .arg("-O2")
             .args(extra)
@@ -163,15 +174,32 @@ fn keep_copy(source: &str, keep_dir: &Path) -> Result<PathBuf, BackendError> {
     Ok(path)
 }
 
-/// Compiles `source` into a shared library and loads it.
+/// Compiles `source` into a shared library and loads it, or loads the library a cache
+/// folder holds for it.
 pub fn compile_and_load(options: &COptions, source: &str) -> Result<Library, BackendError> {
+    let cache = CodeCache::configured(options);
+    let flags = all_flags(options, cache.as_ref());
+    let key = cache.as_ref().map(|c| c.key(&flags, source));
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        let dir = fresh_dir()?;
+        let cached = cache.load(key, &dir);
+        remove_dir(&dir);
+        if let Some(library) = cached {
+            return Ok(library);
+        }
+    }
     let kept = options
         .keep_source_dir
         .as_deref()
         .map(|dir| keep_copy(source, dir))
         .transpose()?;
     let dir = fresh_dir()?;
-    let result = build(options, source, &dir, kept.as_deref());
+    let result = build(options, &flags, source, &dir, kept.as_deref()).and_then(|library| {
+        if let (Some(cache), Some(key)) = (&cache, &key) {
+            cache.store(key, &library);
+        }
+        load(&library)
+    });
     match &result {
         // Keep the scratch directory only when it holds the one copy of a failed source.
         Err(BackendError::CCompiler { .. }) if kept.is_none() => {}
@@ -180,22 +208,32 @@ pub fn compile_and_load(options: &COptions, source: &str) -> Result<Library, Bac
     result
 }
 
-/// Writes, compiles and loads in `dir`.
+/// Every flag of a compilation with `options`, in order: the tuning flags (probed, or read
+/// from the cache), the options' flags, the fixed ones.
+fn all_flags(options: &COptions, cache: Option<&CodeCache>) -> Vec<String> {
+    let probe = || tuning_flags(&options.compiler);
+    let mut flags = cache.map_or_else(probe, |c| c.tuning_flags(probe));
+    flags.extend(options.flags.iter().cloned());
+    flags.extend(FIXED_FLAGS.iter().map(|f| f.to_string()));
+    flags
+}
+
+/// Writes `source` in `dir` and compiles it with `flags`; returns the library's path.
 fn build(
     options: &COptions,
+    flags: &[String],
     source: &str,
     dir: &Path,
     kept: Option<&Path>,
-) -> Result<Library, BackendError> {
+) -> Result<PathBuf, BackendError> {
     let source_path = dir.join("source.c");
     let library_path = dir.join("lib.so");
     fs::write(&source_path, source)
         .map_err(io_error(format!("writing {}", source_path.display())))?;
 
+    crate::code_cache::count_compiler_run();
     let output = Command::new(&options.compiler)
-        .args(tuning_flags(&options.compiler))
-        .args(&options.flags)
-        .args(FIXED_FLAGS)
+        .args(flags)
         .arg("-o")
         .arg(&library_path)
         .arg(&source_path)
@@ -225,9 +263,13 @@ fn build(
             source_path: kept.map_or(source_path, Path::to_path_buf),
         });
     }
+    Ok(library_path)
+}
 
+/// Loads the library the compiler just built at `library_path`.
+fn load(library_path: &Path) -> Result<Library, BackendError> {
     // SAFETY: the library was just built from source this crate generated; it has no
     // initialisers or destructors of its own, so loading it runs no foreign code.
-    unsafe { Library::new(&library_path) }
+    unsafe { Library::new(library_path) }
         .map_err(|e| BackendError::Load(format!("{}: {e}", library_path.display())))
 }

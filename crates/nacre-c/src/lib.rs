@@ -31,11 +31,13 @@
 //!   dialect that implements the GPU hooks ([`emit_kernel_source`]).
 //! - [`stack_check`]: the stack check that recursive host functions open with.
 //! - [`compile`]: running the C compiler and loading the library.
+//! - [`code_cache`]: the folder of compiled libraries kept between processes.
 //! - [`executable`]: the loaded library as an [`nacre_backend::Executable`].
 
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod code_cache;
 pub mod collective;
 pub mod compile;
 pub mod dialect;
@@ -53,6 +55,7 @@ pub mod stack_check;
 #[cfg(test)]
 mod tests;
 
+pub use code_cache::{CodeCacheStats, CACHE_DIR_ENV};
 pub use compile::{tuning_flags, COptions};
 pub use dialect::{
     CDialect, Dialect, KernelHead, KernelParam, KernelPrototype, LoopGuard, StructuredCDialect,

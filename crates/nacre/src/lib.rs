@@ -55,6 +55,12 @@ pub use nacre_trace::{
 pub use nacre_trace::{Arith, Bits, Float, HostValue, Int, Integer, IntoVal, Num, Scalar, Signed};
 
 pub use nacre_backend::{Backend, BackendError, Linkage};
+
+/// The C backend's folder of compiled libraries kept between processes
+/// ([`COptions::cache_dir`]) and its counters.
+pub mod c_cache {
+    pub use nacre_c::code_cache::{stats, CodeCacheStats, CACHE_DIR_ENV};
+}
 /// The GPU programming model: kernels, launches, indices, barriers, shared arrays and
 /// unified-memory arrays.
 pub mod gpu {

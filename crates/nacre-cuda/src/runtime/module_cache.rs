@@ -14,7 +14,7 @@
 use crate::codegen::KernelSource;
 use crate::nvrtc::{self, Arch};
 use crate::runtime::context::Context;
-use crate::runtime::disk_cache::{CacheKey, DiskCache};
+use crate::runtime::disk_cache::{self, DiskCache};
 use crate::runtime::driver;
 use crate::runtime::error::{driver_error, CudaError};
 use crate::runtime::last_error::set_last_error;
@@ -177,7 +177,7 @@ fn cubin_for(
     let disk_key = match disk {
         Some(cache) => nvrtc::version()
             .ok()
-            .map(|v| (cache, CacheKey::new(src, arch, v))),
+            .map(|v| (cache, disk_cache::key(src, arch, v))),
         None => None,
     };
     let cache_failed = |e: CudaError| {
