@@ -31,12 +31,14 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use nacre_backend::{BackendError, Linkage};
+use nacre_ir::analysis::SimdLoop;
 use nacre_ir::{
     BinaryOp, Block, BlockCall, CmpOp, ExternId, FuncId, FuncKind, Function, Inst, InstKind,
     Launch, Module, Scalar, Trap, Type, UnaryOp, Value,
 };
 
 mod atomic;
+mod simd;
 mod stack_check;
 mod wide;
 
@@ -121,6 +123,8 @@ pub(crate) fn lower_function(
         half_sigs: [None; 2],
         launch_slot: None,
         launch_sig: None,
+        simd: SimdLoop::find_all(func),
+        current: None,
     };
     match lowerer.run(entry, entry_is_target, check_stack) {
         Ok(()) => {
@@ -203,6 +207,10 @@ struct Lowerer<'e, 'f> {
     launch_slot: Option<(clif::StackSlot, usize)>,
     /// The launcher's signature, once imported.
     launch_sig: Option<clif::SigRef>,
+    /// The loops to run as SIMD lanes before their scalar iterations ([`simd`]).
+    simd: Vec<SimdLoop>,
+    /// The IR block being lowered.
+    current: Option<Block>,
 }
 
 impl Lowerer<'_, '_> {
@@ -273,6 +281,7 @@ impl Lowerer<'_, '_> {
         let func = self.func;
         let cb = self.block(block)?;
         self.b.switch_to_block(cb);
+        self.current = Some(block);
         let data = &func.blocks[block];
         for (i, &p) in data.params.iter().enumerate() {
             let v = *self
@@ -449,6 +458,14 @@ impl Lowerer<'_, '_> {
             }
             InstKind::Jump(dest) => {
                 let target = self.block_call(dest, true)?;
+                let entered = self
+                    .simd
+                    .iter()
+                    .position(|l| Some(l.preheader) == self.current && l.header == dest.block);
+                if let Some(k) = entered {
+                    let plan = self.simd.swap_remove(k);
+                    self.simd_loop(&plan)?;
+                }
                 self.b.ins().jump(target, &self.s.then_args);
                 return Ok(true);
             }

@@ -1,12 +1,13 @@
 //! Tests of the Cranelift backend: every operator against [`nacre_ir::semantics`]
 //! ([`ops`]), control flow, calls and traps ([`control`]), kernel launches ([`launch`]),
-//! code memory and threads ([`memory`]), and the stack check of recursive functions
-//! ([`stack`]).
+//! code memory and threads ([`memory`]), the stack check of recursive functions
+//! ([`stack`]) and loops run as SIMD lanes ([`simd`]).
 
 mod control;
 mod launch;
 mod memory;
 mod ops;
+mod simd;
 mod stack;
 
 use crate::{CraneliftBackend, CraneliftOptions, OptLevel};

@@ -10,6 +10,7 @@
 //!   each function may write through ([`written_params`]);
 //! - [`ranges`]: the interval of values each integer takes, narrowed where branch conditions
 //!   hold ([`Ranges`]);
+//! - [`simd_loop`]: counted loops whose iterations can run as SIMD lanes ([`SimdLoop`]);
 //! - [`uniformity`]: which values and blocks differ between the threads of a GPU block
 //!   ([`Divergence`]).
 
@@ -19,6 +20,7 @@ pub mod liveness;
 pub mod loops;
 pub mod pointer_roots;
 pub mod ranges;
+pub mod simd_loop;
 pub mod uniformity;
 
 pub use call_graph::CallGraph;
@@ -27,4 +29,5 @@ pub use liveness::live_in;
 pub use loops::{compute_loops, LoopInfo};
 pub use pointer_roots::{written_params, ParamSet, PointerRoots};
 pub use ranges::{GpuBounds, Interval, Ranges};
+pub use simd_loop::SimdLoop;
 pub use uniformity::{divergence, Divergence};

@@ -57,7 +57,13 @@ pub struct CountedLoop {
 }
 
 impl CountedLoop {
-    fn find(func: &Function, loops: &LoopInfo, dom: &DominatorTree, header: Block) -> Option<Self> {
+    /// The counted loop headed by `header`, if it is one.
+    pub fn find(
+        func: &Function,
+        loops: &LoopInfo,
+        dom: &DominatorTree,
+        header: Block,
+    ) -> Option<Self> {
         let body: Vec<Block> = func
             .layout
             .iter()
@@ -252,7 +258,7 @@ fn in_loop(loops: &LoopInfo, block: Block, header: Block) -> bool {
 }
 
 /// The block defining `v` (an instruction's block or a parameter's).
-fn def_block(func: &Function, v: Value) -> Option<Block> {
+pub(crate) fn def_block(func: &Function, v: Value) -> Option<Block> {
     match func.values[v].def {
         ValueDef::Param(b, _) => Some(b),
         ValueDef::Result(i) => func
@@ -264,13 +270,13 @@ fn def_block(func: &Function, v: Value) -> Option<Block> {
 }
 
 /// True if `v` is available at the end of `block`: defined in a block dominating it.
-fn defined_before(func: &Function, dom: &DominatorTree, v: Value, block: Block) -> bool {
+pub(crate) fn defined_before(func: &Function, dom: &DominatorTree, v: Value, block: Block) -> bool {
     def_block(func, v).is_some_and(|d| dom.dominates(d, block))
 }
 
 /// The `n`th argument `from` passes to `to` (from a jump; a branch must not target `to`
 /// twice with different arguments).
-fn edge_arg(func: &Function, from: Block, to: Block, n: usize) -> Option<Value> {
+pub(crate) fn edge_arg(func: &Function, from: Block, to: Block, n: usize) -> Option<Value> {
     let t = func.terminator(from)?;
     let mut args = func.insts[t]
         .kind
@@ -282,7 +288,7 @@ fn edge_arg(func: &Function, from: Block, to: Block, n: usize) -> Option<Value> 
 }
 
 /// True if `next` is `index + 1`.
-fn adds_one(func: &Function, next: Value, index: Value) -> bool {
+pub(crate) fn adds_one(func: &Function, next: Value, index: Value) -> bool {
     let is_one =
         |v: Value| matches!(func.defining_inst(v), Some(InstKind::Const(c)) if c.bits == 1);
     match func.defining_inst(next) {
