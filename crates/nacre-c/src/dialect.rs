@@ -310,6 +310,18 @@ pub trait Dialect {
         false
     }
 
+    /// True if a kernel's failed bounds check should not leave the kernel at once but record
+    /// the trap, redirect the access to [`crate::helpers::Helper::TrapSink`] and leave at the
+    /// next loop header (or the end). Returning from the middle of straight-line code keeps a
+    /// GPU compiler from scheduling the loads after a check before the check's branch, and a
+    /// possible exit before a barrier or a warp collective costs reconvergence code; the
+    /// deferred form has neither. The trap is reported the same; what the thread computes
+    /// between the trap and the next loop header is lost with the call's other results
+    /// (stores of a trapped call are unspecified on every backend). The default is `false`.
+    fn defers_bounds_traps(&self) -> bool {
+        false
+    }
+
     /// The guard of every loop of structured output, for targets whose compiler may assume
     /// that loops terminate (Metal's does; a loop it cannot prove finite is undefined
     /// behaviour there). `name` is the counter's identifier. The default is no guard.

@@ -58,6 +58,9 @@ mod structured;
 /// The identifier of the hidden status-word pointer, every function's last parameter.
 pub const STATUS: &str = "status";
 
+/// The flag of a kernel that deferred a bounds trap ([`Dialect::defers_bounds_traps`]).
+const TRAPPED: &str = "nacre_trapped";
+
 /// Which side of the program a [`ModuleContext`] prints for.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub enum Side {
@@ -313,6 +316,9 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     lanes: Option<lanes::LanePlan>,
     /// Whether the function opens with the stack check (a recursive host function).
     stack_check: bool,
+    /// For a kernel whose dialect defers bounds traps ([`Dialect::defers_bounds_traps`]) and
+    /// that checks bounds: which blocks head loops, where a trapped thread leaves.
+    deferred_traps: Option<Vec<bool>>,
 }
 
 impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
@@ -335,6 +341,19 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             _ => None,
         };
         let stack_check = ctx.stack_check.is_some_and(|s| s.checks(id));
+        let deferred_traps = (func.kind == FuncKind::Kernel
+            && ctx.dialect.defers_bounds_traps()
+            && !ctx.dialect.structured_control_flow()
+            && func
+                .live_insts()
+                .any(|d| matches!(d.kind, InstKind::BoundsCheck { .. })))
+        .then(|| {
+            let mut headers = vec![false; func.blocks.len()];
+            for h in nacre_ir::analysis::compute_loops(func).headers {
+                headers[h.as_u32() as usize] = true;
+            }
+            headers
+        });
         FunctionPrinter {
             ctx,
             func,
@@ -349,6 +368,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             dynamic_shared: false,
             lanes,
             stack_check,
+            deferred_traps,
         }
     }
 
@@ -548,6 +568,11 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             }
         }
 
+        if self.deferred_traps.is_some() {
+            let u8_t = self.scalar_type(Scalar::U8);
+            line(&mut decls, 1, format_args!("{u8_t} {TRAPPED} = 0;"));
+        }
+
         let mut body = String::new();
         if self.ctx.dialect.structured_control_flow() {
             body = self.structured_body()?;
@@ -588,6 +613,14 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
     /// Prints the instructions of a block (which ends in a terminator: the verifier checks it).
     fn block(&mut self, block: Block, next: Option<Block>) -> Result<String, BackendError> {
         let mut out = String::new();
+        let header = |h: &Vec<bool>| h[block.as_u32() as usize];
+        if self.deferred_traps.as_ref().is_some_and(header) {
+            line(
+                &mut out,
+                1,
+                format_args!("if ({TRAPPED}) {}", self.trap_return),
+            );
+        }
         for &inst in &self.func.blocks[block].insts {
             self.inst(&mut out, inst, next)?;
         }
@@ -646,8 +679,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 bytes,
                 trap,
             } => {
-                self.bounds_check(out, *addr, *base, *bytes, *trap);
-                return Ok(());
+                return self.bounds_check(out, *addr, *base, *bytes, *trap);
             }
             InstKind::AtomicRmw {
                 op,
@@ -829,7 +861,16 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
 
     /// A bounds check ([`nacre_ir::semantics::in_bounds`]): the offset from the base must be
     /// below `bytes - size + 1`, or 0 when `bytes < size`.
-    fn bounds_check(&self, out: &mut String, addr: Value, base: Value, bytes: Value, trap: Trap) {
+    /// With deferred traps, a failure records the thread's first trap and redirects `addr` to
+    /// the sink.
+    fn bounds_check(
+        &mut self,
+        out: &mut String,
+        addr: Value,
+        base: Value,
+        bytes: Value,
+        trap: Trap,
+    ) -> Result<(), BackendError> {
         let size = self.ty(addr).pointee().map_or(1, |s| s.bytes());
         let addr_t = self.ctx.dialect.address_type();
         let u64_t = self.scalar_type(Scalar::U64);
@@ -842,7 +883,22 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                 size - 1
             )
         };
-        self.trap_if(out, &format!("{off} >= {limit}"), trap);
+        let cond = format!("{off} >= {limit}");
+        if self.deferred_traps.is_none() {
+            self.trap_if(out, &cond, trap);
+            return Ok(());
+        }
+        let ptr_t = self.ctx.c_type(self.ty(addr))?;
+        let sink = self.helper(Helper::TrapSink);
+        line(
+            out,
+            1,
+            format_args!(
+                "if ({cond}) {{ if (!{TRAPPED}) *status = {}; {TRAPPED} = 1; {addr} = ({ptr_t}){sink}; }}",
+                trap.code()
+            ),
+        );
+        Ok(())
     }
 
     fn binary(&mut self, out: &mut String, op: BinaryOp, a: Value, b: Value) -> String {

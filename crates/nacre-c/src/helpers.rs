@@ -60,6 +60,10 @@ pub enum Helper {
         /// The element type.
         s: Scalar,
     },
+    /// The storage a kernel's failed bounds check redirects its access to when the dialect
+    /// defers bounds traps ([`Dialect::defers_bounds_traps`]): 64 bytes aligned to 16, which
+    /// every element type and lane group fits.
+    TrapSink,
 }
 
 impl Helper {
@@ -78,6 +82,7 @@ impl Helper {
             Helper::AtomicLoop { op, s } => format!("nacre_atomic_{}_{s}", op.name()),
             Helper::Collectives => "nacre_collectives".to_string(),
             Helper::WarpReduce { op, s } => format!("nacre_{}_{s}", op.name()),
+            Helper::TrapSink => "nacre_trap_sink".to_string(),
         }
     }
 
@@ -214,6 +219,9 @@ pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper
         Helper::AtomicLoop { op, s } => crate::atomic::c_loop_definition(d, qualifier, op, s),
         // Collectives exist in kernels only, which a GPU dialect prints with its own prelude.
         Helper::Collectives => String::new(),
+        Helper::TrapSink => {
+            format!("static unsigned char {name}[64] __attribute__((aligned(16)));\n")
+        }
         Helper::WarpReduce { op, s } => crate::collective::reduce_definition(d, qualifier, op, s),
         Helper::FloatToInt { from, to } => {
             let f = d.scalar_type(from);

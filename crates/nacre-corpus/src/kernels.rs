@@ -5,9 +5,8 @@
 use nacre::atomic::{fence, Ordering};
 use nacre::gpu::{
     block_dim_x, block_idx, block_idx_x, dynamic_shared, dynamic_shared_len, global_id_x,
-    global_id_y, global_id_z, global_size_x, global_size_y, grid_dim_x, lane_id, launch,
-    launch_with_shared, shared_array, sync_threads, thread_idx, thread_idx_x, warp_max, warp_sum,
-    Array, Block, Grid,
+    global_id_y, global_id_z, global_size_x, global_size_y, grid_dim_x, launch, launch_with_shared,
+    shared_array, sync_threads, thread_idx, thread_idx_x, Array, Block, Grid,
 };
 use nacre::prelude::*;
 use nacre::{f16, kernel, Engine};
@@ -850,27 +849,19 @@ fn check_math_kernel(engine: &Engine, n: usize) -> Result<(), String> {
 /// Threads per block of [`softmax_rows`].
 pub const SOFTMAX_BLOCK: u32 = 256;
 
-/// Warps per block of [`softmax_rows`].
-const SOFTMAX_WARPS: u32 = SOFTMAX_BLOCK / 32;
-
-/// The maximum (`max`) or sum of `v` over the block: warp reductions, each warp's result in
-/// `red[0..8]`, one barrier, and every warp reducing those eight. Every thread of the block
-/// calls it and gets the result; `red` is not read again before the next barrier, so each
-/// call needs its own.
+/// Reduces `red[0..256]` in place to `red[0]` by a tree of maxima (`max`) or sums, with
+/// barriers; every thread of the block calls it.
 #[jit]
-fn reduce_block(red: Ptr<f32>, v: Val<f32>, max: bool) -> Val<f32> {
-    let (lane, warp) = (lane_id(), thread_idx_x() / 32u32);
-    let mine = if max { warp_max(v) } else { warp_sum(v) };
-    if lane == 0u32 {
-        red[warp] = mine;
-    }
+fn reduce_block(red: Ptr<f32>, t: Val<u32>, max: bool) {
     sync_threads();
-    let empty = if max { f32::NEG_INFINITY } else { 0.0 };
-    let part = select(lane < SOFTMAX_WARPS, red[lane % SOFTMAX_WARPS], empty);
-    if max {
-        warp_max(part)
-    } else {
-        warp_sum(part)
+    let mut s = Val::new(SOFTMAX_BLOCK / 2);
+    while s > 0u32 {
+        if t < s {
+            let (a, b) = (red[t], red[t + s]);
+            red[t] = if max { a.max(b) } else { a + b };
+        }
+        sync_threads();
+        s /= 2u32;
     }
 }
 
@@ -881,12 +872,12 @@ pub const SOFTMAX_CACHED: u32 = 16;
 /// The numerically stable softmax of each row of a row-major matrix with `cols` columns:
 /// one block of [`SOFTMAX_BLOCK`] threads per row. Each thread reads its columns of the row's
 /// first 4096 into registers (columns past the end count as `-inf`), the block finds the
-/// row's maximum and the sum of `exp(x - max)` by warp reductions (one barrier each), and each thread
+/// row's maximum and the sum of `exp(x - max)` by shared-memory trees, and each thread
 /// writes `exp(x - max) / sum` from its registers; columns beyond 4096 are read again from
 /// memory in loops.
 #[kernel]
 pub fn softmax_rows(x: Ptr<f32>, out: Ptr<f32>, cols: Val<u32>) {
-    let red = shared_array::<f32, { 2 * SOFTMAX_WARPS as usize }>();
+    let red = shared_array::<f32, 256>();
     let t = thread_idx_x();
     let row = block_idx_x() * cols;
     let last = cols.max(1u32) - 1u32;
@@ -904,7 +895,10 @@ pub fn softmax_rows(x: Ptr<f32>, out: Ptr<f32>, cols: Val<u32>) {
         m = m.max(x[row + j]);
         j += SOFTMAX_BLOCK;
     }
-    let m = reduce_block(red, m, true);
+    red[t] = m;
+    reduce_block(red, t, true);
+    let m = red[0u32];
+    sync_threads();
     let mut sum = Val::new(0.0f32);
     for slot in vals.iter_mut() {
         *slot = (*slot - m).exp();
@@ -915,7 +909,9 @@ pub fn softmax_rows(x: Ptr<f32>, out: Ptr<f32>, cols: Val<u32>) {
         sum += (x[row + j] - m).exp();
         j += SOFTMAX_BLOCK;
     }
-    let inv = reduce_block(red.offset(SOFTMAX_WARPS), sum, false).recip();
+    red[t] = sum;
+    reduce_block(red, t, false);
+    let inv = red[0u32].recip();
     for (k, slot) in vals.iter().enumerate() {
         let j = t + k as u32 * SOFTMAX_BLOCK;
         if j < cols {

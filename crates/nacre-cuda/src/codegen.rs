@@ -189,6 +189,12 @@ impl Dialect for CudaDialect {
             Helper::Collectives | Helper::WarpReduce { .. } => {
                 collective::definition(self, qualifier, helper).unwrap_or_default()
             }
+            Helper::TrapSink => {
+                format!(
+                    "alignas(16) static __device__ unsigned char {}[64];\n",
+                    helper.name()
+                )
+            }
             _ => helpers::c_definition(self, qualifier, helper),
         }
     }
@@ -205,6 +211,10 @@ impl Dialect for CudaDialect {
 
     fn barrier(&self) -> Result<String, DialectError> {
         Ok("__syncthreads();".to_string())
+    }
+
+    fn defers_bounds_traps(&self) -> bool {
+        true
     }
 
     fn shared_array(&self, elem: Scalar, len: u32, name: &str) -> Result<String, DialectError> {

@@ -282,6 +282,9 @@ impl Dialect for MslDialect {
             Helper::AtomicLoop { .. } => {
                 format!("#error \"{name}: Metal has no compare-exchange loop helpers\"\n")
             }
+            // Metal kernels return at a failed check (no `defers_bounds_traps`): MSL has no
+            // writable program-scope storage to redirect to.
+            Helper::TrapSink => format!("#error \"{name}: Metal kernels do not defer traps\"\n"),
             Helper::Collectives | Helper::WarpReduce { .. } => {
                 crate::simd::definition(self, helper).unwrap_or_default()
             }
