@@ -7,9 +7,10 @@
 //! ```text
 //! count = init < bound ? (bound - init) & -step : 0        ; whole vector steps
 //! count = arrays apart ? count : 0                        ; else scalar only
-//! jump vhead(init, identity accumulators)
-//! vhead(i, accs): brif i != init + count, vbody(i, accs), vexit(i, accs)
-//! vbody(i, accs): UNROLL copies of the body on lanes i + u*lanes ..; jump vhead(i + step, accs')
+//! end = init + count
+//! brif init != end, vbody(init, identity accumulators), vexit(init, the same)
+//! vbody(i, accs): UNROLL copies of the body on lanes i + u*lanes ..
+//!                 brif i + step != end, vbody(i + step, accs'), vexit(i + step, accs')
 //! vexit(i, accs): each reduction folded across copies and lanes, then with its scalar start
 //!                 jump header(i, reductions)
 //! ```
@@ -31,7 +32,7 @@ use std::collections::HashMap;
 
 /// Copies of the body in one vector iteration (independent accumulators hide the latency of
 /// a reduction's adds).
-const UNROLL: u32 = 2;
+const UNROLL: u32 = 4;
 
 /// Lane values of one vector iteration, by IR value.
 type Lanes = HashMap<Value, clif::Value>;
@@ -71,32 +72,21 @@ impl Lowerer<'_, '_> {
         let end = self.b.ins().iadd(init, count);
         let mut uniform = self.splat_uniform(plan)?;
 
-        let (head, body, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let (body, exit) = (self.b.create_block(), self.b.create_block());
         let mut start = vec![init];
         for r in &plan.reductions {
             let v = self.splat(r.scalar, identity(r.op, r.scalar), plan)?;
             start.extend(std::iter::repeat_n(v, UNROLL as usize));
         }
-        for block in [head, body, exit] {
+        for block in [body, exit] {
             self.b.append_block_param(block, ity);
             for v in &start[1..] {
                 let ty = self.b.func.dfg.value_type(*v);
                 self.b.append_block_param(block, ty);
             }
         }
-        self.jump_with(head, &start);
-
-        self.b.switch_to_block(head);
-        let state: Vec<clif::Value> = self.b.block_params(head).to_vec();
-        let more = self.b.ins().icmp(IntCC::NotEqual, state[0], end);
-        let state_args: Vec<BlockArg> = state.iter().map(|&v| BlockArg::Value(v)).collect();
-        self.b
-            .ins()
-            .brif(more, body, &state_args, exit, &state_args);
+        let any = self.b.ins().icmp(IntCC::NotEqual, init, end);
+        self.branch_with(any, body, exit, &start);
 
         self.b.switch_to_block(body);
         let state: Vec<clif::Value> = self.b.block_params(body).to_vec();
@@ -121,7 +111,8 @@ impl Lowerer<'_, '_> {
             uniform = lanes;
         }
         next.extend(accs.into_iter().flatten());
-        self.jump_with(head, &next);
+        let more = self.b.ins().icmp(IntCC::NotEqual, next[0], end);
+        self.branch_with(more, body, exit, &next);
 
         self.b.switch_to_block(exit);
         let state: Vec<clif::Value> = self.b.block_params(exit).to_vec();
@@ -137,9 +128,16 @@ impl Lowerer<'_, '_> {
         Ok(())
     }
 
-    fn jump_with(&mut self, block: clif::Block, values: &[clif::Value]) {
+    /// `brif cond, then(values), other(values)`.
+    fn branch_with(
+        &mut self,
+        cond: clif::Value,
+        then: clif::Block,
+        other: clif::Block,
+        values: &[clif::Value],
+    ) {
         let args: Vec<BlockArg> = values.iter().map(|&v| BlockArg::Value(v)).collect();
-        self.b.ins().jump(block, &args);
+        self.b.ins().brif(cond, then, &args, other, &args);
     }
 
     /// Whether every array stored through is the same as, or a vector's bytes away from,
