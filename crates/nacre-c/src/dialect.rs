@@ -311,7 +311,7 @@ pub trait Dialect {
     }
 
     /// True if a kernel's failed bounds check should not leave the kernel at once but record
-    /// the trap, redirect the access to [`crate::helpers::Helper::TrapSink`] and leave at the
+    /// the trap (a later failure of the same thread may overwrite it), redirect the access to [`crate::helpers::Helper::TrapSink`] and leave at the
     /// next loop header (or the end). Returning from the middle of straight-line code keeps a
     /// GPU compiler from scheduling the loads after a check before the check's branch, and a
     /// possible exit before a barrier or a warp collective costs reconvergence code; the
