@@ -79,15 +79,31 @@ const TUNING_PROBE: &str =
 /// `-mcpu=native` (Clang on Arm) with which `compiler` compiles a small loop (none if it
 /// accepts none, or does not run). Probed once per compiler and process.
 pub fn tuning_flags(compiler: &str) -> Vec<String> {
-    static PROBED: OnceLock<Mutex<HashMap<String, Vec<String>>>> = OnceLock::new();
-    let probed = PROBED.get_or_init(Default::default);
-    if let Some(flags) = probed
+    tuning_flags_or(compiler, || probe_tuning(compiler))
+}
+
+/// The tuning flags this process found for `compiler`, else those `find` gives (then
+/// remembered).
+fn tuning_flags_or(compiler: &str, find: impl FnOnce() -> Vec<String>) -> Vec<String> {
+    static FOUND: OnceLock<Mutex<HashMap<String, Vec<String>>>> = OnceLock::new();
+    let found = FOUND.get_or_init(Default::default);
+    if let Some(flags) = found
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get(compiler)
     {
         return flags.clone();
     }
+    let flags = find();
+    found
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(compiler.to_string(), flags.clone());
+    flags
+}
+
+/// Runs `compiler` on a small loop with each candidate of [`TUNING_CANDIDATES`].
+fn probe_tuning(compiler: &str) -> Vec<String> {
     let accepts = |extra: &[&str]| {
         crate::code_cache::count_compiler_run();
         let child = Command::new(compiler)
@@ -108,10 +124,6 @@ pub fn tuning_flags(compiler: &str) -> Vec<String> {
     if let Some(extra) = TUNING_CANDIDATES.iter().find(|extra| accepts(extra)) {
         flags.extend(extra.iter().map(|f| f.to_string()));
     }
-    probed
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(compiler.to_string(), flags.clone());
     flags
 }
 
@@ -208,11 +220,14 @@ pub fn compile_and_load(options: &COptions, source: &str) -> Result<Library, Bac
     result
 }
 
-/// Every flag of a compilation with `options`, in order: the tuning flags (probed, or read
-/// from the cache), the options' flags, the fixed ones.
+/// Every flag of a compilation with `options`, in order: the tuning flags (found once per
+/// process: probed, or read from the cache), the options' flags, the fixed ones.
 fn all_flags(options: &COptions, cache: Option<&CodeCache>) -> Vec<String> {
-    let probe = || tuning_flags(&options.compiler);
-    let mut flags = cache.map_or_else(probe, |c| c.tuning_flags(probe));
+    let compiler = options.compiler.as_str();
+    let mut flags = tuning_flags_or(compiler, || {
+        let probe = || probe_tuning(compiler);
+        cache.map_or_else(probe, |c| c.tuning_flags(probe))
+    });
     flags.extend(options.flags.iter().cloned());
     flags.extend(FIXED_FLAGS.iter().map(|f| f.to_string()));
     flags

@@ -62,7 +62,9 @@ pub enum Helper {
     },
     /// The storage a kernel's failed bounds check redirects its access to when the dialect
     /// defers bounds traps ([`Dialect::defers_bounds_traps`]): 64 bytes aligned to 16, which
-    /// every element type and lane group fits.
+    /// every element type and lane group fits. Trapped threads read and write it at once:
+    /// under PTX's memory model such racing plain accesses give unspecified values (not
+    /// undefined behaviour), and nothing read there reaches a result, since the call fails.
     TrapSink,
 }
 

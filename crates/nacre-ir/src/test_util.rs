@@ -4,7 +4,7 @@
 use crate::builder::FunctionBuilder;
 use crate::entities::{Block, Value};
 use crate::function::{FuncKind, Function, Signature};
-use crate::instructions::{Const, InstKind};
+use crate::instructions::{BinaryOp, CmpOp, Const, InstKind};
 use crate::module::Module;
 use crate::semantics;
 use crate::trap::Trap;
@@ -141,4 +141,49 @@ pub fn eval(f: &Function, args: &[u64]) -> Result<Option<u64>, Trap> {
         block = dest.block;
     }
     panic!("evaluation did not terminate")
+}
+
+/// `fn(ptrs.., init, bound) -> carried[0]`: a loop `for i in init..bound` (`i` of type
+/// `index`) carrying values of `carried` (type, initial bits). `body` gets the pointer
+/// parameters, `i` and the carried values and returns the carried values' next ones; the
+/// function returns the first carried value, or nothing.
+pub fn counted_loop(
+    ptrs: &[Type],
+    index: Type,
+    carried: &[(Type, u64)],
+    body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value], Value, &[Value]) -> Vec<Value>,
+) -> Function {
+    let mut params = ptrs.to_vec();
+    params.extend([index, index]);
+    let n = ptrs.len();
+    FunctionBuilder::build(
+        "looped",
+        FuncKind::Host,
+        &params,
+        carried.first().map(|c| c.0),
+        |b, p| {
+            let head = b.create_block();
+            let i = b.append_block_param(head, index);
+            let acc: Vec<Value> = carried
+                .iter()
+                .map(|(ty, _)| b.append_block_param(head, *ty))
+                .collect();
+            let (inner, exit) = (b.create_block(), b.create_block());
+            let mut start = vec![p[n]];
+            start.extend(carried.iter().map(|&(ty, bits)| b.const_bits(ty, bits)));
+            b.jump(head, start);
+            b.switch_to_block(head);
+            let more = b.cmp(CmpOp::Lt, i, p[n + 1]);
+            b.branch(more, inner, vec![], exit, vec![]);
+            b.switch_to_block(inner);
+            let next = body(b, &p[..n], i, &acc);
+            let one = b.const_bits(index, 1);
+            let i2 = b.binary(BinaryOp::Add, i, one);
+            let mut args = vec![i2];
+            args.extend(next);
+            b.jump(head, args);
+            b.switch_to_block(exit);
+            b.ret(acc.first().copied());
+        },
+    )
 }

@@ -3,46 +3,8 @@
 //! vector loop is really there.
 
 use super::*;
-use nacre_ir::{BinaryOp, CmpOp, UnaryOp};
-
-/// `fn(ptrs.., init, bound) -> carried[0]`: `for i in init..bound` (`index` typed) carrying
-/// `carried` (type, start bits); `body` gets the pointers, `i` and the carried values and
-/// returns their next values.
-fn looped(
-    ptrs: &[Type],
-    index: Type,
-    carried: &[(Type, u64)],
-    body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value], Value, &[Value]) -> Vec<Value>,
-) -> Function {
-    let mut params = ptrs.to_vec();
-    params.extend([index, index]);
-    let ret = carried.first().map(|c| c.0);
-    let n = ptrs.len();
-    function("looped", &params, ret, |b, p| {
-        let head = b.create_block();
-        let i = b.append_block_param(head, index);
-        let acc: Vec<Value> = carried
-            .iter()
-            .map(|(ty, _)| b.append_block_param(head, *ty))
-            .collect();
-        let (inner, exit) = (b.create_block(), b.create_block());
-        let mut start = vec![p[n]];
-        start.extend(carried.iter().map(|&(ty, bits)| b.const_bits(ty, bits)));
-        b.jump(head, start);
-        b.switch_to_block(head);
-        let more = b.cmp(CmpOp::Lt, i, p[n + 1]);
-        b.branch(more, inner, vec![], exit, vec![]);
-        b.switch_to_block(inner);
-        let next = body(b, &p[..n], i, &acc);
-        let one = b.const_bits(index, 1);
-        let i2 = b.binary(BinaryOp::Add, i, one);
-        let mut args = vec![i2];
-        args.extend(next);
-        b.jump(head, args);
-        b.switch_to_block(exit);
-        b.ret(acc.first().copied());
-    })
-}
+use nacre_ir::test_util::counted_loop as looped;
+use nacre_ir::{BinaryOp, UnaryOp};
 
 /// Compiles at both levels, keeping the listing.
 fn compiled(f: &Function) -> Vec<Arc<dyn Executable>> {
@@ -155,7 +117,7 @@ fn narrow_and_wide_lanes_reduce_too() {
 /// `y[i] = a * x[i] + y[i]` in `f32`, then `x[i] = sqrt(|x[i]|)`, with `a` a parameter.
 fn saxpy() -> Function {
     let f32p = Type::ptr(Scalar::F32);
-    let mut f = looped(&[f32p, f32p], Type::U32, &[], |b, p, i, _| {
+    looped(&[f32p, f32p], Type::U32, &[], |b, p, i, _| {
         let a = b.const_bits(Type::F32, u64::from(1.5f32.to_bits()));
         let (x, y) = (b.elem_ptr(p[0], i), b.elem_ptr(p[1], i));
         let (xv, yv) = (b.load(x), b.load(y));
@@ -166,9 +128,7 @@ fn saxpy() -> Function {
         let s = b.unary(UnaryOp::Sqrt, m);
         b.store(x, s);
         vec![]
-    });
-    f.signature.ret = None;
-    f
+    })
 }
 
 fn saxpy_reference(x: &mut [f32], y_offset: isize, init: usize, bound: usize) {

@@ -74,6 +74,9 @@ impl SimdLoop {
     /// The SIMD loops of `func`: innermost loops only, which is all a two-block loop can be.
     pub fn find_all(func: &Function) -> Vec<SimdLoop> {
         let loops = compute_loops(func);
+        if loops.headers.is_empty() {
+            return Vec::new();
+        }
         let dom = DominatorTree::compute(func);
         loops
             .headers

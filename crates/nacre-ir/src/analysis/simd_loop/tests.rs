@@ -1,44 +1,14 @@
 use super::*;
 use crate::builder::FunctionBuilder;
-use crate::instructions::CmpOp;
-use crate::test_util::new_func;
+use crate::test_util::counted_loop;
 
-/// `for i in 0..n` over the function's pointer parameters (then `n: i64`), carrying values
-/// of `carried` (type, initial bits); `body` gets the parameters, `i` and the carried values
-/// and returns the carried values' next ones. Returns the first carried value, if any.
+/// `for i in init..bound` with an `i64` index (see [`counted_loop`]).
 fn looped(
     ptrs: &[Type],
     carried: &[(Type, u64)],
     body: impl FnOnce(&mut FunctionBuilder<'_>, &[Value], Value, &[Value]) -> Vec<Value>,
 ) -> Function {
-    let mut params = ptrs.to_vec();
-    params.push(Type::I64);
-    let mut f = new_func(&params, carried.first().map(|c| c.0));
-    let mut b = FunctionBuilder::new(&mut f);
-    let p = b.create_entry_block();
-    let head = b.create_block();
-    let i = b.append_block_param(head, Type::I64);
-    let acc: Vec<Value> = carried
-        .iter()
-        .map(|(ty, _)| b.append_block_param(head, *ty))
-        .collect();
-    let (inner, exit) = (b.create_block(), b.create_block());
-    let mut init = vec![b.const_bits(Type::I64, 0)];
-    init.extend(carried.iter().map(|&(ty, bits)| b.const_bits(ty, bits)));
-    b.jump(head, init);
-    b.switch_to_block(head);
-    let more = b.cmp(CmpOp::Lt, i, *p.last().unwrap());
-    b.branch(more, inner, vec![], exit, vec![]);
-    b.switch_to_block(inner);
-    let next = body(&mut b, &p, i, &acc);
-    let one = b.const_bits(Type::I64, 1);
-    let i2 = b.binary(BinaryOp::Add, i, one);
-    let mut args = vec![i2];
-    args.extend(next);
-    b.jump(head, args);
-    b.switch_to_block(exit);
-    b.ret(acc.first().copied());
-    f
+    counted_loop(ptrs, Type::I64, carried, body)
 }
 
 fn i32p() -> Type {
@@ -67,7 +37,7 @@ fn an_integer_sum_is_a_reduction() {
 
 #[test]
 fn saxpy_is_a_map_with_a_stored_base() {
-    let mut f = looped(&[f32p(), f32p()], &[], |b, p, i, _| {
+    let f = looped(&[f32p(), f32p()], &[], |b, p, i, _| {
         let a = b.const_bits(Type::F32, 2.0f32.to_bits() as u64);
         let (x, y) = (b.elem_ptr(p[0], i), b.elem_ptr(p[1], i));
         let (xv, yv) = (b.load(x), b.load(y));
@@ -76,7 +46,6 @@ fn saxpy_is_a_map_with_a_stored_base() {
         b.store(y, r);
         vec![]
     });
-    f.signature.ret = None;
     let [lp] = &SimdLoop::find_all(&f)[..] else {
         panic!("one SIMD loop expected")
     };
