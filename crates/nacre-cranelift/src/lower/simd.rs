@@ -119,7 +119,7 @@ impl Lowerer<'_, '_> {
         args[plan.index.1] = state[0];
         for (k, r) in plan.reductions.iter().enumerate() {
             let copies = &state[1 + k * UNROLL as usize..1 + (k + 1) * UNROLL as usize];
-            args[r.position] = self.fold(r, args[r.position], copies);
+            args[r.position] = self.fold(r, args[r.position], copies)?;
         }
         self.s.then_args.clear();
         self.s
@@ -385,7 +385,12 @@ impl Lowerer<'_, '_> {
     }
 
     /// `start` combined with every lane of every copy of a reduction's accumulator.
-    fn fold(&mut self, r: &Reduction, start: clif::Value, copies: &[clif::Value]) -> clif::Value {
+    fn fold(
+        &mut self,
+        r: &Reduction,
+        start: clif::Value,
+        copies: &[clif::Value],
+    ) -> Result<clif::Value, BackendError> {
         // Subtractions accumulate negated sums, which add.
         let op = if r.op == BinaryOp::Sub {
             BinaryOp::Add
@@ -395,7 +400,7 @@ impl Lowerer<'_, '_> {
         let ty = Type::Scalar(r.scalar);
         let mut acc = copies[0];
         for &c in &copies[1..] {
-            acc = self.lane_binary(op, r.scalar, acc, c).unwrap_or(acc);
+            acc = self.lane_binary(op, r.scalar, acc, c)?;
         }
         let lanes = self.b.func.dfg.value_type(acc).lane_count();
         let mut total = start;
@@ -403,7 +408,7 @@ impl Lowerer<'_, '_> {
             let x = self.b.ins().extractlane(acc, lane as u8);
             total = self.binary(op, ty, total, x);
         }
-        total
+        Ok(total)
     }
 }
 
