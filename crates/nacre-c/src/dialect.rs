@@ -387,7 +387,7 @@ impl Dialect for CDialect {
     }
 
     fn helper_definition(&self, helper: Helper) -> String {
-        helpers::c_definition(self, "static inline ", helper)
+        helpers::host_c_definition(self, "static inline ", helper)
     }
 
     fn atomic(&self, a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
@@ -434,7 +434,7 @@ impl Dialect for StructuredCDialect {
     }
 
     fn helper_definition(&self, helper: Helper) -> String {
-        helpers::c_definition(self, "static inline ", helper)
+        helpers::host_c_definition(self, "static inline ", helper)
     }
 
     fn atomic(&self, a: &AtomicAccess<'_>) -> Result<AtomicSpelling, DialectError> {
