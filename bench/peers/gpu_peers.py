@@ -18,7 +18,10 @@ Frameworks (each is skipped with a note when it cannot be imported or has no GPU
 - ``triton``: the Triton kernels of ``triton_kernels.py``.
 
 Names: ``peer_<fw>_<kernel>_<N>[_<ITERS>]`` (kernel one of saxpy, vecadd, blocksum, logistic),
-``peer_<fw>_launch_latency``, ``peer_<fw>_compile_<kernel>`` (cupy, cudac, triton).
+``peer_<fw>_launch_latency``, ``peer_<fw>_launch100_latency`` (100 dependent launches of the
+tiny kernel, then one synchronize), ``peer_torch_graph_launch100_latency`` (the same 100
+``add_`` launches captured once as a CUDA graph with ``torch.cuda.graph`` and replayed),
+``peer_<fw>_compile_<kernel>`` (cupy, cudac, triton).
 
 Timing: kernels with CUDA events around each launch (median of ``--runs`` >= 50 runs after
 ``--warmup`` launches), and also with the host clock around launch + synchronize (the
@@ -72,6 +75,9 @@ QUICK_RUNS, QUICK_WARMUP = 50, 5
 MIN_RUNS = 50
 #: Launches timed for the launch latency.
 FULL_LATENCY_RUNS, QUICK_LATENCY_RUNS = 2000, 200
+#: Dependent launches of the tiny kernel per sample of the launch-chain latency
+#: (``peer_<fw>_launch100_latency``, ``peer_torch_graph_launch100_latency``).
+LAUNCH_CHAIN = 100
 #: Cold-compile samples (CuPy, Triton).
 FULL_COMPILE_SAMPLES = {"cupy": 5, "cudac": 5, "triton": 3}
 QUICK_COMPILE_SAMPLES = {"cupy": 2, "cudac": 2, "triton": 1}
@@ -394,6 +400,9 @@ def planned_names(cfg):
     for fw in cfg.frameworks:
         names += [b.name(fw) for b in plan(cfg)]
         names.append(f"peer_{fw}_launch_latency")
+        names.append(f"peer_{fw}_launch{LAUNCH_CHAIN}_latency")
+        if fw == "torch":
+            names.append(f"peer_torch_graph_launch{LAUNCH_CHAIN}_latency")
         if fw != "torch":
             names += [f"peer_{fw}_compile_{k}" for k in KERNELS if k != "tiny"]
         else:
@@ -632,6 +641,34 @@ class TorchPeer:
         c = self.torch.zeros(1, dtype=self.torch.int32, device=self.dev)
         return Case(lambda: c.add_(1), lambda: int(c.item()))
 
+    def chain_case(self):
+        c = self.torch.zeros(1, dtype=self.torch.int32, device=self.dev)
+
+        def launch():
+            for _ in range(LAUNCH_CHAIN):
+                c.add_(1)
+
+        return Case(launch, lambda: int(c.item()))
+
+    def graph_chain_case(self):
+        """The chain's launches captured once as a CUDA graph (warmed up on a side stream
+        first, as ``torch.cuda.graph`` asks), replayed per sample."""
+        t = self.torch
+        c = t.zeros(1, dtype=t.int32, device=self.dev)
+        side = t.cuda.Stream()
+        side.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(side):
+            for _ in range(3):
+                c.add_(1)
+        t.cuda.current_stream().wait_stream(side)
+        graph = t.cuda.CUDAGraph()
+        with t.cuda.graph(graph):
+            for _ in range(LAUNCH_CHAIN):
+                c.add_(1)
+        t.cuda.synchronize()
+        c.zero_()
+        return Case(graph.replay, lambda: int(c.item()))
+
 
 class CupyPeer:
     """CuPy RawKernel over CUDA C sources: Nacre's generated ones (`cupy`) or the hand-written
@@ -693,6 +730,15 @@ class CupyPeer:
         c = self.cupy.zeros(1, dtype=self.cupy.uint32)
         return self.launcher("tiny", 1, (c,), lambda: int(c.get()[0]))
 
+    def chain_case(self):
+        one = self.latency_case()
+
+        def launch():
+            for _ in range(LAUNCH_CHAIN):
+                one.launch()
+
+        return Case(launch, one.output, one.trap)
+
     def compile_ns(self, kernel, samples):
         """Cold compile + module load of a kernel, `samples` times: each sample compiles a source
         made unique (no in-memory or disk cache can answer) into a fresh CUPY_CACHE_DIR."""
@@ -753,6 +799,15 @@ class TritonPeer:
     def latency_case(self):
         c = self.torch.zeros(1, dtype=self.torch.int32, device=self.dev)
         return Case(lambda: self.tk.launch_tiny(self.tk.tiny_kernel, c), lambda: int(c.item()))
+
+    def chain_case(self):
+        one = self.latency_case()
+
+        def launch():
+            for _ in range(LAUNCH_CHAIN):
+                one.launch()
+
+        return Case(launch, one.output)
 
     def compile_args(self, kernel):
         """A launcher of `kernel` on small arrays, for the compile samples (the same argument
@@ -1088,18 +1143,32 @@ def run_bench(run, peer, bench, inputs):
     run.record(name, events, host)
 
 
-def run_latency(run, peer):
+def run_latency(run, peer, name=None, case=None, per_sample=1, runs=None):
+    """Host time of launch + synchronize of a case whose launches each add one to a counter
+    (`per_sample` launches a sample); the counter must count them all."""
     cfg = run.cfg
-    name = f"peer_{peer.name}_launch_latency"
-    case = peer.latency_case()
+    name = name or f"peer_{peer.name}_launch_latency"
+    case = case or peer.latency_case()
+    runs = runs or cfg.latency_runs
     warmup = cfg.warmup
-    samples = time_host(peer.clock, case.launch, cfg.latency_runs, warmup)
-    got, want = case.output(), warmup + cfg.latency_runs
+    samples = time_host(peer.clock, case.launch, runs, warmup)
+    got, want = case.output(), (warmup + runs) * per_sample
     ok = got == want and case.trap() == 0
     run.record_check(name, ok, 0.0 if ok else float("inf"), 0.0,
                      "" if ok else f"counter {got}, expected {want}")
     if ok:
         run.record(name, samples, timing="host")
+
+
+def run_chains(run, peer):
+    """``peer_<fw>_launch100_latency`` and, on torch, its captured graph."""
+    cases = [(f"peer_{peer.name}_launch{LAUNCH_CHAIN}_latency", peer.chain_case)]
+    if peer.name == "torch":
+        cases.append((f"peer_torch_graph_launch{LAUNCH_CHAIN}_latency", peer.graph_chain_case))
+    runs = max(run.cfg.latency_runs // 10, 20)
+    for name, make in cases:
+        if run.cfg.wants(name):
+            guarded(run, name, lambda: run_latency(run, peer, name, make(), LAUNCH_CHAIN, runs))
 
 
 def run_compiles(run, peer):
@@ -1314,6 +1383,8 @@ def main(argv=None):
                 run.note(f"{name}: no tiny.cu in {cfg.source_dir}; skipped")
             else:
                 guarded(run, name, lambda: run_latency(run, peer))
+        if peer.name != "cupy" or "tiny" in peer.sources:
+            run_chains(run, peer)
     for peer in peers:
         if peer.name != "torch":
             run_compiles(run, peer)

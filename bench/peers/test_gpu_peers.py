@@ -56,7 +56,13 @@ def test_filter_selects_names():
     names = gp.planned_names(cfg)
     assert names == ["peer_cupy_logistic_262144_256", "peer_cupy_logistic_262144_1024",
                      "peer_cupy_logistic_16777216_1024", "peer_cupy_launch_latency",
-                     "peer_cupy_compile_logistic"]
+                     "peer_cupy_launch100_latency", "peer_cupy_compile_logistic"]
+
+
+def test_torch_plans_its_captured_graph_of_the_launch_chain():
+    names = gp.planned_names(args("--filter", "launch100", "--frameworks", "torch,cupy"))
+    assert names == ["peer_torch_launch100_latency", "peer_torch_graph_launch100_latency",
+                     "peer_cupy_launch100_latency"]
 
 
 def test_hand_written_sources_load_with_their_symbols():

@@ -20,6 +20,12 @@
 //          then cuStreamWriteValue32 of a ticket polled in pinned memory, as `write` does
 //   bare   cuLaunchKernel of the same kernel and the same ticket wait, no cuCtxSetCurrent
 //   one    tiny<<<1, 1>>> (one thread) and cudaStreamSynchronize
+//   graph  the one-thread kernel of `nacre` as a one-node CUDA graph instantiated once:
+//          cuGraphLaunch and the ticket wait
+//   graphp the same, its node's parameters set again before each launch
+//          (cuGraphExecKernelNodeSetParams), as a replay that updates them does
+//   l100   100 dependent launches of the one-thread kernel and one ticket wait
+//   g100   the same 100 launches as a graph of 100 dependent nodes, launched and waited for
 // It prints the median and 10th percentile of 5000 calls after 500 warm-up calls.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -92,7 +98,35 @@ int main(int argc, char **argv) {
     unsigned *counter;
     check(cudaMallocManaged(&counter, 4), "cudaMallocManaged");
     check(cudaMemset(counter, 0, 4), "cudaMemset");
-    const char *modes[] = {"sync", "event", "write", "flag", "nacre", "ticket", "bare", "one"};
+    // One-node and 100-node graphs of the one-thread kernel.
+    CUDA_KERNEL_NODE_PARAMS node = {};
+    void *node_args[] = {&counter, &dev_flag};
+    node.func = status_fn;
+    node.gridDimX = node.gridDimY = node.gridDimZ = 1;
+    node.blockDimX = node.blockDimY = node.blockDimZ = 1;
+    node.kernelParams = node_args;
+    CUgraphExec graph1, graph100;
+    CUgraphNode node1;
+    {
+        CUgraph g;
+        check_driver(cuGraphCreate(&g, 0), "cuGraphCreate");
+        check_driver(cuGraphAddKernelNode(&node1, g, nullptr, 0, &node), "cuGraphAddKernelNode");
+        check_driver(cuGraphInstantiate(&graph1, g, 0), "cuGraphInstantiate");
+        CUgraph h;
+        check_driver(cuGraphCreate(&h, 0), "cuGraphCreate");
+        CUgraphNode prev;
+        for (int i = 0; i < 100; i++) {
+            CUgraphNode n;
+            check_driver(cuGraphAddKernelNode(&n, h, i ? &prev : nullptr, i ? 1 : 0, &node),
+                         "cuGraphAddKernelNode");
+            prev = n;
+        }
+        check_driver(cuGraphInstantiate(&graph100, h, 0), "cuGraphInstantiate");
+        check_driver(cuGraphUpload(graph1, CU_STREAM_PER_THREAD), "cuGraphUpload");
+        check_driver(cuGraphUpload(graph100, CU_STREAM_PER_THREAD), "cuGraphUpload");
+    }
+    const char *modes[] = {"sync", "event", "write", "flag", "nacre", "ticket",
+                           "bare", "one", "graph", "graphp", "l100", "g100"};
     unsigned seq = 0;
     for (const char *mode : modes) {
         std::vector<double> us;
@@ -117,6 +151,27 @@ int main(int argc, char **argv) {
                                             params, nullptr),
                              "cuLaunchKernel");
                 if (bind) check_driver(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+                check_driver(cuStreamWriteValue32(CU_STREAM_PER_THREAD, (CUdeviceptr)dev_flag, seq,
+                                                  0),
+                             "cuStreamWriteValue32");
+                while (*(volatile unsigned *)host_flag != seq) {
+                }
+            } else if (!strncmp(mode, "graph", 5) || !strcmp(mode, "g100") ||
+                       !strcmp(mode, "l100")) {
+                if (!strcmp(mode, "graphp"))
+                    check_driver(cuGraphExecKernelNodeSetParams(graph1, node1, &node),
+                                 "cuGraphExecKernelNodeSetParams");
+                if (!strcmp(mode, "l100")) {
+                    void *params[] = {&counter, &dev_flag};
+                    for (int i = 0; i < 100; i++)
+                        check_driver(cuLaunchKernel(status_fn, 1, 1, 1, 1, 1, 1, 0,
+                                                    CU_STREAM_PER_THREAD, params, nullptr),
+                                     "cuLaunchKernel");
+                } else {
+                    check_driver(cuGraphLaunch(!strcmp(mode, "g100") ? graph100 : graph1,
+                                               CU_STREAM_PER_THREAD),
+                                 "cuGraphLaunch");
+                }
                 check_driver(cuStreamWriteValue32(CU_STREAM_PER_THREAD, (CUdeviceptr)dev_flag, seq,
                                                   0),
                              "cuStreamWriteValue32");

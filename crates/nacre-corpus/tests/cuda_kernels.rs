@@ -216,6 +216,103 @@ fn host_code_between_launches_sees_their_results() {
     );
 }
 
+/// A CUDA engine whose launches are queued as they come, without graphs.
+fn direct_engine() -> Option<Engine> {
+    cuda_engine()?;
+    let options = Options {
+        runtime: RuntimeOptions::Cuda(cuda::CudaOptions {
+            direct_launches: true,
+            ..cuda::CudaOptions::default()
+        }),
+        ..Options::default()
+    };
+    Some(Engine::new(options).expect("a CUDA engine on a machine where probe succeeded"))
+}
+
+#[test]
+fn repeated_calls_replay_one_graph_per_launch_shape() {
+    let Some(engine) = cuda_engine() else { return };
+    let n = 5000usize;
+    let mut a = Array::copy_on(engine.device(), &vec![1.0f32; n]).unwrap();
+    let mut b = Array::copy_on(engine.device(), &vec![10.0f32; n]).unwrap();
+    let f = engine.compile(add_many).unwrap();
+    let call = |v: &mut Array<f32>, times: u32| {
+        let before = cuda::thread_stats();
+        f.call(v, n as u32, times).unwrap();
+        let d = cuda::thread_stats().since(&before);
+        (d.launches, d.graph_builds, d.graph_launches, d.syncs)
+    };
+    // First seen: queued directly; seen again: built and launched; then replayed, with the
+    // other array's pointer set in place.
+    assert_eq!(call(&mut a, 5), (5, 0, 0, 1));
+    assert_eq!(call(&mut a, 5), (5, 1, 1, 1));
+    assert_eq!(call(&mut b, 5), (5, 0, 1, 1));
+    assert_eq!(call(&mut a, 5), (5, 0, 1, 1));
+    // Another shape (seven launches) gets a graph of its own; the first one is kept.
+    assert_eq!(call(&mut b, 7), (7, 0, 0, 1));
+    assert_eq!(call(&mut b, 7), (7, 1, 1, 1));
+    assert_eq!(call(&mut a, 5), (5, 0, 1, 1));
+    // A call without launches has nothing to replay.
+    assert_eq!(call(&mut a, 0), (0, 0, 0, 0));
+    assert!(
+        a.as_slice().iter().all(|&x| x == 21.0),
+        "{:?}",
+        &a.as_slice()[..4]
+    );
+    assert!(
+        b.as_slice().iter().all(|&x| x == 29.0),
+        "{:?}",
+        &b.as_slice()[..4]
+    );
+}
+
+#[test]
+fn a_graph_reports_its_kernels_traps_and_runs_again() {
+    let Some(engine) = cuda_engine() else { return };
+    let mut v = Array::copy_on(engine.device(), &[0.0f32; 300]).unwrap();
+    let mut out = Array::copy_on(engine.device(), &[84i32; 64]).unwrap();
+    let f = engine.compile(add_many_then_divide).unwrap();
+    for _ in 0..3 {
+        f.call(&mut v, 300, 4, &mut out, 1).unwrap();
+    }
+    let before = cuda::thread_stats();
+    let err = f.call(&mut v, 300, 4, &mut out, 0).unwrap_err();
+    assert!(matches!(err, Error::Trap(Trap::DivisionByZero)), "{err}");
+    f.call(&mut v, 300, 4, &mut out, 2).unwrap();
+    let d = cuda::thread_stats().since(&before);
+    assert_eq!((d.graph_builds, d.graph_launches), (0, 2), "{d:?}");
+    assert!(
+        v.as_slice().iter().all(|&x| x == 20.0),
+        "{:?}",
+        &v.as_slice()[..4]
+    );
+    assert!(
+        out.as_slice().iter().all(|&x| x == 42),
+        "{:?}",
+        out.as_slice()
+    );
+}
+
+#[test]
+fn direct_launches_build_no_graph_and_compute_the_same() {
+    let Some(engine) = direct_engine() else {
+        return;
+    };
+    let mut v = Array::copy_on(engine.device(), &[1.0f32; 1000]).unwrap();
+    let f = engine.compile(add_many).unwrap();
+    let before = cuda::thread_stats();
+    for _ in 0..3 {
+        f.call(&mut v, 1000, 4).unwrap();
+    }
+    let d = cuda::thread_stats().since(&before);
+    assert_eq!(
+        (d.launches, d.graph_builds, d.graph_launches),
+        (12, 0, 0),
+        "{d:?}"
+    );
+    assert!(v.as_slice().iter().all(|&x| x == 13.0));
+}
+
 #[test]
 fn a_trap_in_a_kernel_is_reported_and_the_next_call_runs() {
     let Some(engine) = cuda_engine() else { return };

@@ -47,7 +47,7 @@ pub use runtimes::{DeviceKind, RuntimeOptions};
 pub use nacre_macros::{jit, kernel, Carry, Record, TracedEnum};
 pub use nacre_trace::{
     cf, select, trace, Callee, Carry, Element, EnumVal, Flat, FnPointer, FnVal, Handle, Ptr,
-    RawPtr, Record, Slot, TraceError, Traced, TracedEnum, Val,
+    RawPtr, Record, Slot, TraceError, TraceFn, Traced, TracedEnum, Val,
 };
 /// The bounds generic traced code uses: `fn f<T: Num>(a: Val<T>, b: Val<T>)` needs nothing
 /// else for arithmetic, comparisons, `select` and control flow ([`Int`] adds bitwise operators

@@ -21,7 +21,12 @@
 //!   `peer_torch_*` and `peer_cudac_stencil2d_4096` with `--peers`;
 //! - `gpu_cuda_launch_latency`: a host function that launches a one-thread kernel adding one
 //!   to a counter ([`run_tiny`]), timed on the host clock from the call to its return (the
-//!   floor of a call, as the host sees it);
+//!   floor of a call, as the host sees it); `gpu_cuda_launch100_latency` the same for a host
+//!   function that launches it [`LAUNCH_CHAIN`] times in a loop ([`run_tiny_chain`]); both
+//!   replay a CUDA graph once warm, and `gpu_cuda_launch_latency_direct` and
+//!   `gpu_cuda_launch100_latency_direct` are the same calls with `CudaOptions::direct_launches`
+//!   (every launch queued as it comes), beside `peer_*_launch100_latency` and PyTorch's
+//!   captured graph of the same 100 launches, `peer_torch_graph_launch100_latency`;
 //! - `gpu_cuda_X_unchecked` for each `gpu_cuda_X` above: the same host function compiled
 //!   with `Engine::compile_unchecked` on an engine with `CudaOptions::unchecked_kernels`, so
 //!   that neither the host code nor the kernels check their accesses, called with raw pointers
@@ -114,6 +119,17 @@ pub fn run_tiny(counter: Ptr<u32>) {
     launch(tiny, Grid::new(1u32), Block::new(1u32), (counter,));
 }
 
+/// Launches of [`run_tiny_chain`].
+pub const LAUNCH_CHAIN: u32 = 100;
+
+/// Launches [`tiny`] [`LAUNCH_CHAIN`] times, each after the one before (a traced loop).
+#[jit]
+pub fn run_tiny_chain(counter: Ptr<u32>) {
+    for _k in 0u32..LAUNCH_CHAIN {
+        launch(tiny, Grid::new(1u32), Block::new(1u32), (counter,));
+    }
+}
+
 /// The indices of the logistic map that are checked: all of a small array, else
 /// [`LOGISTIC_SAMPLE`] spread evenly, the last one included.
 fn logistic_checked(n: usize) -> Vec<usize> {
@@ -144,6 +160,9 @@ struct Place {
     /// The engine of the `_unchecked` rows, when not `engine`: on CUDA, one whose kernels are
     /// compiled without bounds checks too (`CudaOptions::unchecked_kernels`).
     raw: Option<Engine>,
+    /// On CUDA, the engine of the `_direct` rows: launches queued as they come, without
+    /// graphs (`CudaOptions::direct_launches`).
+    direct: Option<Engine>,
     /// `--blocks`, else the place's own grid for grid-stride launches.
     blocks: Option<u32>,
 }
@@ -687,33 +706,56 @@ impl Suite {
         Ok(())
     }
 
-    /// `P_launch_latency` and `P_launch_latency_unchecked`: calls of [`run_tiny`] (each on a
-    /// counter of its own); the counter must count them all.
+    /// `P_launch_latency` and `P_launch100_latency`, each also `_unchecked` and (on CUDA)
+    /// `_direct`: calls of [`run_tiny`] and [`run_tiny_chain`], each series on a counter of
+    /// its own, which must count every launch.
     fn latency(&mut self) -> Result<()> {
-        let names = self.jobs("launch_latency");
-        if names == (None, None) {
-            return Ok(());
-        }
+        self.latency_of("launch_latency", 1, run_tiny)?;
+        self.latency_of("launch100_latency", LAUNCH_CHAIN, run_tiny_chain)
+    }
+
+    /// The rows `P_{what}` (and `_unchecked`, `_direct`) of host function `f`, which
+    /// launches [`tiny`] `per_call` times.
+    fn latency_of<F>(&mut self, what: &str, per_call: u32, f: F) -> Result<()>
+    where
+        F: nacre::TraceFn<(Ptr<u32>,), Ret = ()> + Copy,
+    {
+        let (checked, unchecked) = self.jobs(what);
+        let direct = self
+            .on_cuda
+            .then(|| self.job(&format!("{what}_direct")))
+            .flatten();
         let is_cuda = self.on_cuda;
         let place = self.place(is_cuda);
-        let f = place.engine.compile(run_tiny)?;
-        let u = match names.1 {
-            Some(_) => Some(place.raw_engine().compile_unchecked(run_tiny)?),
+        let device = place.device();
+        let compiled = match &checked {
+            Some(_) => Some(place.engine.compile(f)?),
             None => None,
         };
+        let raw = match &unchecked {
+            Some(_) => Some(place.raw_engine().compile_unchecked(f)?),
+            None => None,
+        };
+        let direct_compiled = match (&direct, &place.direct) {
+            (Some(_), Some(e)) => Some(e.compile(f)?),
+            _ => None,
+        };
         settle(is_cuda);
-        let mut counter = Array::<u32>::alloc_on(place.device(), 1)?;
-        let raw_counter = Array::<u32>::alloc_on(place.device(), 1)?;
-        if let Some(name) = &names.0 {
+        for (name, g) in [(&checked, &compiled), (&direct, &direct_compiled)] {
+            let (Some(name), Some(g)) = (name, g) else {
+                continue;
+            };
+            let mut counter = Array::<u32>::alloc_on(device.clone(), 1)?;
             let mut calls = 0u64;
             self.time(is_cuda, Clock::Host, name, || {
                 calls += 1;
-                f.call(&mut counter)
+                g.call(&mut counter)
             })?;
-            self.check_count(name, counter.as_slice()[0], calls);
+            self.check_count(name, counter.as_slice()[0], calls * u64::from(per_call));
         }
-        if let (Some(name), Some(u)) = (&names.1, &u) {
-            let cp = raw_counter.ptr();
+        if let (Some(name), Some(u)) = (&unchecked, &raw) {
+            let counter = Array::<u32>::alloc_on(device, 1)?;
+            let cp = counter.ptr();
             let mut calls = 0u64;
             self.time(is_cuda, Clock::Host, name, || {
                 calls += 1;
@@ -722,19 +764,19 @@ impl Suite {
                 // live and accessed by nothing else until the call returns.
                 unsafe { u.call(cp) }
             })?;
-            self.check_count(name, raw_counter.as_slice()[0], calls);
+            self.check_count(name, counter.as_slice()[0], calls * u64::from(per_call));
         }
         Ok(())
     }
 
-    /// Fails benchmark `name` (and drops its row) unless the counter of [`run_tiny`] is
-    /// `calls` (mod 2³²).
-    fn check_count(&mut self, name: &str, counter: u32, calls: u64) {
+    /// Fails benchmark `name` (and drops its row) unless the counter of [`tiny`] is
+    /// `launches` (mod 2³²).
+    fn check_count(&mut self, name: &str, counter: u32, launches: u64) {
         let got = u64::from(counter);
-        if got != calls % (1 << 32) {
+        if got != launches % (1 << 32) {
             self.fail(
                 name,
-                anyhow::anyhow!("the counter is {got} after {calls} calls"),
+                anyhow::anyhow!("the counter is {got} after {launches} launches"),
             );
             self.results.rows.retain(|r| r.name != name);
         }
@@ -815,9 +857,19 @@ fn cuda_options(ordinal: u32, unchecked_kernels: bool) -> Options {
             cache_dir: None,
             unchecked_kernels,
             fast_math: false,
+            direct_launches: false,
         }),
         ..Options::default()
     }
+}
+
+/// [`cuda_options`] (checked kernels) with launches queued as they come, without graphs.
+fn direct_options(ordinal: u32) -> Options {
+    let mut options = cuda_options(ordinal, false);
+    if let RuntimeOptions::Cuda(c) = &mut options.runtime {
+        c.direct_launches = true;
+    }
+    options
 }
 
 /// The CUDA C of each kernel of the suite, as the CUDA engine generates it.
@@ -907,6 +959,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
             prefix: "gpu_cpu",
             engine: Engine::new(options.clone())?,
             raw: None,
+            direct: None,
             options,
             blocks: args.blocks,
         })
@@ -928,6 +981,7 @@ pub fn run(args: &GpuArgs) -> Result<()> {
             options: options.clone(),
             engine,
             raw: Some(raw_engine),
+            direct: Some(Engine::new(direct_options(args.cuda_device))?),
             blocks: args.blocks,
         },
         cpu,

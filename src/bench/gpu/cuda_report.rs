@@ -29,7 +29,7 @@ pub const PEERS: [(&str, &str); 4] = [
 /// at the measured 4.4 TB/s): the floor of their targets.
 pub const COPY_CEILING_NS: f64 = 45_600.0;
 /// The launch-latency target.
-pub const LATENCY_LIMIT_NS: f64 = 8_000.0;
+pub const LATENCY_LIMIT_NS: f64 = 7_000.0;
 /// The cold-compile target per kernel.
 pub const COMPILE_LIMIT_NS: f64 = 20e6;
 
@@ -159,6 +159,13 @@ pub fn targets() -> Vec<Target> {
     t.push(Target {
         name: "gpu_cuda_launch_latency".into(),
         limit: Limit::Time(LATENCY_LIMIT_NS),
+    });
+    t.push(Target {
+        name: "gpu_cuda_launch100_latency".into(),
+        limit: Limit::Peer {
+            name: "peer_torch_graph_launch100_latency".into(),
+            floor: None,
+        },
     });
     for k in COMPILED_KERNELS {
         t.push(Target {
@@ -381,8 +388,12 @@ pub fn print(o: &Outcome) {
                 } else {
                     row.stats.median_ns
                 };
-                // An `_unchecked` row compares with the same peers as its checked row.
-                let peer_rest = rest.strip_suffix(UNCHECKED).unwrap_or(rest);
+                // An `_unchecked` or `_direct` row compares with the same peers as its
+                // checked row.
+                let peer_rest = rest
+                    .strip_suffix(UNCHECKED)
+                    .or_else(|| rest.strip_suffix("_direct"))
+                    .unwrap_or(rest);
                 let cells: Vec<String> = PEERS
                     .iter()
                     .map(|(fw, _)| {

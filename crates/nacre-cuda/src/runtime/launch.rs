@@ -38,6 +38,7 @@ use crate::runtime::context::{per_thread_stream, Context};
 use crate::runtime::driver::{self, panic_message};
 use crate::runtime::error::CudaError;
 use crate::runtime::events;
+use crate::runtime::graphs::{launch_directly, GraphCache, Recorded, MAX_RECORDED};
 use crate::runtime::last_error::set_last_error;
 use crate::runtime::memory::PrepareFailure;
 use crate::runtime::prepare::CudaKernel;
@@ -86,6 +87,12 @@ struct Sequence {
     open: bool,
     /// The ticket of the last wait (see [`wait_for_stream`]).
     ticket: u32,
+    /// Launches recorded by [`cuda_launch_recorded`], run when the sequence finishes.
+    recorded: Vec<Recorded>,
+    /// True once this sequence recorded [`MAX_RECORDED`] launches: it queues the rest.
+    overflowed: bool,
+    /// The thread's graphs on this device.
+    graphs: GraphCache,
 }
 
 impl Drop for Sequence {
@@ -172,6 +179,9 @@ fn open_sequence(ctx: &'static Context) -> Result<sys::CUdeviceptr, CudaError> {
                     // A recycled word holds the last ticket of its previous thread, whose
                     // waits all ended; the next ticket must differ from it.
                     ticket: word.ticket(),
+                    recorded: Vec::new(),
+                    overflowed: false,
+                    graphs: GraphCache::default(),
                 });
                 seqs.len() - 1
             }
@@ -185,11 +195,18 @@ fn open_sequence(ctx: &'static Context) -> Result<sys::CUdeviceptr, CudaError> {
     })
 }
 
-/// Ends one sequence: waits for the thread's stream and reads the status word.
+/// Ends one sequence: runs its recorded launches (see [`crate::runtime::graphs`]), waits for
+/// the thread's stream and reads the status word.
 fn finish_sequence(seq: &mut Sequence) -> u32 {
     seq.open = false;
+    seq.overflowed = false;
+    let mut recorded = std::mem::take(&mut seq.recorded);
     let waited = driver::guard("cuStreamSynchronize", || {
         seq.ctx.bind()?;
+        let ran = seq.graphs.run(seq.ctx, &mut recorded);
+        recorded.clear();
+        seq.recorded = recorded;
+        ran?;
         events::record_end_before_wait(seq.ctx);
         wait_for_stream(seq)
     });
@@ -286,6 +303,43 @@ fn finish_on(ctx: &'static Context) -> u32 {
     })
 }
 
+/// What a launcher does with a checked launch.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Mode {
+    /// Queue it on the thread's stream.
+    Queue,
+    /// Record it for the sequence's end (see [`crate::runtime::graphs`]).
+    Record,
+    /// Queue it and wait for it.
+    Wait,
+}
+
+/// Adds `launch` to the calling thread's open sequence on `ctx`'s device (current); past
+/// [`MAX_RECORDED`] launches, queues what was recorded and every later launch of the
+/// sequence directly.
+fn record(ctx: &'static Context, mut launch: Recorded) -> Result<(), CudaError> {
+    SEQUENCES.with(|seqs| {
+        let mut seqs = seqs.borrow_mut();
+        let Some(seq) = seqs
+            .iter_mut()
+            .find(|s| s.open && s.ctx.info.ordinal == ctx.info.ordinal)
+        else {
+            return launch_directly(ctx, std::slice::from_mut(&mut launch));
+        };
+        if seq.overflowed {
+            return launch_directly(ctx, std::slice::from_mut(&mut launch));
+        }
+        seq.recorded.push(launch);
+        if seq.recorded.len() >= MAX_RECORDED {
+            seq.overflowed = true;
+            let ran = launch_directly(ctx, &mut seq.recorded);
+            seq.recorded.clear();
+            return ran;
+        }
+        Ok(())
+    })
+}
+
 /// The launcher of modules whose host code touches no memory: queues the kernel and
 /// returns (a [`nacre_backend::LaunchFn`]).
 ///
@@ -300,7 +354,24 @@ pub unsafe extern "C" fn cuda_launch_async(
     status: *mut u32,
 ) {
     // SAFETY: forwarded contract.
-    unsafe { launch_entry(handle, dims, args, status, false) }
+    unsafe { launch_entry(handle, dims, args, status, Mode::Queue) }
+}
+
+/// The launcher of modules whose host code touches no memory, with graphs: checks the
+/// launch and records it; the sequence's end runs the call's launches, replayed as a CUDA
+/// graph once their shape repeats ([`crate::runtime::graphs`]). A [`nacre_backend::LaunchFn`].
+///
+/// # Safety
+/// As [`cuda_launch_async`]; besides, the pointer arguments' arrays must stay alive until
+/// [`finish_launches`] (a safe call's borrows cover its whole call).
+pub unsafe extern "C" fn cuda_launch_recorded(
+    handle: usize,
+    dims: *const u32,
+    args: *const u64,
+    status: *mut u32,
+) {
+    // SAFETY: forwarded contract.
+    unsafe { launch_entry(handle, dims, args, status, Mode::Record) }
 }
 
 /// The launcher of modules whose host code touches memory: queues the kernel and waits for
@@ -315,7 +386,7 @@ pub unsafe extern "C" fn cuda_launch_sync(
     status: *mut u32,
 ) {
     // SAFETY: forwarded contract.
-    unsafe { launch_entry(handle, dims, args, status, true) }
+    unsafe { launch_entry(handle, dims, args, status, Mode::Wait) }
 }
 
 /// Runs one launch for a launcher, writing a failure's trap code to `status`.
@@ -327,14 +398,14 @@ unsafe fn launch_entry(
     dims: *const u32,
     args: *const u64,
     status: *mut u32,
-    wait: bool,
+    mode: Mode,
 ) {
     // SAFETY: the caller passes the handle of a live kernel and a readable `LaunchDims`.
     let (kernel, dims) = unsafe { (&*(handle as *const CudaKernel), LaunchDims::read(dims)) };
     // No panic may unwind out of an `extern "C"` function.
     // SAFETY: `args` per the caller's contract.
     let result = catch_unwind(AssertUnwindSafe(|| unsafe {
-        kernel.launch(dims, args, wait)
+        kernel.launch(dims, args, mode)
     }))
     .unwrap_or_else(|payload| {
         set_last_error(CudaError::Library {
@@ -358,12 +429,12 @@ fn device_error(e: CudaError) -> u32 {
 }
 
 impl CudaKernel {
-    /// Validates, prepares and queues one launch (waiting for it if `wait`); `Err` holds a
-    /// trap code.
+    /// Validates and prepares one launch, then queues it, records it or queues it and waits
+    /// for it, as `mode` says; `Err` holds a trap code.
     ///
     /// # Safety
     /// `args` must hold one `u64` per kernel parameter.
-    unsafe fn launch(&self, dims: LaunchDims, args: *const u64, wait: bool) -> Result<(), u32> {
+    unsafe fn launch(&self, dims: LaunchDims, args: *const u64, mode: Mode) -> Result<(), u32> {
         let ctx = self.context();
         let shape =
             validate(&dims, &ctx.info.limits, self.loaded.static_shared).map_err(Trap::code)?;
@@ -403,6 +474,20 @@ impl CudaKernel {
             Err(PrepareFailure::Cuda(e)) => return Err(device_error(e)),
         }
         let status_dev = open_sequence(ctx).map_err(device_error)?;
+        if mode == Mode::Record {
+            let n = self.params;
+            // SAFETY: `args` holds `n` slots.
+            let mut slots: Vec<u64> = (0..n).map(|i| unsafe { args.add(i).read() }).collect();
+            slots.push(status_dev);
+            let launch = Recorded {
+                kernel: self.loaded.clone(),
+                grid: shape.grid,
+                block: shape.block,
+                shared_bytes: shape.shared_bytes,
+                args: slots,
+            };
+            return record(ctx, launch).map_err(device_error);
+        }
 
         // `kernelParams`: the address of each parameter's slot (little-endian, so the low
         // bytes of a slot are the value of a narrower parameter), then the status pointer's.
@@ -443,7 +528,7 @@ impl CudaKernel {
         })
         .map_err(device_error)?;
         stats::add(Counter::Launches, 1);
-        if !wait {
+        if mode == Mode::Queue {
             return Ok(());
         }
         match finish_on(ctx) {

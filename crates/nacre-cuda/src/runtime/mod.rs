@@ -11,6 +11,8 @@
 //!   [`CudaRuntime`] is all of it behind `nacre_runtime::KernelRuntime`.
 //! - [`launch`]: the launchers, launch sequences with their status word, and
 //!   [`finish_launches`], which waits for a call's launches.
+//! - [`graphs`]: a call's launches recorded and replayed as one CUDA graph once their shape
+//!   repeats.
 //! - [`events`]: [`time_on_device`], the GPU's own time of a call, by CUDA events.
 //! - [`mod@stats`], [`error`], [`last_error`]: counters, [`CudaError`], and the thread's last
 //!   error behind a [`nacre_ir::Trap::DeviceError`].
@@ -39,6 +41,7 @@ pub mod disk_cache;
 mod driver;
 pub mod error;
 pub mod events;
+pub mod graphs;
 pub mod last_error;
 pub mod launch;
 pub mod memory;
@@ -53,7 +56,7 @@ pub use disk_cache::CACHE_DIR_ENV;
 pub use error::CudaError;
 pub use events::time_on_device;
 pub use last_error::take_last_error;
-pub use launch::{cuda_launch_async, cuda_launch_sync, finish_launches};
+pub use launch::{cuda_launch_async, cuda_launch_recorded, cuda_launch_sync, finish_launches};
 pub use memory::CudaDevice;
 pub use module_cache::{cached_kernels, clear_kernel_cache};
 pub use prepare::{prepare_cuda, CudaKernel, CudaKernels, CudaOptions, CudaRuntime, LaunchSync};

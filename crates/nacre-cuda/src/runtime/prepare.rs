@@ -17,7 +17,9 @@ use crate::codegen::{print_kernel, CudaDialect};
 use crate::runtime::context::Context;
 use crate::runtime::disk_cache::DiskCache;
 use crate::runtime::error::CudaError;
-use crate::runtime::launch::{cuda_launch_async, cuda_launch_sync, finish_launches};
+use crate::runtime::launch::{
+    cuda_launch_async, cuda_launch_recorded, cuda_launch_sync, finish_launches,
+};
 use crate::runtime::memory::CudaDevice;
 use crate::runtime::module_cache::{get_or_load, LoadedKernel};
 use nacre_backend::{Backend, LaunchBinding, Linkage};
@@ -45,6 +47,12 @@ pub struct CudaOptions {
     /// approximate division and square root. Off by default; the README's accuracy table
     /// gives the errors of both modes.
     pub fast_math: bool,
+    /// Queue every launch on the stream as it comes, instead of recording a call's launches
+    /// and running them at its end, replayed as a CUDA graph once their shape repeats
+    /// ([`crate::runtime::graphs`]; only for modules whose host code touches no memory,
+    /// [`LaunchSync::PerCall`]). Off by default: graphs cost a call of N launches one launch
+    /// and one wait. Direct launches let the GPU start while the host code still runs.
+    pub direct_launches: bool,
 }
 
 /// How launches of a module synchronise with the host.
@@ -123,6 +131,8 @@ impl CudaKernel {
 pub struct CudaKernels {
     kernels: Vec<(FuncId, Arc<CudaKernel>)>,
     sync: LaunchSync,
+    /// Whether per-call launches are recorded for graphs ([`CudaOptions::direct_launches`] off).
+    graphs: bool,
     device: Arc<CudaDevice>,
 }
 
@@ -162,6 +172,7 @@ impl PreparedKernels for CudaKernels {
     /// The binding through which compiled host code launches these kernels.
     fn launch_binding(&self) -> LaunchBinding {
         let launcher = match self.sync {
+            LaunchSync::PerCall if self.graphs => cuda_launch_recorded,
             LaunchSync::PerCall => cuda_launch_async,
             LaunchSync::PerLaunch => cuda_launch_sync,
         };
@@ -276,6 +287,7 @@ pub fn prepare_cuda(
     Ok(CudaKernels {
         kernels,
         sync: LaunchSync::for_module(module),
+        graphs: !options.direct_launches,
         device,
     })
 }

@@ -1,5 +1,5 @@
-//! Counters of what the runtime did: compiles, cache hits, launches, synchronisations and
-//! page migrations.
+//! Counters of what the runtime did: compiles, cache hits, launches and graphs,
+//! synchronisations and page migrations.
 //!
 //! Every event is counted twice: process-wide ([`stats`]) and for the calling thread
 //! ([`thread_stats`]). Compiles, launches and migrations happen on the thread that called the
@@ -24,8 +24,12 @@ pub struct CudaStats {
     pub disk_cache_errors: u64,
     /// Total time spent in NVRTC, in nanoseconds.
     pub compile_nanos: u64,
-    /// Kernel launches queued.
+    /// Kernel launches queued (directly or as nodes of a graph launch).
     pub launches: u64,
+    /// CUDA graphs built and instantiated from a call's launches.
+    pub graph_builds: u64,
+    /// CUDA graph launches (each runs a whole call's kernels).
+    pub graph_launches: u64,
     /// Stream synchronisations that waited for launches (at the end of a call, or after each
     /// launch when the host code reads memory between launches).
     pub syncs: u64,
@@ -50,6 +54,8 @@ impl CudaStats {
             disk_cache_errors: d(self.disk_cache_errors, earlier.disk_cache_errors),
             compile_nanos: d(self.compile_nanos, earlier.compile_nanos),
             launches: d(self.launches, earlier.launches),
+            graph_builds: d(self.graph_builds, earlier.graph_builds),
+            graph_launches: d(self.graph_launches, earlier.graph_launches),
             syncs: d(self.syncs, earlier.syncs),
             prefetches_to_device: d(self.prefetches_to_device, earlier.prefetches_to_device),
             prefetches_to_host: d(self.prefetches_to_host, earlier.prefetches_to_host),
@@ -73,6 +79,8 @@ pub(crate) enum Counter {
     DiskCacheErrors,
     CompileNanos,
     Launches,
+    GraphBuilds,
+    GraphLaunches,
     Syncs,
     PrefetchesToDevice,
     PrefetchesToHost,
@@ -80,7 +88,7 @@ pub(crate) enum Counter {
     BytesToHost,
 }
 
-const COUNTERS: usize = 11;
+const COUNTERS: usize = 13;
 
 static GLOBAL: [AtomicU64; COUNTERS] = [const { AtomicU64::new(0) }; COUNTERS];
 
@@ -104,6 +112,8 @@ fn snapshot(get: impl Fn(Counter) -> u64) -> CudaStats {
         disk_cache_errors: get(Counter::DiskCacheErrors),
         compile_nanos: get(Counter::CompileNanos),
         launches: get(Counter::Launches),
+        graph_builds: get(Counter::GraphBuilds),
+        graph_launches: get(Counter::GraphLaunches),
         syncs: get(Counter::Syncs),
         prefetches_to_device: get(Counter::PrefetchesToDevice),
         prefetches_to_host: get(Counter::PrefetchesToHost),
