@@ -317,8 +317,43 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     /// Whether the function opens with the stack check (a recursive host function).
     stack_check: bool,
     /// For a kernel whose dialect defers bounds traps ([`Dialect::defers_bounds_traps`]) and
-    /// that checks bounds: which blocks head loops, where a trapped thread leaves.
+    /// that checks bounds: which blocks head loops that a check can lead to, where a trapped
+    /// thread leaves (see [`trapped_exits`]).
     deferred_traps: Option<Vec<bool>>,
+}
+
+/// The loop headers of `func` that a thread can reach after a bounds check (a check in the
+/// loop or before it), indexed by block: where a thread whose check failed leaves, so that it
+/// never spins on values read from the trap sink. Loops no check leads to (those of a kernel's
+/// check-free body) need no exit.
+fn trapped_exits(func: &Function) -> Vec<bool> {
+    let mut after_check = vec![false; func.blocks.len()];
+    let mut todo: Vec<Block> = func
+        .layout
+        .iter()
+        .copied()
+        .filter(|&b| {
+            func.blocks[b]
+                .insts
+                .iter()
+                .any(|&i| matches!(func.insts[i].kind, InstKind::BoundsCheck { .. }))
+        })
+        .collect();
+    for &b in &todo {
+        after_check[b.as_u32() as usize] = true;
+    }
+    while let Some(b) = todo.pop() {
+        for s in func.successors(b) {
+            if !std::mem::replace(&mut after_check[s.as_u32() as usize], true) {
+                todo.push(s);
+            }
+        }
+    }
+    let mut headers = vec![false; func.blocks.len()];
+    for h in nacre_ir::analysis::compute_loops(func).headers {
+        headers[h.as_u32() as usize] = after_check[h.as_u32() as usize];
+    }
+    headers
 }
 
 impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
@@ -347,13 +382,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             && func
                 .live_insts()
                 .any(|d| matches!(d.kind, InstKind::BoundsCheck { .. })))
-        .then(|| {
-            let mut headers = vec![false; func.blocks.len()];
-            for h in nacre_ir::analysis::compute_loops(func).headers {
-                headers[h.as_u32() as usize] = true;
-            }
-            headers
-        });
+        .then(|| trapped_exits(func));
         FunctionPrinter {
             ctx,
             func,

@@ -7,6 +7,8 @@
 //! - [`bounds`]: the bounds checks of grid-stride loops hoisted to the kernel's entry —
 //!   [`hoist_grid_stride_checks`] — and those proven in range for the kernel's launch shape
 //!   removed — [`remove_proven_kernel_checks`];
+//! - [`check_free`]: a check-free body for kernels whose remaining checks the launch can
+//!   prove, run when it does — [`add_check_free_versions`];
 //! - [`compares`]: comparisons the launch shape decides become constants —
 //!   [`fold_proven_compares`];
 //! - [`launch_checks`]: checks of guarded one-thread-per-element accesses hoisted to the
@@ -28,6 +30,7 @@
 
 pub mod address_space;
 pub mod bounds;
+pub mod check_free;
 pub mod compares;
 pub mod error;
 pub mod grid_stride;
@@ -38,6 +41,7 @@ pub mod structure;
 
 pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use bounds::{hoist_grid_stride_checks, remove_proven_kernel_checks};
+pub use check_free::add_check_free_versions;
 pub use compares::fold_proven_compares;
 pub use error::KernelError;
 pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};

@@ -108,6 +108,7 @@ pub fn bounds_checked(
     nacre_kernel::remove_proven_kernel_checks(&mut module);
     nacre_kernel::hoist_guarded_global_checks(&mut module);
     nacre_kernel::move_uniform_checks_to_launches(&mut module);
+    nacre_kernel::add_check_free_versions(&mut module);
     Ok(nacre_ir::verify(module)?)
 }
 

@@ -20,7 +20,7 @@
 //! [`MAX_RECORDED`] launches is queued directly from there on, without a graph. On the H200 a
 //! one-kernel call replayed as a graph waits about 2 µs less than the same launch queued, and
 //! 100 dependent tiny kernels run in 78 µs instead of 330–410 µs
-//! (`bench/results/launch_floor.txt`).
+//! (`bench/results/launch_floor_graphs.txt`).
 //!
 //! Graphs are kept per thread and device, the [`GRAPHS_PER_THREAD`] most recently used ones;
 //! a thread that ends leaves its graphs to the next thread that needs one of the same shape
