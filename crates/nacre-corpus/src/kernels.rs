@@ -12,6 +12,7 @@ use nacre::prelude::*;
 use nacre::{f16, kernel, Engine};
 
 pub mod single_pass;
+pub mod tiled;
 pub mod warp;
 pub mod wide;
 
@@ -1988,6 +1989,18 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: false,
             check: check_stencil2d,
             trace: || nacre::trace_module(&run_stencil2d),
+        },
+        KernelCase {
+            name: "blur3",
+            grid_stride: false,
+            check: tiled::check_blur3,
+            trace: || nacre::trace_module(&tiled::run_blur3),
+        },
+        KernelCase {
+            name: "matmul_tiled",
+            grid_stride: false,
+            check: tiled::check_matmul_tiled,
+            trace: || nacre::trace_module(&tiled::run_matmul_tiled),
         },
         KernelCase {
             name: "gelu",

@@ -285,6 +285,8 @@ pub fn spec(case: &str) -> Vec<Arg> {
         "softmax_rows" => vec![F32s(3 * 300), F32s(3 * 300), U32(3), U32(300)],
         "gelu" => vec![F32s(1000), F32s(1000), U32(1000), U32(2)],
         "stencil2d" => vec![F32s(37 * 20), F32s(37 * 20), U32(37), U32(20)],
+        "blur3" => vec![F32s(29 * 21), F32s(29 * 21), U32(29), U32(21)],
+        "matmul_tiled" => vec![F32s(37 * 37), F32s(37 * 37), F32s(37 * 37), U32(37)],
         "transpose_tile" => vec![F32s(384), F32s(384)],
         "transpose" => vec![F32s(20 * 36), F32s(20 * 36), U32(20), U32(36)],
         "saxpy_grid_stride" => vec![F32(1.5), F32s(1000), F32s(1000), U32(998), U32(2)],
