@@ -19,6 +19,9 @@
 //! - `gpu_cpu_softmax_4096x4096`, `gpu_cpu_gelu_16777216` and `gpu_cpu_stencil2d_4096` (grid
 //!   mode for the softmax and the stencil), with `rust_rayon_*` of the same suffixes: the
 //!   kernels of the kernel-language issue, described in [`language`];
+//! - `gpu_cpu_blur3_2000x1500`, `gpu_cpu_matmul_1024` and `gpu_cpu_saxpy1_16777216` (grid
+//!   mode), with `rust_rayon_*` of the same suffixes: tiled and one-element-per-thread kernels,
+//!   described in [`tiled`];
 //! - `gpu_cpu_histogram256_16777216`, `gpu_cpu_blocksum_warp_16777216` and
 //!   `gpu_cpu_compact_16777216` (grid mode), with `rust_rayon_*` of the same suffixes: the
 //!   atomics and warp kernels, described in [`atomics`] and [`warps`];
@@ -55,6 +58,8 @@ mod cuda;
 mod cuda_report;
 mod language;
 mod peers;
+mod pocl;
+mod tiled;
 mod warps;
 
 use super::measure::{measure, measure_batched, measure_fallible, Config, Stats};
@@ -139,11 +144,12 @@ pub struct GpuArgs {
     /// instead of n / 4096 (16 iterations per thread), to explore the grid's effect.
     #[arg(long, value_name = "BLOCKS")]
     pub blocks: Option<u32>,
-    /// CUDA: also time the kernels with PyTorch eager, CuPy (Nacre's generated CUDA and
-    /// hand-written CUDA) and Triton, through `bench/peers/gpu_peers.py`, and compare.
+    /// Also time the kernels with their peers and compare: on the CPU, the same algorithms in
+    /// OpenCL C on PoCL (`bench/peers/cpu_peers.py`); on CUDA, PyTorch eager, CuPy (Nacre's
+    /// generated CUDA and hand-written CUDA) and Triton (`bench/peers/gpu_peers.py`).
     #[arg(long)]
     pub peers: bool,
-    /// CUDA: the Python interpreter of `--peers` (default: $NACRE_PYTHON, else python3).
+    /// The Python interpreter of `--peers` (default: $NACRE_PYTHON, else python3).
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
     /// CUDA: run this copy of gpu_peers.py for `--peers` instead of the one built in.
@@ -929,6 +935,9 @@ pub fn run(args: &GpuArgs) -> Result<()> {
     for k in language::kernels() {
         s.language(&k).with_context(|| k.suffix.clone())?;
     }
+    for k in tiled::kernels() {
+        s.language(&k).with_context(|| k.suffix.clone())?;
+    }
     s.saxpy_f16().context("saxpy over f16")?;
     s.histogram().context("256-bin histogram")?;
     s.blocksum_warp().context("single-launch warp sum")?;
@@ -940,6 +949,20 @@ pub fn run(args: &GpuArgs) -> Result<()> {
 
     s.h.results.done();
     report::ensure_matched(&args.filter, &s.h.results.rows)?;
+    if args.peers && device == DeviceKind::Cpu {
+        let python = peers::Runner::new(args.python.as_deref(), None).python;
+        let dir = std::env::temp_dir().join(format!("nacre-pocl-{}", std::process::id()));
+        let found = pocl::run(&python, &dir, args.quick, &args.filter);
+        let _ = std::fs::remove_dir_all(&dir);
+        let found = found.context("the PoCL peers")?;
+        s.h.notes
+            .extend(found.notes.iter().map(|n| format!("PoCL: {n}")));
+        for name in &found.failed_checks {
+            s.h.notes
+                .push(format!("{name}: its result check failed; not timed"));
+        }
+        s.h.results.rows.extend(found.rows);
+    }
     let wall = started.elapsed();
     print_report(&s, threads);
     eprintln!(
@@ -1011,49 +1034,69 @@ pub(crate) fn checked_pairs(rows: &[Row]) -> Vec<(&str, f64, f64)> {
         .collect()
 }
 
-/// A target: the ratio of a benchmark to its rayon baseline at most (or, `strict`, below) a
-/// limit.
-struct Target {
-    name: String,
-    limit: f64,
-    strict: bool,
+/// What a target compares a benchmark with.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Baseline {
+    /// Its hand-written rayon baseline, `rust_rayon_X`.
+    Rayon,
+    /// The same algorithm in OpenCL C on PoCL, `peer_pocl_X` (`--peers`).
+    Pocl,
 }
 
-impl Target {
-    fn met_by(&self, ratio: f64) -> bool {
-        if self.strict {
-            ratio < self.limit
-        } else {
-            ratio <= self.limit
+impl Baseline {
+    /// The baseline's row for benchmark `gpu_cpu_X` (or `gpu_cpu_X_unchecked`).
+    fn name(self, gpu: &str) -> Option<String> {
+        match self {
+            Baseline::Rayon => rayon_name(gpu),
+            Baseline::Pocl => rayon_name(gpu).map(|r| r.replace("rust_rayon_", "peer_pocl_")),
         }
     }
+
+    /// `gpu / baseline`, when both ran.
+    fn ratio(self, rows: &[Row], gpu: &str) -> Option<f64> {
+        let g = lookup(rows, gpu)?.median_ns;
+        let b = lookup(rows, &self.name(gpu)?)?.median_ns;
+        Some(g / b)
+    }
 }
 
-/// The grid-mode targets: within 2× of rayon on saxpy, vecadd and logistic; the block sum
-/// under 10× the rayon baseline.
+/// A target: the ratio of a benchmark to a baseline at most a limit.
+struct Target {
+    name: String,
+    baseline: Baseline,
+    limit: f64,
+}
+
+/// The suffixes of the benchmarks with targets: the suite's and the execution-speed issue's.
+fn target_suffixes() -> Vec<String> {
+    let mut v: Vec<String> = VECTOR_SIZES.iter().map(|n| format!("saxpy_{n}")).collect();
+    v.extend(VECTOR_SIZES.iter().map(|n| format!("vecadd_{n}")));
+    v.extend(
+        LOGISTIC_ITERS
+            .iter()
+            .map(|i| format!("logistic_{LOGISTIC_SIZE}_{i}")),
+    );
+    v.push(format!("blocksum_{BLOCKSUM_SIZE}"));
+    v.extend(language::kernels().map(|k| k.suffix));
+    v.push(language::saxpy_f16_name());
+    v.push(atomics::histogram_name());
+    v.extend(tiled::kernels().map(|k| k.suffix));
+    v
+}
+
+/// The grid-mode targets: every benchmark within 2× of its rayon baseline, and at most the
+/// time of the same algorithm on PoCL.
 fn targets() -> Vec<Target> {
-    let within = |name: String, limit: f64, strict: bool| Target {
-        name,
-        limit,
-        strict,
-    };
-    let mut t = Vec::new();
-    for n in VECTOR_SIZES {
-        t.push(within(format!("gpu_cpu_saxpy_{n}"), 2.0, false));
-    }
-    for n in VECTOR_SIZES {
-        t.push(within(format!("gpu_cpu_vecadd_{n}"), 2.0, false));
-    }
-    for iters in LOGISTIC_ITERS {
-        let name = format!("gpu_cpu_logistic_{LOGISTIC_SIZE}_{iters}");
-        t.push(within(name, 2.0, false));
-    }
-    t.push(within(
-        format!("gpu_cpu_blocksum_{BLOCKSUM_SIZE}"),
-        10.0,
-        true,
-    ));
-    t
+    target_suffixes()
+        .into_iter()
+        .flat_map(|suffix| {
+            [(Baseline::Rayon, 2.0), (Baseline::Pocl, 1.0)].map(|(baseline, limit)| Target {
+                name: format!("gpu_cpu_{suffix}"),
+                baseline,
+                limit,
+            })
+        })
+        .collect()
 }
 
 fn print_report(s: &Suite, threads: usize) {
@@ -1125,6 +1168,33 @@ fn print_report(s: &Suite, threads: usize) {
         }
     }
 
+    let pocl: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.name.starts_with("peer_pocl_"))
+        .collect();
+    if !pocl.is_empty() {
+        println!(
+            "\nPoCL on the same machine: the same algorithms in OpenCL C (bench/peers/opencl)"
+        );
+        println!(
+            "{:<40} {:>11}   {:<36} {:>11} {:>9}",
+            "benchmark", "median", "PoCL", "median", "ratio"
+        );
+        for peer in pocl {
+            let gpu = peer.name.replace("peer_pocl_", &pre);
+            let ours = lookup(rows, &gpu).map(|st| st.median_ns);
+            println!(
+                "{:<40} {:>11}   {:<36} {:>11} {:>9}",
+                gpu,
+                ours.map(format_ns).unwrap_or_default(),
+                peer.name,
+                format_ns(peer.stats.median_ns),
+                ours.map(|o| format!("{:.2}×", o / peer.stats.median_ns))
+                    .unwrap_or_default()
+            );
+        }
+    }
+
     println!("\nnotes");
     if !s.grids.is_empty() {
         let grids: Vec<String> = s
@@ -1163,18 +1233,17 @@ fn print_report(s: &Suite, threads: usize) {
         ),
     }
     for target in targets() {
-        let rest = &target.name["gpu_cpu_".len()..];
-        let op = if target.strict { "<" } else { "≤" };
-        let what = format!("{} / rust_rayon_{rest} {op} {}", target.name, target.limit);
-        let got = rayon_ratio(rows, &target.name);
+        let base = target.baseline.name(&target.name).unwrap_or_default();
+        let what = format!("{} / {base} ≤ {}", target.name, target.limit);
+        let got = target.baseline.ratio(rows, &target.name);
         let measured = got.map(|r| format!("{r:.3}")).unwrap_or_default();
         let verdict = match (s.mode, got) {
             (_, None) => "not run",
             (Mode::Serial, Some(_)) => "n/a",
-            (Mode::Grid, Some(r)) if target.met_by(r) => "PASS",
+            (Mode::Grid, Some(r)) if r <= target.limit => "PASS",
             (Mode::Grid, Some(_)) => "MISS",
         };
-        println!("  {what:<72} {measured:>9}  {verdict}");
+        println!("  {what:<76} {measured:>9}  {verdict}");
     }
 }
 

@@ -347,7 +347,7 @@ impl Form {
         let verified = optimize(module, &PassOptions::default())?;
         match self {
             Form::Unchecked => Ok(verified),
-            Form::Checked => bounds_checked(verified, true),
+            Form::Checked => bounds_checked(verified, true, Default::default()),
         }
     }
 }

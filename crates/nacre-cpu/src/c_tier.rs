@@ -1,5 +1,6 @@
-//! The C tier of collapsed loops: a collapsed step function (see `collapse`) compiled again,
-//! in the background, by the system C compiler, whose vectoriser Cranelift lacks.
+//! The C tier of step functions: a collapsed step function (see `collapse`), or the step
+//! function of a kernel that does not collapse, compiled again, in the background, by the
+//! system C compiler, whose optimiser and vectoriser Cranelift lacks.
 //!
 //! A collapsed grid-stride loop over arrays (saxpy, vector addition) is one load/compute/store
 //! per element. Compiled by Cranelift it runs one scalar element per iteration, about a
@@ -146,7 +147,7 @@ fn worker() -> &'static Worker {
     })
 }
 
-/// Queues `module` (a verified collapsed step module) for the C compiler of `options` (with
+/// Queues `module` (a verified step module) for the C compiler of `options` (with
 /// its tuning flags, `nacre_c::tuning_flags`, and the options' flags after them); its code
 /// arrives in `slot`. Returns at once; a module compiled (or failed) before with the same
 /// options fills `slot` immediately.

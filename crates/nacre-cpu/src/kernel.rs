@@ -22,6 +22,8 @@ pub struct CpuKernel {
     name: String,
     exec: Arc<dyn Executable>,
     entry: Option<StepFn>,
+    /// The step function's C tier (see `crate::c_tier`), for kernels that are not collapsed.
+    upgrade: Option<Arc<Upgrade>>,
     info: StepInfo,
     mode: CpuMode,
     step_module: Module,
@@ -131,10 +133,10 @@ unsafe fn call_step(
 }
 
 impl CpuKernel {
-    /// Wraps a compiled step module.
+    /// Wraps a compiled step module, whose C tier (if requested) arrives in `upgrade`.
     pub(crate) fn new(
         name: String,
-        exec: Arc<dyn Executable>,
+        (exec, upgrade): (Arc<dyn Executable>, Option<Arc<Upgrade>>),
         info: StepInfo,
         mode: CpuMode,
         step_module: Module,
@@ -144,6 +146,7 @@ impl CpuKernel {
             name,
             entry: native_step(exec.as_ref()),
             exec,
+            upgrade,
             info,
             mode,
             step_module,
@@ -200,23 +203,32 @@ impl CpuKernel {
         upgrade.ready()?.listing()
     }
 
-    /// What became of the C tier of the collapsed step function (see
-    /// `crate::c_tier`).
-    pub fn c_tier(&self) -> TierState {
-        match self.collapsed.as_ref().and_then(|c| c.upgrade.as_deref()) {
-            Some(u) => u.state(),
-            None => TierState::None,
+    /// The C source of the step function's C tier (kernels that do not collapse), once
+    /// compiled.
+    pub fn c_source(&self) -> Option<&str> {
+        self.upgrade.as_deref()?.ready()?.listing()
+    }
+
+    /// The C tier of the kernel: the collapsed step function's, or the step function's for
+    /// a kernel that does not collapse (see `crate::c_tier`).
+    fn tier(&self) -> Option<&Upgrade> {
+        match &self.collapsed {
+            Some(c) => c.upgrade.as_deref(),
+            None => self.upgrade.as_deref(),
         }
+    }
+
+    /// What became of the kernel's C tier: the collapsed step function's, or the step
+    /// function's for a kernel that does not collapse (see `crate::c_tier`).
+    pub fn c_tier(&self) -> TierState {
+        self.tier().map_or(TierState::None, Upgrade::state)
     }
 
     /// Waits up to `timeout` for the C tier to be compiled (or to fail); returns its state.
     /// Launches never wait for it: this is for tests and measurements that want the final
     /// code.
     pub fn wait_for_c_tier(&self, timeout: std::time::Duration) -> TierState {
-        match self.collapsed.as_ref().and_then(|c| c.upgrade.as_deref()) {
-            Some(u) => u.wait(timeout),
-            None => TierState::None,
-        }
+        self.tier().map_or(TierState::None, |u| u.wait(timeout))
     }
 
     /// True if the step function runs as native code (otherwise through
@@ -276,8 +288,12 @@ impl CpuKernel {
     /// [`nacre_kernel::step::ctx`]) whose shared and state areas are large enough.
     #[inline]
     pub(crate) unsafe fn step(&self, args: *const u64, ctx: *mut u64) -> Result<u32, u32> {
-        // SAFETY: forwarded contract.
-        unsafe { call_step(self.entry, self.exec.as_ref(), args, ctx) }
+        let entry = match self.upgrade.as_deref().and_then(Upgrade::ready) {
+            Some(t) => Some(t.entry()),
+            None => self.entry,
+        };
+        // SAFETY: forwarded contract (the C tier's code is the same step function).
+        unsafe { call_step(entry, self.exec.as_ref(), args, ctx) }
     }
 }
 

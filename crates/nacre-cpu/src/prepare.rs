@@ -66,7 +66,8 @@ impl PreparedKernels for CpuKernels {
 /// [`CpuMode::Grid`], a kernel of the collapsible grid-stride shape also gets a collapsed step
 /// function (see `collapse`), compiled the same way and, when `backend` is a native backend
 /// other than C, queued for the C tier (see `c_tier`: compiled by the system C compiler in
-/// the background with `c_tier`'s compiler and flags; this function does not wait for it). The host
+/// the background with `c_tier`'s compiler and flags; this function does not wait for it);
+/// the step function of a kernel that does not collapse is queued for it instead. The host
 /// functions of `module` can then be compiled by any CPU backend; the returned kernels must
 /// outlive the compiled code.
 pub fn prepare_cpu(
@@ -87,8 +88,8 @@ pub fn prepare_cpu(
         let lowered = lower_kernel(module, id, mode)?;
         let name = lowered.func.name.clone();
         let info = lowered.info.clone();
-        let (exec, step) = compile_step(module, linkage, lowered, backend)?;
-        let step = step.into_inner();
+        let (exec, verified) = compile_step(module, linkage, lowered, backend)?;
+        let step = verified.module().clone();
         let collapsed = match mode {
             CpuMode::Grid => match lower_collapsed(module, id)? {
                 Some(c) => {
@@ -104,7 +105,14 @@ pub fn prepare_cpu(
             },
             CpuMode::Serial => None,
         };
-        let kernel = CpuKernel::new(name, exec, info, mode, step, collapsed);
+        // A kernel that does not collapse runs its step function: it gets the C tier.
+        let upgrade =
+            (mode == CpuMode::Grid && collapsed.is_none() && wants_c_tier(backend)).then(|| {
+                let slot = Arc::new(Upgrade::default());
+                c_tier::request(verified, linkage, slot.clone(), c_tier);
+                slot
+            });
+        let kernel = CpuKernel::new(name, (exec, upgrade), info, mode, step, collapsed);
         kernels.push((id, Arc::new(kernel)));
     }
     Ok(CpuKernels { kernels })

@@ -41,6 +41,11 @@ impl KernelRuntime for CpuRuntime {
         "cpu"
     }
 
+    /// Kernels run as thread loops the C tier vectorises when their indices are 64-bit.
+    fn wide_indices(&self) -> bool {
+        true
+    }
+
     fn device(&self) -> Arc<dyn Device> {
         CpuDevice::shared()
     }

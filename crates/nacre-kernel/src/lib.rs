@@ -41,7 +41,7 @@ pub mod structure;
 
 pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use bounds::{hoist_grid_stride_checks, remove_proven_kernel_checks};
-pub use check_free::add_check_free_versions;
+pub use check_free::{add_check_free_versions, CheckFreeOptions};
 pub use compares::fold_proven_compares;
 pub use error::KernelError;
 pub use grid_stride::{grid_stride_loop, lane_access, GridStrideLoop, LaneAccess, LaneArray};

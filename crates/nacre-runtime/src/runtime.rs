@@ -34,6 +34,14 @@ pub trait KernelRuntime: Send + Sync {
         true
     }
 
+    /// Whether kernels' proven indices should be computed in 64 bits
+    /// ([`nacre_kernel::check_free::CheckFreeOptions::wide_indices`]): what lets a C compiler
+    /// vectorise thread loops on the CPU; GPUs pay for 64-bit index arithmetic. `false` by
+    /// default.
+    fn wide_indices(&self) -> bool {
+        false
+    }
+
     /// Compiles every kernel of `module` for this runtime. `linkage` binds the module's
     /// externs, `host` is the backend that compiles its host functions (a runtime that runs
     /// kernels on the CPU compiles them with both too).

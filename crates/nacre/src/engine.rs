@@ -101,6 +101,7 @@ pub fn optimize(module: Module, passes: &PassOptions) -> Result<VerifiedModule, 
 pub fn bounds_checked(
     module: VerifiedModule,
     check_kernels: bool,
+    check_free: nacre_kernel::CheckFreeOptions,
 ) -> Result<VerifiedModule, Error> {
     let options = BoundsOptions { check_kernels };
     let mut module = insert_bounds_checks(module, options).into_inner();
@@ -108,7 +109,7 @@ pub fn bounds_checked(
     nacre_kernel::remove_proven_kernel_checks(&mut module);
     nacre_kernel::hoist_guarded_global_checks(&mut module);
     nacre_kernel::move_uniform_checks_to_launches(&mut module);
-    nacre_kernel::add_check_free_versions(&mut module);
+    nacre_kernel::add_check_free_versions(&mut module, check_free);
     Ok(nacre_ir::verify(module)?)
 }
 
@@ -284,6 +285,11 @@ impl Engine {
         let (verified, _) = nacre_kernel::fold_proven_compares(verified, &self.options.passes);
         let (verified, plan) = if checked {
             self.bounds_checked(verified)?
+        } else if self.runtime.wide_indices() {
+            let mut module = verified.into_inner();
+            let options = nacre_kernel::CheckFreeOptions { wide_indices: true };
+            nacre_kernel::add_check_free_versions(&mut module, options);
+            (nacre_ir::verify(module)?, ArgPlan::default())
         } else {
             (verified, ArgPlan::default())
         };
@@ -371,7 +377,13 @@ impl Engine {
             None => ArgPlan::default(),
         };
         Ok((
-            bounds_checked(verified, self.runtime.checks_kernels())?,
+            bounds_checked(
+                verified,
+                self.runtime.checks_kernels(),
+                nacre_kernel::CheckFreeOptions {
+                    wide_indices: self.runtime.wide_indices(),
+                },
+            )?,
             plan,
         ))
     }

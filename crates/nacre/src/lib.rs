@@ -38,6 +38,7 @@ pub use args::Arg;
 pub use compiled::{Compiled, TierStats, Timings, Unchecked};
 pub use engine::{bounds_checked, make_backend, optimize, trace_module, Engine};
 pub use error::Error;
+pub use nacre_kernel::CheckFreeOptions;
 pub use options::{
     BackendKind, COptions, DumpOptions, DumpTarget, FirstTier, OptLevel, Options, SecondTier,
     Stage, Tiering, DUMP_VAR,

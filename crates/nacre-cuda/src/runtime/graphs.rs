@@ -1,8 +1,8 @@
 //! Launch sequences replayed as CUDA graphs.
 //!
 //! A call of a module whose host code touches no memory ([`LaunchSync::PerCall`]) queues its
-//! launches and waits once, when it returns. With graphs on ([`CudaOptions::graphs`], the
-//! default), its launches are not queued one by one: each launch is checked and prepared as
+//! launches and waits once, when it returns. Unless [`CudaOptions::direct_launches`] is set,
+//! its launches are not queued one by one: each launch is checked and prepared as
 //! before (shape, arguments, residency: a failure is reported by that launch, as before)
 //! and then *recorded*, and the call's end hands the whole sequence to the GPU at once:
 //!
@@ -27,7 +27,7 @@
 //! (no driver call runs at thread exit). Each graph holds its kernels' modules loaded.
 //!
 //! [`LaunchSync::PerCall`]: crate::runtime::LaunchSync::PerCall
-//! [`CudaOptions::graphs`]: crate::runtime::CudaOptions::graphs
+//! [`CudaOptions::direct_launches`]: crate::runtime::CudaOptions::direct_launches
 
 use crate::runtime::context::{per_thread_stream, Context};
 use crate::runtime::error::CudaError;

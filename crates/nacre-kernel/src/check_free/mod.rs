@@ -9,7 +9,7 @@
 //! [`add_check_free_versions`] gives such a kernel a second body. For every check left
 //! outside its entry block whose address is `p[i]` (`p`, its base and size parameters of the
 //! kernel, `i` an unsigned integer of at most 32 bits) it derives a symbolic range of `i` over
-//! values the launch decides ([`symbolic`]), and the kernel's entry computes, once per thread
+//! values the launch decides (`symbolic`), and the kernel's entry computes, once per thread
 //! and the same in every thread of the launch, whether every such `i` stays within its array
 //! for this launch:
 //!
@@ -29,6 +29,7 @@
 //! (`bench/results/stencil_variants.txt`).
 
 mod symbolic;
+mod widen;
 
 use nacre_ir::analysis::DominatorTree;
 use nacre_ir::transform::copy_blocks;
@@ -39,17 +40,30 @@ use nacre_ir::{
 use std::collections::HashSet;
 use symbolic::{Node, NodeId, Prover};
 
+/// How [`add_check_free_versions`] writes the check-free bodies.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct CheckFreeOptions {
+    /// Compute the proven indices of the check-free body in `u64` (`widen`): the proof
+    /// shows that none of their operations wraps, so the values are the same, and C compilers
+    /// then see indices that advance by one with `threadIdx.x`, which they vectorise. For
+    /// kernels run on the CPU; GPU targets pay for 64-bit index arithmetic.
+    pub wide_indices: bool,
+}
+
 /// Gives every kernel of a bounds-checked `module` with provable checks a check-free body
 /// (module docs); returns how many kernels got one.
-pub fn add_check_free_versions(module: &mut Module) -> usize {
-    if !module.bounds_checked {
+///
+/// An unchecked module has no checks to prove; with [`CheckFreeOptions::wide_indices`] its
+/// kernels still get a body with wide indices, run where they cannot wrap.
+pub fn add_check_free_versions(module: &mut Module, options: CheckFreeOptions) -> usize {
+    if !module.bounds_checked && !options.wide_indices {
         return 0;
     }
     module
         .functions
         .values_mut()
         .filter(|f| f.kind == FuncKind::Kernel)
-        .map(version)
+        .map(|f| version(f, options))
         .filter(|&versioned| versioned)
         .count()
 }
@@ -67,36 +81,72 @@ fn stays_in_entry(kind: &InstKind) -> bool {
 
 /// Versions one kernel; false if none of its checks could be proven (or it allocates shared
 /// memory outside its entry block, which a copy would allocate twice).
-fn version(f: &mut Function) -> bool {
+fn version(f: &mut Function, options: CheckFreeOptions) -> bool {
     let Some(entry) = f.entry() else {
         return false;
     };
     let mut checks = Vec::new();
+    let mut accesses = Vec::new();
+    let mut addresses = HashSet::new();
     for &b in &f.layout {
         for &i in &f.blocks[b].insts {
             match f.insts[i].kind {
                 InstKind::BoundsCheck { .. } => checks.push((b, i)),
+                InstKind::ElemPtr(..) => accesses.push((b, i)),
+                InstKind::Load(p) | InstKind::Store(p, _) => {
+                    addresses.insert(p);
+                }
                 ref k if stays_in_entry(k) && b != entry => return false,
                 _ => {}
             }
         }
     }
-    if checks.is_empty() {
+    // Only the addresses of loads and stores (not those of hoisted range checks).
+    accesses.retain(|&(_, i)| f.insts[i].result.is_some_and(|r| addresses.contains(&r)));
+    if checks.is_empty() && !options.wide_indices {
         return false;
     }
     let dom = DominatorTree::compute(f);
     let mut prover = Prover::new(f, entry, &dom);
     let mut proven = HashSet::new();
+    let mut indices = Vec::new();
     for &(block, inst) in &checks {
         let kept = prover.conditions.len();
         prover.enter(block);
-        if prove(&mut prover, f, entry, inst) {
-            proven.insert(inst);
-        } else {
-            prover.conditions.truncate(kept);
+        match prove(&mut prover, f, entry, inst) {
+            Some(access) => {
+                proven.insert(inst);
+                indices.push((access, prover.derived()));
+            }
+            None => prover.conditions.truncate(kept),
         }
     }
-    if proven.is_empty() {
+    // With wide indices, every other access whose index never wraps where the body runs.
+    if options.wide_indices {
+        let widened: HashSet<Inst> = indices.iter().map(|(a, _)| *a).collect();
+        for &(block, access) in &accesses {
+            let InstKind::ElemPtr(_, index) = f.insts[access].kind else {
+                continue;
+            };
+            if widened.contains(&access) {
+                continue;
+            }
+            let kept = prover.conditions.len();
+            prover.enter(block);
+            // Only indices computed by operations change (a parameter, a thread index or a
+            // loop counter is the same value zero-extended).
+            let computed = matches!(
+                f.defining_inst(index),
+                Some(InstKind::Binary(..) | InstKind::Select(..) | InstKind::Cast(_))
+            );
+            let derived = prover.range(index).map(|_| prover.derived());
+            match derived {
+                Some(d) if computed && d.contains(&index) => indices.push((access, d)),
+                _ => prover.conditions.truncate(kept),
+            }
+        }
+    }
+    if proven.is_empty() && indices.is_empty() {
         return false;
     }
     let nodes = prover.nodes().to_vec();
@@ -111,30 +161,35 @@ fn version(f: &mut Function) -> bool {
     f.blocks[start].insts = moved;
     let ok = materialise(f, entry, &nodes, &conditions);
     split_bodies(f, entry, start, ok, &proven);
+    if options.wide_indices {
+        for (access, derived) in indices {
+            widen::index(f, access, &derived);
+        }
+    }
     true
 }
 
-/// Collects the conditions under which check `inst` cannot fail; false if it cannot say.
-fn prove(prover: &mut Prover<'_>, f: &Function, entry: Block, inst: Inst) -> bool {
+/// Collects the conditions under which check `inst` cannot fail; returns the `elem_ptr`
+/// instruction of its address, or `None` if it cannot say.
+fn prove(prover: &mut Prover<'_>, f: &Function, entry: Block, inst: Inst) -> Option<Inst> {
     let InstKind::BoundsCheck {
         addr, base, bytes, ..
     } = f.insts[inst].kind
     else {
-        return false;
+        return None;
     };
-    let Some(&InstKind::ElemPtr(ptr, index)) = f.defining_inst(addr) else {
-        return false;
+    let ValueDef::Result(access) = f.values[addr].def else {
+        return None;
+    };
+    let InstKind::ElemPtr(ptr, index) = f.insts[access].kind else {
+        return None;
     };
     let is_param = |v: Value| matches!(f.values[v].def, ValueDef::Param(b, _) if b == entry);
-    let Some(elem) = f.value_type(ptr).pointee() else {
-        return false;
-    };
+    let elem = f.value_type(ptr).pointee()?;
     if !(is_param(ptr) && is_param(base) && is_param(bytes)) {
-        return false;
+        return None;
     }
-    let Some((_, hi)) = prover.range(index) else {
-        return false;
-    };
+    let (_, hi) = prover.range(index)?;
     // base <= p and (p - base) + (hi + 1) * size <= bytes.
     let p = prover.node(Node::Value(ptr));
     let b = prover.node(Node::Value(base));
@@ -147,7 +202,7 @@ fn prove(prover: &mut Prover<'_>, f: &Function, entry: Block, inst: Inst) -> boo
     let span = prover.op(BinaryOp::Mul, count, width);
     let end = prover.op(BinaryOp::Add, offset, span);
     prover.require(end, size);
-    true
+    Some(access)
 }
 
 /// Emits the nodes and the conjunction of the conditions as `u64` code at the end of the

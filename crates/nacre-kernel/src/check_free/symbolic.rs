@@ -32,7 +32,7 @@ use nacre_ir::{
     BinaryOp, Block, CmpOp, Dim, Function, GpuIndex, InstKind, Scalar, Type, UnaryOp, Value,
     ValueDef,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The most facts (comparisons known to hold) gathered for one block.
 const MAX_FACTS: usize = 64;
@@ -79,6 +79,8 @@ pub(super) struct Prover<'a> {
     pub(super) conditions: Vec<(NodeId, NodeId)>,
     /// Ranges at the block being proven (cleared per block); `None` while one is derived.
     memo: HashMap<Value, Option<(NodeId, NodeId)>>,
+    /// Values whose range came from their own operation (cleared per block).
+    through_op: HashSet<Value>,
     facts: Vec<Fact>,
 }
 
@@ -105,6 +107,7 @@ impl<'a> Prover<'a> {
             interned: HashMap::new(),
             conditions: Vec::new(),
             memo: HashMap::new(),
+            through_op: HashSet::new(),
             facts: Vec::new(),
         }
     }
@@ -112,6 +115,12 @@ impl<'a> Prover<'a> {
     /// The nodes, children before parents.
     pub(super) fn nodes(&self) -> &[Node] {
         &self.nodes
+    }
+
+    /// The values whose range was derived through their own operation since the last
+    /// [`Prover::enter`] (with its no-wrap conditions, where it has them).
+    pub(super) fn derived(&self) -> HashSet<Value> {
+        self.through_op.clone()
     }
 
     pub(super) fn node(&mut self, n: Node) -> NodeId {
@@ -146,6 +155,7 @@ impl<'a> Prover<'a> {
     /// Starts proving at block `at`: the facts that hold there.
     pub(super) fn enter(&mut self, at: Block) {
         self.memo.clear();
+        self.through_op.clear();
         self.facts.clear();
         let mut b = at;
         while let Some(parent) = self.dom.idom(b) {
@@ -264,6 +274,9 @@ impl<'a> Prover<'a> {
         self.memo.insert(v, None);
         let bits = narrow_unsigned(self.f.value_type(v));
         let structural = bits.and_then(|bits| self.structural(v, bits, depth));
+        if structural.is_some() {
+            self.through_op.insert(v);
+        }
         let r = self.with_facts(v, structural, depth);
         self.memo.insert(v, r);
         r

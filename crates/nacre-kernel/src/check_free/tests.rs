@@ -143,7 +143,10 @@ fn bodies(f: &Function) -> (Block, Block) {
 #[test]
 fn clamped_loads_and_guarded_stores_get_a_check_free_body() {
     let mut m = checked(stencil_like(false));
-    assert_eq!(add_check_free_versions(&mut m), 1);
+    assert_eq!(
+        add_check_free_versions(&mut m, CheckFreeOptions::default()),
+        1
+    );
     let m = verify(m).expect("the versioned kernel verifies");
     let f = kernel(&m);
     let (fast, slow) = bodies(f);
@@ -159,7 +162,10 @@ fn clamped_loads_and_guarded_stores_get_a_check_free_body() {
 #[test]
 fn an_index_read_from_memory_keeps_its_check_in_both_bodies() {
     let mut m = checked(stencil_like(true));
-    assert_eq!(add_check_free_versions(&mut m), 1);
+    assert_eq!(
+        add_check_free_versions(&mut m, CheckFreeOptions::default()),
+        1
+    );
     let m = verify(m).expect("the versioned kernel verifies");
     let f = kernel(&m);
     let (fast, slow) = bodies(f);
@@ -170,7 +176,10 @@ fn an_index_read_from_memory_keeps_its_check_in_both_bodies() {
 #[test]
 fn kernels_without_checks_and_unchecked_modules_are_left_alone() {
     let mut unchecked = verify(stencil_like(false)).unwrap().into_inner();
-    assert_eq!(add_check_free_versions(&mut unchecked), 0);
+    assert_eq!(
+        add_check_free_versions(&mut unchecked, CheckFreeOptions::default()),
+        0
+    );
     let mut m = Module::new();
     let k = m.add_function(FunctionBuilder::build(
         "k",
@@ -182,5 +191,8 @@ fn kernels_without_checks_and_unchecked_modules_are_left_alone() {
         },
     ));
     let mut m = checked(with_host(m, k, &[]));
-    assert_eq!(add_check_free_versions(&mut m), 0);
+    assert_eq!(
+        add_check_free_versions(&mut m, CheckFreeOptions::default()),
+        0
+    );
 }

@@ -2,11 +2,18 @@
 //! thread's state word and loading it back (the layout of the state area is in
 //! [`super::ctx`]), and the SSA repair that reconnects the uses of values carried across
 //! barriers to their reloads.
+//!
+//! The state machine keeps each thread's words together ([`store_slot`], [`load_slot`]); the
+//! thread loops of the region lowering keep each word's threads together ([`Lane`]): word `k`
+//! of every thread is an array of `threads` values of the value's own type at
+//! `base + 8 * k * threads`, so that consecutive threads read and write consecutive elements,
+//! which a vectorising compiler turns into vector loads and stores. Both layouts fit the same
+//! `8 * words * threads` bytes.
 
 use crate::step::ctx::addr;
 use nacre_ir::transform::{repair, Variable};
 use nacre_ir::FunctionBuilder;
-use nacre_ir::{Block, Function, Inst, Scalar, Type, Value};
+use nacre_ir::{BinaryOp, Block, Function, Inst, Scalar, Type, Value};
 
 /// Hands out state words to values: one per value, two for a 128-bit integer, which starts
 /// at an even word so that it is 16-byte aligned (a thread's state area is, when the count of
@@ -88,6 +95,58 @@ pub(crate) fn load_slot(
         Type::Scalar(s) => {
             let p = addr(em, state, offset, Type::ptr(s));
             em.load(p)
+        }
+    }
+}
+
+/// A thread's place in the word-major state layout (module docs): the state area's address,
+/// the block's thread count and the thread's linear index, all `u64`.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Lane {
+    pub(crate) base: Value,
+    pub(crate) threads: Value,
+    pub(crate) t: Value,
+}
+
+impl Lane {
+    /// The address of this thread's element of word `slot`, as a pointer to `elem`.
+    fn element(self, em: &mut FunctionBuilder<'_>, slot: usize, elem: Scalar) -> Value {
+        let words = em.const_u64(slot as u64 * 8);
+        let start = em.binary(BinaryOp::Mul, self.threads, words);
+        let array = em.binary(BinaryOp::Add, self.base, start);
+        let size = em.const_u64(u64::from(elem.bytes()));
+        let off = em.binary(BinaryOp::Mul, self.t, size);
+        let a = em.binary(BinaryOp::Add, array, off);
+        em.cast(a, Type::ptr(elem))
+    }
+
+    /// Stores `v` (of type `ty`) into this thread's element of word `slot`.
+    pub(crate) fn store(self, em: &mut FunctionBuilder<'_>, slot: usize, v: Value, ty: Type) {
+        match ty {
+            Type::Ptr(..) => {
+                let bits = em.cast(v, Type::U64);
+                let p = self.element(em, slot, Scalar::U64);
+                em.store(p, bits);
+            }
+            Type::Scalar(s) => {
+                let p = self.element(em, slot, s);
+                em.store(p, v);
+            }
+        }
+    }
+
+    /// Loads a value of type `ty` from this thread's element of word `slot`.
+    pub(crate) fn load(self, em: &mut FunctionBuilder<'_>, slot: usize, ty: Type) -> Value {
+        match ty {
+            Type::Ptr(..) => {
+                let p = self.element(em, slot, Scalar::U64);
+                let bits = em.load(p);
+                em.cast(bits, ty)
+            }
+            Type::Scalar(s) => {
+                let p = self.element(em, slot, s);
+                em.load(p)
+            }
         }
     }
 }

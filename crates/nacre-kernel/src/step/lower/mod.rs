@@ -96,7 +96,8 @@
 //! usually run through a separate collapsed step function instead, see `collapse`; this
 //! lowering is their fallback.)
 //!
-//! Kernels with neither barriers nor yields are translated directly
+//! Kernels with neither barriers nor yields nor loops are one region of `regions` (a thread
+//! loop the C tier can vectorise); those with loops are translated directly
 //! ([`StepShape::ThreadLoop`]): their blocks are embedded unchanged in the thread loop, with
 //! no per-thread state, and the step function always returns 0.
 
@@ -408,6 +409,16 @@ impl Lowering {
         warp_stops: &HashSet<Inst>,
     ) -> (usize, StepShape) {
         if barriers == 0 {
+            // A kernel without loops is one region: the thread loops of `regions` nest x
+            // inside y inside z, which the C tier can vectorise; the plain thread loop is the
+            // fallback (and the shape of kernels with loops, which the C compiler could not
+            // vectorise across threads anyway).
+            let acyclic = nacre_ir::analysis::compute_loops(&self.f)
+                .headers
+                .is_empty();
+            if let Some(r) = acyclic.then(|| self.regions(start)).flatten() {
+                return r;
+            }
             self.thread_loop(start);
             (0, StepShape::ThreadLoop)
         } else if let Some(r) = yields.is_empty().then(|| self.regions(start)).flatten() {

@@ -8,7 +8,7 @@ use super::narrow::{narrowing, Narrowing};
 use super::parts::{Parts, Regions};
 use super::uniformity::Divergence;
 use super::{Input, Output};
-use crate::step::state::repair_uses;
+use crate::step::state::{repair_uses, Lane};
 use nacre_ir::transform::{copy_blocks, Copied, Variable};
 use nacre_ir::FunctionBuilder;
 use nacre_ir::{
@@ -31,6 +31,7 @@ pub(super) fn build(
         entry_insts: Vec::new(),
         layout: Vec::new(),
         defs: BTreeMap::new(),
+        threads: None,
     };
     let zero = b.at_entry(|em| em.const_u32(0));
     let ret_zero = b.g.blocks.push(BlockData::default());
@@ -60,12 +61,19 @@ struct Loop {
     /// The parts its body copies, `e` first.
     body: Vec<Block>,
     enter: Block,
+    /// The head of a row of threads: parameters `y`, `z` (`u32`).
+    row: Block,
+    row_y: Value,
+    row_z: Value,
     head: Block,
-    /// Head parameters: `threadIdx` x, y, z and the linear thread index.
+    /// Head parameters: `threadIdx` x, y, z, the linear thread index, and the row's linear
+    /// index less `lo` as `u64` (so that the thread's `u64` index is that plus `x`, an
+    /// expression a vectorising compiler sees advance by one with `x`).
     x: Value,
     y: Value,
     z: Value,
     t: Value,
+    row_base: Value,
     /// Uniform values live into `e`, and the entry block's parameters that receive them.
     uniform_in: Vec<Value>,
     uniform_params: Vec<Value>,
@@ -134,6 +142,8 @@ struct Builder<'a> {
     layout: Vec<Block>,
     /// For each value with several definitions: block → the definition there.
     defs: BTreeMap<Value, HashMap<Block, Value>>,
+    /// The block's thread count (`u64`), once computed in the entry.
+    threads: Option<Value>,
 }
 
 impl Builder<'_> {
@@ -166,6 +176,7 @@ impl Builder<'_> {
     ) -> Loop {
         let g = &mut self.g;
         let enter = g.blocks.push(BlockData::default());
+        let row = g.blocks.push(BlockData::default());
         let head = g.blocks.push(BlockData::default());
         let e_params: Vec<Value> = g.blocks[e]
             .params
@@ -189,17 +200,23 @@ impl Builder<'_> {
                 g.add_block_param(enter, ty)
             })
             .collect();
+        let [row_y, row_z] = [(); 2].map(|_| g.add_block_param(row, Type::U32));
         let [x, y, z, t] = [(); 4].map(|_| g.add_block_param(head, Type::U32));
+        let row_base = g.add_block_param(head, Type::U64);
         let narrowing = narrowing(g, parts, carried, div, &body, e, self.input);
         Loop {
             e,
             body,
             enter,
+            row,
+            row_y,
+            row_z,
             head,
             x,
             y,
             z,
             t,
+            row_base,
             uniform_in,
             uniform_params,
             e_params,
@@ -237,7 +254,20 @@ impl Builder<'_> {
         self.layout.extend(skeleton);
     }
 
-    /// Builds loop `l`: its entry, head, body copy and the advance to the next thread.
+    /// Builds loop `l`: its entry, rows, head, body copy and the advance to the next thread:
+    ///
+    /// ```text
+    /// enter:             lo..hi (narrowed or 0..blockDim.x); jump row(0, 0)
+    /// row(y, z):         t = (z * bdy + y) * bdx + lo; jump head(lo, y, z, t, t - lo)
+    /// head(x, y, z, t, base):  reloads; ... the body ...; each stop: saves, jump next(k)
+    /// next(k):           x + 1 < hi ? head(x + 1, y, z, t + 1, base) : rows(k)
+    /// rows(k):           y + 1 < bdy ? row(y + 1, z) : planes(k)
+    /// planes(k):         z + 1 < bdz ? row(0, z + 1) : out(k)
+    /// out(k):            on to the region after barrier k (0: the end)
+    /// ```
+    ///
+    /// The loop over `x` has one back edge, so the C compiler sees an innermost loop it can
+    /// vectorise.
     fn build_loop(&mut self, l: &Loop, parts: &Parts, carried: &Carried, targets: &Targets<'_>) {
         let range = self.build_enter(l, targets);
 
@@ -251,8 +281,9 @@ impl Builder<'_> {
         let copy = self.copy_body(l, &seed);
         let e_copy = copy.blocks[&l.e];
 
-        let state = self.build_head(l, parts, carried, e_copy);
-        let stops = self.build_stops(l, parts, carried, &copy, state);
+        self.build_row(l, range.0);
+        let lane = self.build_head(l, parts, carried, (e_copy, &seed));
+        let (next, stop) = self.build_stops(l, parts, carried, &copy, lane);
         // Narrowed: the kept threads skip the test.
         if let Some(n) = &l.narrowing {
             if let Some(term) = self.g.terminator(e_copy) {
@@ -260,14 +291,13 @@ impl Builder<'_> {
             }
         }
 
-        self.layout.extend([l.enter, l.head]);
+        self.layout.extend([l.enter, l.row, l.head]);
         self.layout.extend(l.body.iter().map(|p| copy.blocks[p]));
-        for (k, next) in stops {
-            self.build_advance(l, range, next, targets.after(k));
-        }
+        let stops = self.stops_of(l, parts);
+        self.build_advance(l, range.1, (next, stop), &stops, targets);
     }
 
-    /// The loop's entry block: the range `lo..hi` of x (returned), then the first thread (or,
+    /// The loop's entry block: the range `lo..hi` of x (returned), then the first row (or,
     /// narrowed to an empty range, straight on).
     fn build_enter(&mut self, l: &Loop, targets: &Targets<'_>) -> (Value, Value) {
         let bdx = self.input.dims[0];
@@ -286,19 +316,34 @@ impl Builder<'_> {
         };
         let enter_insts = em.into_insts();
         self.g.blocks[l.enter].insts = enter_insts;
-        let head_args = vec![lo, zero, zero, lo];
+        let row_args = vec![zero, zero];
         match &l.narrowing {
-            None => self.append(l.enter, |em| em.jump(l.head, head_args)),
+            None => self.append(l.enter, |em| em.jump(l.row, row_args)),
             Some(n) => {
                 let skip = targets.after(n.stop);
-                let head = l.head;
+                let row = l.row;
                 self.append(l.enter, |em| {
                     let none = em.cmp(CmpOp::Ge, lo, hi);
-                    em.branch(none, skip.block, skip.args, head, head_args);
+                    em.branch(none, skip.block, skip.args, row, row_args);
                 });
             }
         }
         (lo, hi)
+    }
+
+    /// The head of a row: the linear index of its first thread, then the head.
+    fn build_row(&mut self, l: &Loop, lo: Value) {
+        let [bdx, bdy, _] = self.input.dims;
+        let (y, z) = (l.row_y, l.row_z);
+        let head = l.head;
+        self.append(l.row, |em| {
+            let zy = em.binary(BinaryOp::Mul, z, bdy);
+            let rows = em.binary(BinaryOp::Add, zy, y);
+            let first = em.binary(BinaryOp::Mul, rows, bdx);
+            let t = em.binary(BinaryOp::Add, first, lo);
+            let first64 = em.cast(first, Type::U64);
+            em.jump(head, vec![lo, y, z, t, first64]);
+        });
     }
 
     /// Copies the loop's body, threadIdx replaced per `seed`; the copies of its values are
@@ -321,18 +366,22 @@ impl Builder<'_> {
         copy
     }
 
-    /// The head: the thread's state, reloads, uniform values as on entry, then `e` (its copy
-    /// `e_copy`). Returns the address of the thread's state words, if the loop uses them.
+    /// The head: the thread's place in the state, reloads, uniform values as on entry, then
+    /// `e` (its copy `e_copy`). Returns the place, if the loop uses the state.
     fn build_head(
         &mut self,
         l: &Loop,
         parts: &Parts,
         carried: &Carried,
-        e_copy: Block,
-    ) -> Option<Value> {
-        let base = self.input.state_base;
+        (e_copy, seed): (Block, &HashMap<Value, Value>),
+    ) -> Option<Lane> {
+        let (base, threads) = (self.input.state_base, self.threads());
         let mut em = FunctionBuilder::detached(&mut self.g);
-        let (state, reloads) = carried.reload(&mut em, parts, (l.e, &l.body), base, l.t);
+        let x64 = em.cast(l.x, Type::U64);
+        let t = em.binary(BinaryOp::Add, l.row_base, x64);
+        let lane = Lane { base, threads, t };
+        let input = self.input;
+        let (lane, reloads) = carried.reload(&mut em, input, parts, (l.e, &l.body), (lane, seed));
         em.jump(e_copy, l.e_params.clone());
         let insts = em.into_insts();
         self.g.blocks[l.head].insts = insts;
@@ -342,30 +391,44 @@ impl Builder<'_> {
         for (&v, &p) in l.uniform_in.iter().zip(&l.uniform_params) {
             self.def(v, l.head, p);
         }
-        state
+        lane
     }
 
-    /// Stops: save, then the next thread. Returns each stop's next-thread block, by barrier
-    /// (0: the stop of the threads that return).
+    /// The block's thread count as `u64`, computed once in the entry.
+    fn threads(&mut self) -> Value {
+        if let Some(t) = self.threads {
+            return t;
+        }
+        let [bdx, bdy, bdz] = self.input.dims;
+        let t = self.at_entry(|em| {
+            let [x, y, z] = [bdx, bdy, bdz].map(|d| em.cast(d, Type::U64));
+            let xy = em.binary(BinaryOp::Mul, x, y);
+            em.binary(BinaryOp::Mul, xy, z)
+        });
+        self.threads = Some(t);
+        t
+    }
+
+    /// Stops: save, then `next(k)` with `k` the barrier (0: the threads that return). Returns
+    /// `next` and its parameter.
     fn build_stops(
         &mut self,
         l: &Loop,
         parts: &Parts,
         carried: &Carried,
         copy: &Copied,
-        state: Option<Value>,
-    ) -> BTreeMap<usize, Block> {
-        let mut stops: BTreeMap<usize, Block> = BTreeMap::new();
+        lane: Option<Lane>,
+    ) -> (Block, Value) {
+        let next = self.g.blocks.push(BlockData::default());
+        let stop = self.g.add_block_param(next, Type::U32);
         for &p in &l.body {
             let c = copy.blocks[&p];
             if let Some(&k) = parts.waits.get(&p) {
-                let next = *stops
-                    .entry(k)
-                    .or_insert_with(|| self.g.blocks.push(BlockData::default()));
                 let saves = carried.saves(&self.g, parts, k);
                 self.append(c, |em| {
-                    carry::save(em, state, saves);
-                    em.jump(next, Vec::new());
+                    carry::save(em, lane, saves);
+                    let k = em.const_u32(k as u32);
+                    em.jump(next, vec![k]);
                 });
                 continue;
             }
@@ -373,56 +436,93 @@ impl Builder<'_> {
                 continue;
             };
             if matches!(self.g.insts[term].kind, InstKind::Return(_)) {
-                let next = *stops
-                    .entry(0)
-                    .or_insert_with(|| self.g.blocks.push(BlockData::default()));
+                let mut em = FunctionBuilder::detached(&mut self.g);
+                let zero = em.const_u32(0);
+                let made = em.into_insts();
+                let insts = &mut self.g.blocks[c].insts;
+                insts.splice(insts.len() - 1..insts.len() - 1, made);
                 self.g.insts[term].kind = InstKind::Jump(BlockCall {
                     block: next,
-                    args: Vec::new(),
+                    args: vec![zero],
                 });
             }
         }
-        stops
+        (next, stop)
     }
 
-    /// The advance from a stop's `next` block over the range `lo..hi` of x, then y, then z;
-    /// past the last thread, on to `cont`.
-    fn build_advance(&mut self, l: &Loop, (lo, hi): (Value, Value), next: Block, cont: BlockCall) {
-        let [bdx, bdy, bdz] = self.input.dims;
-        let (x, y, z, t) = (l.x, l.y, l.z, l.t);
-        let row = self.g.blocks.push(BlockData::default());
-        let plane = self.g.blocks.push(BlockData::default());
+    /// The advance from `next` over x below `hi`, then y, then z; past the last thread, on to
+    /// the region after the barrier the last thread stopped at.
+    fn build_advance(
+        &mut self,
+        l: &Loop,
+        hi: Value,
+        (next, stop): (Block, Value),
+        stops: &[usize],
+        targets: &Targets<'_>,
+    ) {
+        let [_, bdy, bdz] = self.input.dims;
+        let (x, y, z, t, base) = (l.x, l.y, l.z, l.t, l.row_base);
+        let rows = self.g.blocks.push(BlockData::default());
+        let planes = self.g.blocks.push(BlockData::default());
         let out = self.g.blocks.push(BlockData::default());
-        let head = l.head;
+        let (head, row) = (l.head, l.row);
         self.append(next, |em| {
             let one = em.const_u32(1);
             let x1 = em.binary(BinaryOp::Add, x, one);
             let t1 = em.binary(BinaryOp::Add, t, one);
             let more = em.cmp(CmpOp::Lt, x1, hi);
-            em.branch(more, head, vec![x1, y, z, t1], row, Vec::new());
+            em.branch(more, head, vec![x1, y, z, t1, base], rows, Vec::new());
         });
-        self.append(row, |em| {
+        self.append(rows, |em| {
             let one = em.const_u32(1);
             let y1 = em.binary(BinaryOp::Add, y, one);
             let more = em.cmp(CmpOp::Lt, y1, bdy);
-            let zy = em.binary(BinaryOp::Mul, z, bdy);
-            let rows = em.binary(BinaryOp::Add, zy, y1);
-            let first = em.binary(BinaryOp::Mul, rows, bdx);
-            let t_row = em.binary(BinaryOp::Add, first, lo);
-            em.branch(more, head, vec![lo, y1, z, t_row], plane, Vec::new());
+            em.branch(more, row, vec![y1, z], planes, Vec::new());
         });
-        self.append(plane, |em| {
+        self.append(planes, |em| {
             let one = em.const_u32(1);
             let zero = em.const_u32(0);
             let z1 = em.binary(BinaryOp::Add, z, one);
             let more = em.cmp(CmpOp::Lt, z1, bdz);
-            let zy = em.binary(BinaryOp::Mul, z1, bdy);
-            let first = em.binary(BinaryOp::Mul, zy, bdx);
-            let t_plane = em.binary(BinaryOp::Add, first, lo);
-            em.branch(more, head, vec![lo, zero, z1, t_plane], out, Vec::new());
+            em.branch(more, row, vec![zero, z1], out, Vec::new());
         });
-        self.append(out, |em| em.jump(cont.block, cont.args));
-        self.layout.extend([next, row, plane, out]);
+        // Where the last thread stopped (every thread of the loop stops at the same barrier,
+        // or returns).
+        let (&last, stops) = stops.split_last().unwrap_or((&0, &[]));
+        let mut at = out;
+        for &k in stops {
+            let call = targets.after(k);
+            let rest = self.g.blocks.push(BlockData::default());
+            self.append(at, |em| {
+                let kk = em.const_u32(k as u32);
+                let here = em.cmp(CmpOp::Eq, stop, kk);
+                em.branch(here, call.block, call.args, rest, Vec::new());
+            });
+            self.layout.push(at);
+            at = rest;
+        }
+        let call = targets.after(last);
+        self.append(at, |em| em.jump(call.block, call.args));
+        self.layout.extend([next, rows, planes, at]);
+    }
+
+    /// The barriers the loop's threads stop at (0 for a return), in increasing order.
+    fn stops_of(&self, l: &Loop, parts: &Parts) -> Vec<usize> {
+        let mut stops: Vec<usize> = l
+            .body
+            .iter()
+            .filter_map(|p| match parts.waits.get(p) {
+                Some(&k) => Some(k),
+                None => self
+                    .g
+                    .terminator(*p)
+                    .filter(|&t| matches!(self.g.insts[t].kind, InstKind::Return(_)))
+                    .map(|_| 0),
+            })
+            .collect();
+        stops.sort_unstable();
+        stops.dedup();
+        stops
     }
 
     /// Reconnects every use to its reaching definition and returns the step function.

@@ -4,11 +4,13 @@
 //! thread loop it is live into. Uniform values need no state: they flow in SSA form.
 
 use super::parts::Parts;
+use super::remat::{self, recomputable};
 use super::uniformity::Divergence;
-use crate::step::state::{load_slot, store_slot, SlotAlloc};
+use super::Input;
+use crate::step::state::{Lane, SlotAlloc};
 use nacre_ir::analysis::live_in;
 use nacre_ir::FunctionBuilder;
-use nacre_ir::{BinaryOp, Block, Function, Type, Value};
+use nacre_ir::{Block, Function, Type, Value};
 use std::collections::{BTreeMap, HashMap};
 
 /// Liveness over the parts, and the state words of the values carried across barriers.
@@ -17,6 +19,8 @@ pub(super) struct Carried {
     live: HashMap<Block, Vec<Value>>,
     /// Value → its state word (from 0: thread loops have no phase).
     slots: BTreeMap<Value, usize>,
+    /// Values live across a barrier that each thread loop recomputes (see `remat`).
+    recomputed: BTreeMap<Value, ()>,
     /// State words per thread.
     words: usize,
 }
@@ -29,7 +33,7 @@ impl Carried {
         g: &Function,
         parts: &Parts,
         div: &Divergence,
-        entries: &[Block],
+        (entries, input): (&[Block], &Input<'_>),
     ) -> Option<Carried> {
         let live = live_in(g, &parts.list, |b| match parts.waits.get(&b) {
             Some(&k) => vec![parts.resumes[k - 1]],
@@ -38,12 +42,17 @@ impl Carried {
         let mut carried = Carried {
             live,
             slots: BTreeMap::new(),
+            recomputed: BTreeMap::new(),
             words: 0,
         };
         let mut alloc = SlotAlloc::new(0);
         for &r in &parts.resumes {
             for &v in carried.live.get(&r).map(Vec::as_slice).unwrap_or(&[]) {
-                if div.uniform(v) {
+                if div.uniform(v) || carried.recomputed.contains_key(&v) {
+                    continue;
+                }
+                if recomputable(input, v) {
+                    carried.recomputed.insert(v, ());
                     continue;
                 }
                 carried
@@ -54,15 +63,20 @@ impl Carried {
         }
         carried.words = alloc.words();
         for &e in entries {
-            if carried
-                .live_at(e)
-                .iter()
-                .any(|v| !div.uniform(*v) && !carried.slots.contains_key(v))
-            {
+            if carried.live_at(e).iter().any(|v| {
+                !div.uniform(*v)
+                    && !carried.slots.contains_key(v)
+                    && !carried.recomputed.contains_key(v)
+            }) {
                 return None;
             }
         }
         Some(carried)
+    }
+
+    /// Whether `v` is recomputed by each thread loop instead of saved (see `remat`).
+    pub(super) fn recomputes(&self, v: Value) -> bool {
+        self.recomputed.contains_key(&v)
     }
 
     /// The values live into part `p`.
@@ -88,34 +102,35 @@ impl Carried {
                 }))
     }
 
-    /// Emits the head of a thread loop's share of the state: the address of thread `t`'s
-    /// state words (from the state area at `base`), if the loop entered at `e` with `body`
-    /// uses them, and the reloads of the values live into `e` (original → reload).
+    /// Emits the reloads, at the head of a thread loop, of the values live into its entry
+    /// `e` (original → reload): loaded from the thread's elements of the state (`lane`), or
+    /// recomputed from the loop's thread indices (`seed`: the kernel's → the loop's). Returns
+    /// `lane` if the loop (entered at `e`, with `body`) uses the state at all.
     pub(super) fn reload(
         &self,
         em: &mut FunctionBuilder<'_>,
+        input: &Input<'_>,
         parts: &Parts,
         (e, body): (Block, &[Block]),
-        base: Value,
-        t: Value,
-    ) -> (Option<Value>, Vec<(Value, Value)>) {
-        let words = self.words() as u64;
-        let state = self.uses_state(parts, e, body).then(|| {
-            let t64 = em.cast(t, Type::U64);
-            let stride = em.const_u64(words * 8);
-            let off = em.binary(BinaryOp::Mul, t64, stride);
-            em.binary(BinaryOp::Add, base, off)
-        });
+        (lane, seed): (Lane, &HashMap<Value, Value>),
+    ) -> (Option<Lane>, Vec<(Value, Value)>) {
         let mut reloads = Vec::new();
-        if let Some(state) = state {
-            for &v in self.live_at(e) {
-                if let Some(&slot) = self.slots.get(&v) {
-                    let ty = em.value_type(v);
-                    reloads.push((v, load_slot(em, state, slot, ty)));
-                }
+        let mut made = seed.clone();
+        for &v in self.live_at(e) {
+            if self.recomputed.contains_key(&v) {
+                reloads.push((v, remat::emit(em, input, v, &mut made)));
             }
         }
-        (state, reloads)
+        if !self.uses_state(parts, e, body) {
+            return (None, reloads);
+        }
+        for &v in self.live_at(e) {
+            if let Some(&slot) = self.slots.get(&v) {
+                let ty = em.value_type(v);
+                reloads.push((v, lane.load(em, slot, ty)));
+            }
+        }
+        (Some(lane), reloads)
     }
 
     /// The values to save at barrier `k`: value, state word, type.
@@ -127,16 +142,16 @@ impl Carried {
     }
 }
 
-/// Emits the saves of `saves` (see [`Carried::saves`]) into the thread's state words at
-/// `state`, if the loop has any.
+/// Emits the saves of `saves` (see [`Carried::saves`]) into the thread's elements of the
+/// state, if the loop uses it.
 pub(super) fn save(
     em: &mut FunctionBuilder<'_>,
-    state: Option<Value>,
+    lane: Option<Lane>,
     saves: Vec<(Value, usize, Type)>,
 ) {
-    if let Some(state) = state {
+    if let Some(lane) = lane {
         for (v, slot, ty) in saves {
-            store_slot(em, state, slot, v, ty);
+            lane.store(em, slot, v, ty);
         }
     }
 }

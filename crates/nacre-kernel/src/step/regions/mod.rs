@@ -14,13 +14,21 @@
 //! skeleton:     the kernel's uniform blocks, run once per block: they compute only values that
 //!               are the same for every thread, and branch on them
 //! enter_e(...): one per thread loop; [narrowed range lo..hi of threadIdx.x, see below]
-//!               jump head_e(lo, 0, 0, lo)
-//! head_e(x, y, z, t):   reload the thread's values live into the loop from its state words
+//!               jump row_e(0, 0)
+//! row_e(y, z):  t = (z * bdy + y) * bdx + lo; jump head_e(lo, y, z, t, t - lo as u64)
+//! head_e(x, y, z, t, base):   the thread's values live into the loop: recomputed from its
+//!               indices, or loaded from its state words
 //!               ... a copy of the kernel's blocks from e up to the barriers (stops) ...
-//! stop k:       save the thread's values live across barrier k; jump next_e_k
-//! next_e_k:     x + 1 < hi ? head_e(x + 1, y, z, t + 1) : row_e_k   (then y, then z)
-//! out_e_k:      jump <region after barrier k>   (after a `return`: return 0)
+//! stop k:       save the thread's values live across barrier k; jump next_e(k)
+//! next_e(k):    x + 1 < hi ? head_e(x + 1, y, z, t + 1, base) : rows_e(k)
+//! rows_e(k):    y + 1 < bdy ? row_e(y + 1, z) : planes_e(k)   (then z: out_e(k))
+//! out_e(k):     jump <region after barrier k>   (k = 0, after a `return`: return 0)
 //! ```
+//!
+//! The loop over `x` is innermost, with one back edge and an index that advances by one, and
+//! each state word keeps its threads side by side (`step::state::Lane`: word `k` of thread `t`
+//! at `base + 8 k threads + t size`), so the C tier's compiler vectorises thread loops across
+//! threads (`x`), as PoCL's work-group vectoriser does.
 //!
 //! A step function lowered this way runs a whole block in one call and returns 0.
 //!
@@ -49,8 +57,9 @@
 //! the block's.
 //!
 //! Values live across a barrier that are not uniform get one state word per thread: saved at
-//! the stop, reloaded at the head of each thread loop they are live into. Uniform values
-//! flow in SSA form. Each value live into a loop's entry is redefined at its head (a reload,
+//! the stop, reloaded at the head of each thread loop they are live into; those that are a
+//! short computation of the thread's indices and uniform values (an index like
+//! `row * n + col`) are recomputed there instead (`remat`). Uniform values flow in SSA form. Each value live into a loop's entry is redefined at its head (a reload,
 //! or the value on entry to the loop for uniform ones), so a thread never sees a value that
 //! the previous thread computed in the same loop; `ssa_repair` then reconnects every use to
 //! its reaching definition.
@@ -60,7 +69,7 @@
 //! When a loop's entry part computes nothing with effects and branches on `threadIdx.x OP u`
 //! (`<`, `<=`, `>`, `>=` or `==`, `u` uniform and known before the loop) to a side that goes
 //! straight to the loop's stop (an empty part ending at a barrier with nothing per-thread to
-//! save, or a `return`), the threads on that side do nothing: the loop runs `x` over the
+//! save, recomputed values aside, or a `return`), the threads on that side do nothing: the loop runs `x` over the
 //! range where the condition keeps threads (for example `0..min(u, blockDim.x)` for `x < u`),
 //! in every row of a 2- or 3-dimensional block, and an empty range goes straight on. A tree
 //! reduction (`if t < s { sdata[t] += sdata[t + s]; } sync_threads();` for `s = 128, 64, ..,
@@ -71,13 +80,16 @@
 //! [`lower_regions`] runs the steps in order: `uniformity` (which values and blocks are
 //! uniform, and whether every barrier is), `parts` (the kernel split at barriers into parts,
 //! the skeleton, the thread loops' entries and bodies), `carry` (the values carried across
-//! barriers: liveness, state words, their saves and reloads), `narrow` (narrowed ranges of
-//! `threadIdx.x`) and `build` (the construction of the step function from all of these).
+//! barriers: liveness, state words, their saves and reloads, with `remat` for those
+//! recomputed), `narrow` (narrowed ranges of `threadIdx.x`) and `build` (the construction of
+//! the step function from all of these). A kernel without barriers or loops is lowered here
+//! too, as one region.
 
 mod build;
 mod carry;
 mod narrow;
 mod parts;
+mod remat;
 mod uniformity;
 
 use carry::Carried;
@@ -132,6 +144,6 @@ pub(crate) fn lower_regions(input: &Input<'_>) -> Option<Output> {
     let mut g = input.f.clone();
     let parts = split(&mut g, input.body);
     let regions = Regions::find(&g, &parts, &div, input)?;
-    let carried = Carried::find(&g, &parts, &div, &regions.entries)?;
+    let carried = Carried::find(&g, &parts, &div, (&regions.entries, input))?;
     Some(build::build(g, input, &parts, &div, regions, &carried))
 }

@@ -185,10 +185,10 @@ impl<'a> Candidate<'a> {
         };
         if k > 0 {
             let after = self.carried.live_at(parts.resumes[k - 1]);
-            if after
-                .iter()
-                .any(|&v| !self.div.uniform(v) || self.defined_in_body(v))
-            {
+            // Values recomputed from the thread's indices need no saving.
+            if after.iter().any(|&v| {
+                !self.carried.recomputes(v) && (!self.div.uniform(v) || self.defined_in_body(v))
+            }) {
                 return None;
             }
         }
