@@ -83,9 +83,17 @@ pub fn prepare_cpu(
         .filter(|(_, f)| f.kind == FuncKind::Kernel)
         .map(|(id, _)| id)
         .collect();
+    // In grid mode, short constant-bounded loops are unrolled first, so that thread loops
+    // around them vectorise (see `nacre_kernel::unroll`).
+    let unrolled = (mode == CpuMode::Grid).then(|| {
+        let mut m = module.clone();
+        nacre_kernel::unroll_short_loops(&mut m);
+        m
+    });
+    let lowering = unrolled.as_ref().unwrap_or(module);
     let mut kernels = Vec::with_capacity(ids.len());
     for id in ids {
-        let lowered = lower_kernel(module, id, mode)?;
+        let lowered = lower_kernel(lowering, id, mode)?;
         let name = lowered.func.name.clone();
         let info = lowered.info.clone();
         let (exec, verified) = compile_step(module, linkage, lowered, backend)?;

@@ -21,6 +21,8 @@
 //!   body — [`grid_stride_loop`], [`lane_access`];
 //! - [`mod@structure`]: the control-flow graph as nested branches, loops and labelled regions, for
 //!   C-family printers without `goto` — [`structure()`];
+//! - [`unroll`]: short loops with constant bounds unrolled whole, for thread loops the C
+//!   compiler vectorises — [`unroll_short_loops`];
 //! - [`step`]: the lowering of a kernel to a CPU *step function* (one round of one block),
 //!   which any CPU backend compiles like a host function, and the collapsed form of
 //!   grid-stride kernels.
@@ -38,6 +40,7 @@ pub mod launch_checks;
 pub mod launch_shape;
 pub mod step;
 pub mod structure;
+pub mod unroll;
 
 pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use bounds::{hoist_grid_stride_checks, remove_proven_kernel_checks};
@@ -52,3 +55,4 @@ pub use launch_shape::{
 };
 pub use step::CpuMode;
 pub use structure::{structure, structure_simplified, Stmt, StructureError};
+pub use unroll::unroll_short_loops;

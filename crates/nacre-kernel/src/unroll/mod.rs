@@ -1,0 +1,246 @@
+//! Short loops unrolled whole: [`unroll_short_loops`].
+//!
+//! Tiled kernels load their tile with a loop whose trip count depends on the thread but is
+//! small and bounded by constants: `for (p = ty * 16 + tx; p < 324; p += 256)` runs once or
+//! twice, never more, since `p` starts at 0 or above. Inside a thread loop of the CPU's
+//! region lowering such a loop keeps the C compiler from vectorising across threads (only
+//! innermost loops vectorise). Unrolled into its iterations, each guarded by the loop's test,
+//! it is straight-line code that vectorises with masks.
+//!
+//! A loop qualifies when its header has the loop's only exit, a branch on `p < C` (or
+//! `C > p`) for a header parameter `p` of an unsigned type and a constant `C`, and its one
+//! latch passes `p + S` back (`S` a nonzero constant) with `C - 1 + S` representable: from
+//! any `p ≥ 0` it runs at most `ceil(C / S)` times, at most [`MAX_TRIPS`]. The loop is
+//! replaced by that many copies of its header and body, each latch going on to the next
+//! copy's header, and a last copy of the header that leaves (the test is false there), with
+//! the header's values reconnected after the loop.
+
+use nacre_ir::analysis::{compute_loops, LoopInfo};
+use nacre_ir::transform::{copy_blocks, repair, Variable};
+use nacre_ir::{
+    BinaryOp, Block, BlockCall, CmpOp, FuncKind, Function, FunctionBuilder, InstKind, Module,
+    Scalar, Type, Value, ValueDef,
+};
+use std::collections::HashMap;
+
+/// The most iterations an unrolled loop may have.
+pub const MAX_TRIPS: u64 = 4;
+
+/// Unrolls the short loops (module docs) of every kernel of `module`; returns how many.
+pub fn unroll_short_loops(module: &mut Module) -> usize {
+    module
+        .functions
+        .values_mut()
+        .filter(|f| f.kind == FuncKind::Kernel)
+        .map(unroll_in)
+        .sum()
+}
+
+/// Unrolls the short loops of `f`, innermost first, one at a time (each changes the loops).
+fn unroll_in(f: &mut Function) -> usize {
+    let mut done = 0;
+    while let Some(lp) = {
+        let loops = compute_loops(f);
+        loops
+            .headers
+            .iter()
+            .rev()
+            .find_map(|&h| ShortLoop::find(f, &loops, h))
+    } {
+        lp.unroll(f);
+        done += 1;
+    }
+    done
+}
+
+/// A loop that qualifies (module docs).
+struct ShortLoop {
+    header: Block,
+    /// The header, then its other blocks, in layout order.
+    blocks: Vec<Block>,
+    latch: Block,
+    /// The most times its body runs.
+    trips: u64,
+}
+
+impl ShortLoop {
+    fn find(f: &Function, loops: &LoopInfo, header: Block) -> Option<ShortLoop> {
+        let blocks: Vec<Block> = f
+            .layout
+            .iter()
+            .copied()
+            .filter(|&b| in_loop(loops, b, header))
+            .collect();
+        let preds = f.predecessors();
+        let latches: Vec<Block> = preds[header]
+            .iter()
+            .copied()
+            .filter(|p| blocks.contains(p))
+            .collect();
+        let [latch] = latches[..] else {
+            return None;
+        };
+        // The header's branch is the loop's only exit.
+        let leaves = |b: Block| f.successors(b).iter().any(|s| !blocks.contains(s));
+        if blocks.iter().any(|&b| b != header && leaves(b)) {
+            return None;
+        }
+        let t = f.terminator(header)?;
+        let InstKind::Branch {
+            cond,
+            ref then_dest,
+            ref else_dest,
+        } = f.insts[t].kind
+        else {
+            return None;
+        };
+        if !blocks.contains(&then_dest.block) || blocks.contains(&else_dest.block) {
+            return None;
+        }
+        let (p, limit) = match *f.defining_inst(cond)? {
+            InstKind::Cmp(CmpOp::Lt, a, b) => (a, b),
+            InstKind::Cmp(CmpOp::Gt, a, b) => (b, a),
+            _ => return None,
+        };
+        let ValueDef::Param(b, n) = f.values[p].def else {
+            return None;
+        };
+        let bits = match f.value_type(p) {
+            Type::Scalar(s @ (Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64)) => s.bits(),
+            _ => return None,
+        };
+        if b != header {
+            return None;
+        }
+        let c = constant(f, limit)?;
+        let InstKind::Jump(ref back) = f.insts[f.terminator(latch)?].kind else {
+            return None;
+        };
+        let InstKind::Binary(BinaryOp::Add, x, step) = *f.defining_inst(back.args[n as usize])?
+        else {
+            return None;
+        };
+        let s = constant(f, step)?;
+        let max = if bits == 64 {
+            u128::from(u64::MAX)
+        } else {
+            (1u128 << bits) - 1
+        };
+        let fits = c >= 1 && s >= 1 && u128::from(c) - 1 + u128::from(s) <= max;
+        let trips = c.div_ceil(s.max(1));
+        (x == p && fits && trips <= MAX_TRIPS).then_some(ShortLoop {
+            header,
+            blocks,
+            latch,
+            trips,
+        })
+    }
+
+    /// Replaces the loop by `trips` copies and a leaving header (module docs).
+    fn unroll(self, f: &mut Function) {
+        let mut copies = vec![self.blocks.clone()];
+        let mut maps = vec![HashMap::new()];
+        for _ in 1..=self.trips {
+            let c = copy_blocks(f, &self.blocks, &HashMap::new(), true);
+            copies.push(self.blocks.iter().map(|b| c.blocks[b]).collect());
+            maps.push(c.values);
+        }
+        // Each latch goes on to the next copy's header.
+        for k in 0..self.trips as usize {
+            let latch = copies[k][self.position(self.latch)];
+            let next = copies[k + 1][0];
+            if let Some(t) = f.terminator(latch) {
+                for call in f.insts[t].kind.successors_mut() {
+                    if call.block == copies[k][0] {
+                        call.block = next;
+                    }
+                }
+            }
+        }
+        // The last header leaves: its test is false.
+        let last = copies[self.trips as usize][0];
+        if let Some(t) = f.terminator(last) {
+            if let InstKind::Branch { ref else_dest, .. } = f.insts[t].kind {
+                let exit: BlockCall = else_dest.clone();
+                f.insts[t].kind = InstKind::Jump(exit);
+            }
+        }
+        self.lay_out(f, &copies);
+        self.reconnect(f, &maps, &copies);
+    }
+
+    fn position(&self, b: Block) -> usize {
+        self.blocks.iter().position(|&x| x == b).unwrap_or(0)
+    }
+
+    /// Lays the copies out after the original loop (the last one: its header only).
+    fn lay_out(&self, f: &mut Function, copies: &[Vec<Block>]) {
+        let at = f
+            .layout
+            .iter()
+            .rposition(|b| self.blocks.contains(b))
+            .map_or(f.layout.len(), |i| i + 1);
+        let mut added: Vec<Block> = copies[1..self.trips as usize]
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
+        added.push(copies[self.trips as usize][0]);
+        f.layout.splice(at..at, added);
+    }
+
+    /// Values of the header used after the loop now have one definition per copy of the
+    /// header: reconnects their uses (those in the loop's copies are the copies' own).
+    fn reconnect(&self, f: &mut Function, maps: &[HashMap<Value, Value>], copies: &[Vec<Block>]) {
+        let mut defined: Vec<Value> = f.blocks[self.header].params.clone();
+        defined.extend(
+            f.blocks[self.header]
+                .insts
+                .iter()
+                .filter_map(|&i| f.insts[i].result),
+        );
+        let vars: Vec<Variable> = defined
+            .into_iter()
+            .map(|v| Variable {
+                value: v,
+                redefs: (1..=self.trips as usize)
+                    .map(|k| (copies[k][0], maps[k][&v]))
+                    .collect(),
+            })
+            .collect();
+        let region = f.layout.clone();
+        let entry = f.entry();
+        repair(f, &region, &vars, &mut |f, ty| {
+            let mut b = FunctionBuilder::detached(f);
+            let zero = b.const_bits(ty, 0);
+            let made = b.into_insts();
+            if let Some(e) = entry {
+                f.blocks[e].insts.splice(0..0, made);
+            }
+            zero
+        });
+    }
+}
+
+/// A constant's value, if `v` is a constant of at most 64 bits.
+fn constant(f: &Function, v: Value) -> Option<u64> {
+    match f.defining_inst(v)? {
+        InstKind::Const(c) => u64::try_from(c.bits).ok(),
+        _ => None,
+    }
+}
+
+/// Whether `b` is in the loop headed by `header`.
+fn in_loop(loops: &LoopInfo, b: Block, header: Block) -> bool {
+    let mut h = loops.innermost[b];
+    while let Some(x) = h {
+        if x == header {
+            return true;
+        }
+        h = loops.parent[x];
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests;

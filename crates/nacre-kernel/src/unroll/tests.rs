@@ -1,0 +1,85 @@
+use super::*;
+use nacre_ir::{verify, Dim, GpuIndex};
+
+/// `k(out)`: `for (p = tid; p < limit; p += step) out[p] = p;` then `out[0] = p` (a header
+/// value used after the loop).
+fn tile_loop(limit: u32, step: u32) -> Module {
+    let mut m = Module::new();
+    let p32 = Type::ptr(Scalar::U32);
+    let k = m.add_function(FunctionBuilder::build(
+        "k",
+        FuncKind::Kernel,
+        &[p32],
+        None,
+        |b, a| {
+            let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+            let header = b.create_block();
+            let body = b.create_block();
+            let exit = b.create_block();
+            b.jump(header, vec![tid]);
+            b.switch_to_block(header);
+            let p = b.append_block_param(header, Type::U32);
+            let c = b.const_u32(limit);
+            let go = b.cmp(CmpOp::Lt, p, c);
+            b.branch(go, body, vec![], exit, vec![]);
+            b.switch_to_block(body);
+            let at = b.elem_ptr(a[0], p);
+            b.store(at, p);
+            let s = b.const_u32(step);
+            let next = b.binary(BinaryOp::Add, p, s);
+            b.jump(header, vec![next]);
+            b.switch_to_block(exit);
+            let zero = b.const_u32(0);
+            let first = b.elem_ptr(a[0], zero);
+            b.store(first, p);
+            b.ret(None);
+        },
+    ));
+    let host = m.add_function(FunctionBuilder::build(
+        "host",
+        FuncKind::Host,
+        &[p32],
+        None,
+        |b, a| {
+            let one = b.const_u32(1);
+            let n = b.const_u32(256);
+            b.launch(k, [one, one, one], [n, one, one], a.to_vec());
+            b.ret(None);
+        },
+    ));
+    m.entry = Some(host);
+    m
+}
+
+fn stores(f: &Function) -> usize {
+    f.live_insts()
+        .filter(|d| matches!(d.kind, InstKind::Store(..)))
+        .count()
+}
+
+#[test]
+fn a_loop_of_at_most_two_trips_becomes_two_guarded_copies() {
+    let mut m = verify(tile_loop(324, 256)).unwrap().into_inner();
+    assert_eq!(unroll_short_loops(&mut m), 1);
+    let m = verify(m).expect("the unrolled kernel verifies");
+    let k = m
+        .module()
+        .functions
+        .values()
+        .find(|f| f.kind == FuncKind::Kernel)
+        .unwrap();
+    assert!(compute_loops(k).headers.is_empty(), "{k}");
+    // Two copies of the body's store, and the one after the loop.
+    assert_eq!(stores(k), 3, "{k}");
+}
+
+#[test]
+fn long_or_unbounded_loops_stay() {
+    let mut long = verify(tile_loop(1000, 100)).unwrap().into_inner();
+    assert_eq!(unroll_short_loops(&mut long), 0);
+    // `p + 256` could wrap past u32::MAX for a limit that high: not bounded.
+    let mut wrapping = verify(tile_loop(u32::MAX - 10, 1 << 31))
+        .unwrap()
+        .into_inner();
+    assert_eq!(unroll_short_loops(&mut wrapping), 0);
+}
