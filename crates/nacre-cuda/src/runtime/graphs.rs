@@ -30,6 +30,7 @@
 //! [`CudaOptions::direct_launches`]: crate::runtime::CudaOptions::direct_launches
 
 use crate::runtime::context::{per_thread_stream, Context};
+use crate::runtime::driver;
 use crate::runtime::error::CudaError;
 use crate::runtime::module_cache::LoadedKernel;
 use crate::runtime::stats::{self, Counter};
@@ -79,6 +80,8 @@ struct Entry {
     ordinal: u32,
     shape: Shape,
     graph: Option<Graph>,
+    /// A graph of this shape failed: its calls are queued directly.
+    failed: bool,
 }
 
 /// An instantiated graph of one sequence shape.
@@ -257,7 +260,8 @@ impl Graph {
 impl GraphCache {
     /// Runs the recorded `launches` of a call on `ctx`'s device (current): as a graph of
     /// their shape if one was built or the shape was seen before, else directly (module
-    /// docs). A graph that fails to build or update leaves that call to the direct path.
+    /// docs). A graph that fails to build, update or launch (or a driver without graphs)
+    /// leaves that call, and later calls of that shape on this thread, to the direct path.
     pub(crate) fn run(
         &mut self,
         ctx: &Context,
@@ -277,18 +281,25 @@ impl GraphCache {
                         ordinal,
                         shape,
                         graph: None,
+                        failed: false,
                     },
                 );
                 return launch_directly(ctx, launches);
             }
         };
-        let result = match entry.graph.as_mut() {
+        if entry.failed {
+            let result = launch_directly(ctx, launches);
+            self.insert(ctx, entry);
+            return result;
+        }
+        // A panic of the bindings (a driver without a graph entry point) is an error too.
+        let result = driver::guard("a CUDA graph launch", || match entry.graph.as_mut() {
             Some(g) => g.replay(ctx, launches),
             None => Graph::build(ctx, launches).and_then(|g| {
                 let g = entry.graph.insert(g);
                 g.replay(ctx, launches)
             }),
-        };
+        });
         let result = match result {
             Ok(()) => Ok(()),
             Err(_) => {
@@ -297,6 +308,7 @@ impl GraphCache {
                 if let Some(mut g) = entry.graph.take() {
                     g.destroy();
                 }
+                entry.failed = true;
                 launch_directly(ctx, launches)
             }
         };
