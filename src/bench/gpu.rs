@@ -48,10 +48,13 @@
 //! then keep updating them in place (saxpy's `y`, logistic's `v`), which changes the values,
 //! not the work.
 //!
+//! With `--peers`, the same kernels written in OpenCL C run on PoCL ([`pocl`]): rows
+//! `peer_pocl_X`.
+//!
 //! The report prints each `gpu_cpu_X` (and `gpu_cpu_X_unchecked`) beside `rust_rayon_X` with
-//! their ratio, each checked/unchecked ratio, and the targets (on the checked rows) with
-//! PASS/MISS (grid mode: within 2× of rayon on saxpy, vecadd and logistic; the block sum
-//! under 10× the rayon baseline). A MISS is reported, not an error.
+//! their ratio, each checked/unchecked ratio, each beside `peer_pocl_X`, and the targets (on
+//! the checked rows) with PASS/MISS (grid mode: every kernel within 2× of rayon and at most
+//! PoCL's time). A MISS is reported, not an error.
 
 mod atomics;
 mod cuda;

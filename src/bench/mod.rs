@@ -23,9 +23,10 @@ pub enum Suite {
     /// Tracing, IR, compile, end-to-end, execution and tiered-compilation times of the CPU
     /// backends (interp, cranelift, c), against hand-written Rust and Nautilus's figures.
     Cpu(cpu::CpuArgs),
-    /// The seed's GPU benchmark (saxpy, vecadd, block sum, logistic map launches and kernel
-    /// compiles) on a GPU runtime backend: cpu (against hand-written rayon) or cuda (with the
-    /// CPU beside it and, with --peers, PyTorch, CuPy and Triton); metal is not in this build.
+    /// The GPU benchmark (the seed's kernels and compiles, the kernel-language, atomics, warp
+    /// and tiled kernels) on a GPU runtime backend: cpu (against hand-written rayon and, with
+    /// --peers, PoCL) or cuda (with the CPU beside it and, with --peers, PyTorch, CuPy and
+    /// Triton); metal is not in this build.
     Gpu(gpu::GpuArgs),
     /// Draws a committed JSON report's ratios to its peers as an SVG bar chart.
     Plot(PlotArgs),
