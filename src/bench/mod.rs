@@ -3,7 +3,9 @@
 //! Each suite is a subcommand: `nacre bench cpu` ([`cpu`]) measures the tracing, optimising,
 //! compiling and execution times of the CPU backends; `nacre bench gpu` ([`gpu`]) the seed's
 //! GPU benchmark (kernel launches and kernel compiles) on a backend of the GPU runtime,
-//! against hand-written rayon on the CPU, or on CUDA against PyTorch, CuPy and Triton. The
+//! against hand-written rayon on the CPU, or on CUDA against PyTorch, CuPy and Triton;
+//! `nacre bench query` ([`query`]) TPC-H queries in DataFusion with and without compiled
+//! pipelines. The
 //! sampling ([`measure`]) and the JSON report ([`report`], with the seed's Nautilus figures of
 //! [`seed_figures`] for the CPU suite) are shared.
 
@@ -11,6 +13,7 @@ pub mod cpu;
 pub mod gpu;
 pub mod measure;
 pub mod plot;
+pub mod query;
 pub mod report;
 pub mod seed_figures;
 
@@ -28,6 +31,9 @@ pub enum Suite {
     /// --peers, PoCL) or cuda (with the CPU beside it and, with --peers, PyTorch, CuPy and
     /// Triton); metal is not in this build.
     Gpu(gpu::GpuArgs),
+    /// TPC-H queries (Q1, Q6) generated in memory: DataFusion alone, DataFusion with Nacre's
+    /// compiled pipelines, and a hand-fused Rust loop, with compile times.
+    Query(query::QueryArgs),
     /// Draws a committed JSON report's ratios to its peers as an SVG bar chart.
     Plot(PlotArgs),
 }
@@ -44,11 +50,15 @@ pub struct PlotArgs {
     pub title: Option<String>,
 }
 
+/// The plot of a suite that draws none.
+const NO_PLOT: &Option<std::path::PathBuf> = &None;
+
 /// Runs a benchmark suite.
 pub fn run(suite: &Suite) -> Result<()> {
     let (json, plot) = match suite {
         Suite::Cpu(args) => (&args.json, &args.plot),
         Suite::Gpu(args) => (&args.json, &args.plot),
+        Suite::Query(args) => (&args.json, NO_PLOT),
         Suite::Plot(args) => {
             return plot::from_report(&args.report, &args.svg, args.title.as_deref())
         }
@@ -59,6 +69,7 @@ pub fn run(suite: &Suite) -> Result<()> {
     match suite {
         Suite::Cpu(args) => cpu::run(args),
         Suite::Gpu(args) => gpu::run(args),
+        Suite::Query(args) => query::run(args),
         Suite::Plot(_) => Ok(()),
     }
 }

@@ -181,6 +181,24 @@ impl<T: Element> Ptr<T> {
     }
 }
 
+impl<T: Element> Ptr<T> {
+    /// The pointer to address `addr` (a `u64` the traced code loaded or computed: a table of
+    /// addresses that a host program fills, such as a query's columns).
+    ///
+    /// # Safety
+    /// The pointer carries no bounds: a checked module cannot check its accesses, so use it in
+    /// functions compiled with `Engine::compile_unchecked`, whose caller guarantees that every
+    /// access through it is in bounds of live memory of `T`s.
+    pub unsafe fn from_addr(addr: Val<u64>) -> Ptr<T> {
+        let raw = addr.handle();
+        let h = with_tracer(|t| {
+            let a = t.value(raw, "from_addr", || Type::Scalar(Scalar::U64));
+            t.build(|b| b.cast(a, Self::ir_type()))
+        });
+        Ptr::from_handle(h.unwrap_or_else(|| Handle::direct_word(raw.word("from_addr"))))
+    }
+}
+
 impl<S: Record> Ptr<S> {
     /// A pointer to each field of the record this points to.
     pub fn fields(self) -> S::Fields {

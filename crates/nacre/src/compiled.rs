@@ -144,6 +144,24 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// See [`Compiled::wait_for_second_tier`].
+    fn wait_for_second_tier(&self, timeout: Duration) -> bool {
+        let Some(slot) = &self.second else {
+            return true;
+        };
+        let start = std::time::Instant::now();
+        while start.elapsed() < timeout {
+            if slot.tier.get().is_some() {
+                return true;
+            }
+            if slot.error.get().is_some() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        slot.tier.get().is_some()
+    }
+
     /// Completes a call whose host code returned `status`: waits for the kernels it queued
     /// on a GPU, and reports the first failure (a kernel's trap before the host's, since
     /// host code stops at the first failed launch).
@@ -295,20 +313,7 @@ impl<Args, R> Compiled<Args, R> {
     /// Waits until the second tier is ready or failed (for tests and benchmarks; callers never
     /// need to). Returns whether it is ready. Without tiering, returns `true` at once.
     pub fn wait_for_second_tier(&self, timeout: Duration) -> bool {
-        let Some(slot) = &self.inner.second else {
-            return true;
-        };
-        let start = std::time::Instant::now();
-        while start.elapsed() < timeout {
-            if slot.tier.get().is_some() {
-                return true;
-            }
-            if slot.error.get().is_some() {
-                return false;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        slot.tier.get().is_some()
+        self.inner.wait_for_second_tier(timeout)
     }
 
     /// Calls the function with arguments and result encoded as bits (see
@@ -358,6 +363,11 @@ impl<Args, R> Unchecked<Args, R> {
     /// Per-stage compile timings.
     pub fn timings(&self) -> Timings {
         self.inner.timings
+    }
+
+    /// Waits until the second tier is ready or failed, as [`Compiled::wait_for_second_tier`].
+    pub fn wait_for_second_tier(&self, timeout: Duration) -> bool {
+        self.inner.wait_for_second_tier(timeout)
     }
 
     /// The optimised IR, in its text form.

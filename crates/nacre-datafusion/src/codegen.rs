@@ -1,0 +1,825 @@
+//! Traced code of a pipeline: one function `(frame, start, end) -> row` that runs rows
+//! `start..end` of a batch through the filter, the keys and the aggregates, fused: every
+//! expression is computed in registers, the filter becomes a mask (never a branch), and
+//! nothing calls back into Rust.
+//!
+//! The frame is an array of `u64`s the host fills (see [`FrameLayout`]): the address of each
+//! scanned column's values, the accumulator banks, a status word and, with group keys, the
+//! group table. Without keys, the accumulators are carried in registers through the loop and
+//! stored at its end. With keys, each row finds its group in an open-addressing table
+//! (linear probing over the keys' 64-bit words; [`hash_words`] is the hash) and updates
+//! that group's accumulators in memory; a row the filter rejects updates a spare slot past
+//! the table instead. The function returns the row it stopped at: `end`, or earlier when the
+//! table is half full, so that the host grows it and calls again.
+
+use crate::expr::{ArithOp, CmpOp, Expr, Lit, I128_DIGITS};
+use crate::pipeline::{bank, Acc, AccKind, Program, MAX_ACCS};
+use crate::types::{ColType, Repr};
+use nacre::{select, Ptr, Val};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The multiplier of [`hash_words`].
+const HASH_MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The hash of a group key's words, as traced code computes it: the host uses it to move
+/// groups when the table grows.
+pub fn hash_words(words: &[u64]) -> u64 {
+    let h = words
+        .iter()
+        .fold(0u64, |h, &w| (h ^ w).wrapping_mul(HASH_MUL));
+    h ^ (h >> 32)
+}
+
+/// Where things are in the frame of a program with `columns` scanned columns.
+#[derive(Copy, Clone, Debug)]
+pub struct FrameLayout {
+    /// Scanned columns.
+    pub columns: usize,
+}
+
+impl FrameLayout {
+    /// The word holding the address of accumulator bank `b` (`i64`, `i128`, `f64`): without
+    /// keys, `MAX_ACCS` values; with keys, one array of `capacity + 1` values per accumulator.
+    pub fn bank(self, b: usize) -> usize {
+        self.columns + b
+    }
+    /// The word holding the address of the status word (nonzero after an overflow).
+    pub fn status(self) -> usize {
+        self.columns + 3
+    }
+    /// The word holding the address of the group keys (`key_words` per slot).
+    pub fn keys(self) -> usize {
+        self.columns + 4
+    }
+    /// The word holding the address of the slots' used flags (a `u64` each).
+    pub fn used(self) -> usize {
+        self.columns + 5
+    }
+    /// The word holding the address of the number of groups.
+    pub fn count(self) -> usize {
+        self.columns + 6
+    }
+    /// The word holding the table's capacity (a power of two).
+    pub fn capacity(self) -> usize {
+        self.columns + 7
+    }
+    /// Words in all.
+    pub fn words(self) -> usize {
+        self.columns + 8
+    }
+}
+
+/// A traced value of one of the representations ([`Repr`]).
+#[derive(Copy, Clone)]
+enum V {
+    B(Val<bool>),
+    I32(Val<i32>),
+    I64(Val<i64>),
+    I128(Val<i128>),
+    F64(Val<f64>),
+    View(Val<u64>, Val<u64>),
+}
+
+/// A scanned column's values.
+#[derive(Copy, Clone)]
+enum Col {
+    I32(Ptr<i32>),
+    I64(Ptr<i64>),
+    I128(Ptr<i128>),
+    F64(Ptr<f64>),
+    View(Ptr<u64>),
+    Unread,
+}
+
+/// Evaluates expressions for one row, each shared node once.
+struct Row<'a> {
+    cols: &'a [Col],
+    i: Val<u64>,
+    memo: HashMap<*const Expr, V>,
+    overflow: Val<bool>,
+}
+
+fn load(frame: Ptr<u64>, word: usize) -> Val<u64> {
+    frame.load(word as u64)
+}
+
+/// A pointer stored in the frame.
+fn ptr_at<T: nacre::Element>(frame: Ptr<u64>, word: usize) -> Ptr<T> {
+    // SAFETY: the host stores in this word the address of memory of `T`s that the pipeline's
+    // accesses stay within (`crate::run`), and compiles pipelines unchecked.
+    unsafe { Ptr::from_addr(load(frame, word)) }
+}
+
+fn columns(p: &Program, frame: Ptr<u64>) -> Vec<Col> {
+    p.columns
+        .iter()
+        .enumerate()
+        .map(|(k, ty)| match ty.repr() {
+            Repr::I32 => Col::I32(ptr_at(frame, k)),
+            Repr::I64 => Col::I64(ptr_at(frame, k)),
+            Repr::I128 => Col::I128(ptr_at(frame, k)),
+            Repr::F64 => Col::F64(ptr_at(frame, k)),
+            Repr::View => Col::View(ptr_at(frame, k)),
+            Repr::Bool => Col::Unread,
+        })
+        .collect()
+}
+
+fn pow10(k: i8) -> i128 {
+    10i128.pow(u32::from(k.unsigned_abs()))
+}
+
+impl Row<'_> {
+    fn eval(&mut self, e: &Arc<Expr>) -> V {
+        let key = Arc::as_ptr(e);
+        if let Some(v) = self.memo.get(&key) {
+            return *v;
+        }
+        let v = self.compute(e);
+        self.memo.insert(key, v);
+        v
+    }
+
+    fn compute(&mut self, e: &Expr) -> V {
+        match e {
+            Expr::Column { index, .. } => self.column(*index),
+            Expr::Literal { value, ty } => literal(value, *ty),
+            Expr::Arith {
+                op,
+                left,
+                right,
+                ty,
+            } => {
+                let (l, r) = (self.eval(left), self.eval(right));
+                self.arith(*op, (l, left), (r, right), *ty)
+            }
+            Expr::Compare { op, left, right } => {
+                let (l, r) = (self.eval(left), self.eval(right));
+                V::B(self.compare(*op, (l, left), (r, right)))
+            }
+            Expr::And(a, b) => V::B(self.bool(a) & self.bool(b)),
+            Expr::Or(a, b) => V::B(self.bool(a) | self.bool(b)),
+            Expr::Not(a) => V::B(!self.bool(a)),
+            Expr::Cast { expr, ty } => {
+                let v = self.eval(expr);
+                self.cast(v, expr, *ty)
+            }
+            Expr::LikePrefix {
+                expr,
+                prefix,
+                negated,
+            } => {
+                let V::View(w0, _) = self.eval(expr) else {
+                    unreachable!("LIKE of a string")
+                };
+                let mut want = [0u8; 4];
+                want[..prefix.len()].copy_from_slice(prefix);
+                let mask = if prefix.is_empty() {
+                    0
+                } else {
+                    u32::MAX >> (32 - 8 * prefix.len())
+                };
+                let long_enough = (w0 & 0xffff_ffffu64).ge(prefix.len() as u64);
+                let head =
+                    ((w0 >> 32u64) & u64::from(mask)).eq(u64::from(u32::from_le_bytes(want)));
+                let hit = long_enough & head;
+                V::B(if *negated { !hit } else { hit })
+            }
+        }
+    }
+
+    fn column(&self, index: usize) -> V {
+        let i = self.i;
+        match self.cols[index] {
+            Col::I32(p) => V::I32(p.load(i)),
+            Col::I64(p) => V::I64(p.load(i)),
+            Col::I128(p) => V::I128(p.load(i)),
+            Col::F64(p) => V::F64(p.load(i)),
+            Col::View(p) => V::View(p.load(i * 2u64), p.load(i * 2u64 + 1u64)),
+            Col::Unread => unreachable!("pipelines read columns of supported types only"),
+        }
+    }
+
+    fn bool(&mut self, e: &Arc<Expr>) -> Val<bool> {
+        match self.eval(e) {
+            V::B(b) => b,
+            _ => unreachable!("a boolean operand"),
+        }
+    }
+
+    /// `v` (of type `from`, at most `digits` digits) as a 128-bit integer at `scale`
+    /// (integers have scale 0), noting an overflow where the digits allow one.
+    fn wide(&mut self, v: V, from: ColType, scale: i8, digits: u32) -> Val<i128> {
+        let x = match v {
+            V::I32(x) => x.cast::<i128>(),
+            V::I64(x) => x.cast::<i128>(),
+            V::I128(x) => x,
+            _ => unreachable!("a number"),
+        };
+        let up = scale - from.scale();
+        if up <= 0 {
+            return x;
+        }
+        let c = pow10(up);
+        if digits + up as u32 > I128_DIGITS {
+            let o = x.gt(i128::MAX / c) | x.lt(i128::MIN / c);
+            self.overflow |= o;
+        }
+        x.wrapping_mul(c)
+    }
+
+    fn arith(&mut self, op: ArithOp, l: (V, &Expr), r: (V, &Expr), ty: ColType) -> V {
+        match ty.repr() {
+            Repr::I128 => {
+                let s = if op == ArithOp::Mul { 0 } else { ty.scale() };
+                let (dl, dr) = (l.1.digits(), r.1.digits());
+                let a = self.wide(l.0, l.1.ty(), s, dl);
+                let b = self.wide(r.0, r.1.ty(), s, dr);
+                let up = |d: u32, e: &Expr| d + (s - e.ty().scale()).max(0) as u32;
+                let exact = match op {
+                    ArithOp::Mul => dl + dr <= I128_DIGITS,
+                    _ => up(dl, l.1).max(up(dr, r.1)) < I128_DIGITS,
+                };
+                let (y, o) = match op {
+                    ArithOp::Add if exact => (a.wrapping_add(b), None),
+                    ArithOp::Sub if exact => (a.wrapping_sub(b), None),
+                    ArithOp::Mul if exact => (a.wrapping_mul(b), None),
+                    ArithOp::Add => {
+                        let (y, o) = a.overflowing_add(b);
+                        (y, Some(o))
+                    }
+                    ArithOp::Sub => {
+                        let (y, o) = a.overflowing_sub(b);
+                        (y, Some(o))
+                    }
+                    _ => (a.wrapping_mul(b), Some(mul_overflows(a, b))),
+                };
+                if let Some(o) = o {
+                    self.overflow |= o;
+                }
+                V::I128(y)
+            }
+            Repr::F64 => {
+                let (a, b) = (to_f64(l.0, l.1.ty()), to_f64(r.0, r.1.ty()));
+                V::F64(match op {
+                    ArithOp::Add => a + b,
+                    ArithOp::Sub => a - b,
+                    ArithOp::Mul => a * b,
+                    ArithOp::Div => a / b,
+                })
+            }
+            Repr::I32 => {
+                let (V::I32(a), V::I32(b)) = (l.0, r.0) else {
+                    unreachable!("INT operands")
+                };
+                V::I32(int_op(op, a, b))
+            }
+            _ => V::I64(int_op(op, to_i64(l.0), to_i64(r.0))),
+        }
+    }
+
+    fn compare(&mut self, op: CmpOp, l: (V, &Expr), r: (V, &Expr)) -> Val<bool> {
+        match (l.0, r.0) {
+            (V::F64(a), V::F64(b)) => cmp(op, a, b),
+            (V::I32(a), V::I32(b)) => cmp(op, a, b),
+            (V::View(a0, a1), V::View(b0, b1)) => {
+                let eq = a0.eq(b0) & a1.eq(b1);
+                if op == CmpOp::Eq {
+                    eq
+                } else {
+                    !eq
+                }
+            }
+            (V::B(a), V::B(b)) => cmp(op, a, b),
+            (a, b) if matches!(a, V::I128(_)) || matches!(b, V::I128(_)) => {
+                let s = l.1.ty().scale().max(r.1.ty().scale());
+                let x = self.wide(a, l.1.ty(), s, l.1.digits());
+                let y = self.wide(b, r.1.ty(), s, r.1.digits());
+                cmp(op, x, y)
+            }
+            (a, b) => cmp(op, to_i64(a), to_i64(b)),
+        }
+    }
+
+    fn cast(&mut self, v: V, e: &Expr, to: ColType) -> V {
+        let from = e.ty();
+        if from == to {
+            return v;
+        }
+        match to.repr() {
+            Repr::I64 => V::I64(to_i64(v)),
+            Repr::F64 => V::F64(to_f64(v, from)),
+            Repr::I128 if to.scale() >= from.scale() => {
+                V::I128(self.wide(v, from, to.scale(), e.digits()))
+            }
+            Repr::I128 => {
+                // A smaller scale rounds half away from zero, as Arrow's cast.
+                let V::I128(x) = v else {
+                    unreachable!("a decimal")
+                };
+                let d = pow10(from.scale() - to.scale());
+                let (q, r) = (x / d, x % d);
+                let away = (r.abs() * 2i128).ge(d);
+                let step = select(x.lt(0i128), -1i128, 1i128);
+                V::I128(q + select(away, step, 0i128))
+            }
+            _ => v,
+        }
+    }
+}
+
+/// Whether `a * b` overflows an `i128`, without a division: on the magnitudes' 64-bit
+/// halves, at most one of which may be nonzero in the high half.
+fn mul_overflows(a: Val<i128>, b: Val<i128>) -> Val<bool> {
+    let magnitude =
+        |x: Val<i128>| select(x.lt(0i128), Val::new(0i128).wrapping_sub(x), x).cast::<u128>();
+    let (ua, ub) = (magnitude(a), magnitude(b));
+    let low = u128::from(u64::MAX);
+    let (a_hi, a_lo, b_hi, b_lo) = (ua >> 64u128, ua & low, ub >> 64u128, ub & low);
+    let both_high = a_hi.ne(0u128) & b_hi.ne(0u128);
+    let cross = a_hi * b_lo + b_hi * a_lo;
+    let cross_high = (cross >> 64u128).ne(0u128);
+    let lows = a_lo * b_lo;
+    let magnitude = (cross << 64u128).wrapping_add(lows);
+    let carry = magnitude.lt(lows);
+    let negative = a.lt(0i128) ^ b.lt(0i128);
+    let limit = select(negative, 1u128 << 127, (1u128 << 127) - 1);
+    both_high | cross_high | carry | magnitude.gt(limit)
+}
+
+fn int_op<T: nacre::Int>(op: ArithOp, a: Val<T>, b: Val<T>) -> Val<T> {
+    match op {
+        ArithOp::Add => a.wrapping_add(b),
+        ArithOp::Sub => a.wrapping_sub(b),
+        _ => a.wrapping_mul(b),
+    }
+}
+
+fn cmp<T: nacre::Scalar>(op: CmpOp, a: Val<T>, b: Val<T>) -> Val<bool> {
+    match op {
+        CmpOp::Eq => a.eq(b),
+        CmpOp::Ne => a.ne(b),
+        CmpOp::Lt => a.lt(b),
+        CmpOp::Le => a.le(b),
+        CmpOp::Gt => a.gt(b),
+        CmpOp::Ge => a.ge(b),
+    }
+}
+
+fn to_i64(v: V) -> Val<i64> {
+    match v {
+        V::I32(x) => x.cast::<i64>(),
+        V::I64(x) => x,
+        V::B(b) => b.cast::<i64>(),
+        _ => unreachable!("an integer"),
+    }
+}
+
+fn to_f64(v: V, from: ColType) -> Val<f64> {
+    match v {
+        V::F64(x) => x,
+        V::I32(x) => x.cast::<f64>(),
+        V::I64(x) => x.cast::<f64>(),
+        V::I128(x) => x.cast::<f64>() / pow10(from.scale()) as f64,
+        _ => unreachable!("a number"),
+    }
+}
+
+/// The 16 bytes of the view of a string of at most 12 bytes, as two words.
+pub fn inline_view(s: &[u8]) -> [u64; 2] {
+    let mut b = [0u8; 16];
+    b[..4].copy_from_slice(&(s.len() as u32).to_le_bytes());
+    b[4..4 + s.len()].copy_from_slice(s);
+    [
+        u64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
+        u64::from_le_bytes(b[8..].try_into().unwrap_or_default()),
+    ]
+}
+
+fn literal(value: &Lit, ty: ColType) -> V {
+    match (value, ty.repr()) {
+        (Lit::Bool(b), _) => V::B(Val::new(*b)),
+        (Lit::Int(x), Repr::I32) => V::I32(Val::new(*x as i32)),
+        (Lit::Int(x), Repr::I64) => V::I64(Val::new(*x)),
+        (Lit::Int(x), Repr::I128) => V::I128(Val::new(i128::from(*x) * pow10(ty.scale()))),
+        (Lit::Decimal(x), _) => V::I128(Val::new(*x)),
+        (Lit::Float(x), _) => V::F64(Val::new(*x)),
+        (Lit::Int(x), _) => V::F64(Val::new(*x as f64)),
+        (Lit::Str(s), _) => {
+            let [a, b] = inline_view(s);
+            V::View(Val::new(a), Val::new(b))
+        }
+    }
+}
+
+/// The value an accumulator starts from.
+pub fn identity_bits(acc: Acc) -> u128 {
+    match (acc.kind, acc.repr) {
+        (AccKind::Min, Repr::I64) => i64::MAX as u128,
+        (AccKind::Max, Repr::I64) => i64::MIN as u64 as u128,
+        (AccKind::Min, Repr::I128) => i128::MAX as u128,
+        (AccKind::Max, Repr::I128) => i128::MIN as u128,
+        (AccKind::Min, Repr::F64) => f64::INFINITY.to_bits() as u128,
+        (AccKind::Max, Repr::F64) => f64::NEG_INFINITY.to_bits() as u128,
+        (_, Repr::F64) => 0f64.to_bits() as u128,
+        _ => 0,
+    }
+}
+
+/// The accumulators carried without group keys: the banks `i64`, `i128`, `f64`.
+type Banks = (
+    [Val<i64>; MAX_ACCS],
+    [Val<i128>; MAX_ACCS],
+    [Val<f64>; MAX_ACCS],
+);
+
+/// One row's contribution: the filter's verdict and each aggregate's argument.
+struct Contribution {
+    pass: Val<bool>,
+    args: Vec<Option<V>>,
+}
+
+fn contribution(p: &Program, row: &mut Row<'_>) -> Contribution {
+    let pass = match &p.filter {
+        Some(f) => row.bool(f),
+        None => Val::new(true),
+    };
+    let args = p
+        .aggs
+        .iter()
+        .map(|a| a.arg.as_ref().map(|e| row.eval(e)))
+        .collect();
+    Contribution { pass, args }
+}
+
+fn combine_i64(kind: AccKind, acc: Val<i64>, v: Val<i64>) -> Val<i64> {
+    match kind {
+        AccKind::Min => acc.min(v),
+        AccKind::Max => acc.max(v),
+        _ => acc.wrapping_add(v),
+    }
+}
+
+fn combine_i128(kind: AccKind, acc: Val<i128>, v: Val<i128>) -> Val<i128> {
+    match kind {
+        AccKind::Min => acc.min(v),
+        AccKind::Max => acc.max(v),
+        _ => acc.wrapping_add(v),
+    }
+}
+
+fn combine_f64(kind: AccKind, acc: Val<f64>, v: Val<f64>) -> Val<f64> {
+    match kind {
+        AccKind::Min => acc.min(v),
+        AccKind::Max => acc.max(v),
+        _ => acc + v,
+    }
+}
+
+/// Folds one row into the carried banks, masked by the filter.
+fn fold(p: &Program, mut banks: Banks, c: &Contribution) -> Banks {
+    let one = c.pass.cast::<i64>();
+    banks.0[0] += one;
+    for (a, arg) in p.aggs.iter().zip(&c.args) {
+        for s in &a.states {
+            let Acc { kind, repr, slot } = s.acc;
+            match (kind, repr) {
+                (AccKind::Count, _) => banks.0[slot] += one,
+                (_, Repr::I64) => {
+                    let v = to_i64(arg.expect("argument"));
+                    let acc = banks.0[slot];
+                    banks.0[slot] = select(c.pass, combine_i64(kind, acc, v), acc);
+                }
+                (_, Repr::I128) => {
+                    let V::I128(v) = arg.expect("argument") else {
+                        unreachable!()
+                    };
+                    let acc = banks.1[slot];
+                    banks.1[slot] = select(c.pass, combine_i128(kind, acc, v), acc);
+                }
+                _ => {
+                    let V::F64(v) = arg.expect("argument") else {
+                        unreachable!()
+                    };
+                    let acc = banks.2[slot];
+                    banks.2[slot] = select(c.pass, combine_f64(kind, acc, v), acc);
+                }
+            }
+        }
+    }
+    banks
+}
+
+fn read_banks(frame: Ptr<u64>, l: FrameLayout) -> Banks {
+    let (a, b, c) = (
+        ptr_at::<i64>(frame, l.bank(0)),
+        ptr_at::<i128>(frame, l.bank(1)),
+        ptr_at::<f64>(frame, l.bank(2)),
+    );
+    (
+        std::array::from_fn(|k| a.load(k as u64)),
+        std::array::from_fn(|k| b.load(k as u64)),
+        std::array::from_fn(|k| c.load(k as u64)),
+    )
+}
+
+fn write_banks(frame: Ptr<u64>, l: FrameLayout, banks: Banks) {
+    let (a, b, c) = (
+        ptr_at::<i64>(frame, l.bank(0)),
+        ptr_at::<i128>(frame, l.bank(1)),
+        ptr_at::<f64>(frame, l.bank(2)),
+    );
+    for k in 0..MAX_ACCS {
+        a.store(k as u64, banks.0[k]);
+        b.store(k as u64, banks.1[k]);
+        c.store(k as u64, banks.2[k]);
+    }
+}
+
+fn note_overflow(frame: Ptr<u64>, l: FrameLayout, overflow: Val<bool>) {
+    let status = ptr_at::<u64>(frame, l.status());
+    status.store(0u64, status.load(0u64) | overflow.cast::<u64>());
+}
+
+/// The traced function of a program without group keys.
+#[nacre::jit]
+pub fn run_ungrouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) -> Val<u64> {
+    let l = FrameLayout {
+        columns: p.columns.len(),
+    };
+    let cols = columns(p, frame);
+    let mut banks = read_banks(frame, l);
+    let mut overflow = Val::new(false);
+    for i in start..end {
+        let mut row = Row {
+            cols: &cols,
+            i,
+            memo: HashMap::new(),
+            overflow,
+        };
+        let c = contribution(p, &mut row);
+        overflow = row.overflow;
+        banks = fold(p, banks, &c);
+    }
+    write_banks(frame, l, banks);
+    note_overflow(frame, l, overflow);
+    end
+}
+
+/// The group table as traced code sees it.
+#[derive(Clone)]
+struct Table {
+    keys: Ptr<u64>,
+    used: Ptr<u64>,
+    capacity: Val<u64>,
+    mask: Val<u64>,
+    banks: (Ptr<i64>, Ptr<i128>, Ptr<f64>),
+}
+
+impl Table {
+    fn load(frame: Ptr<u64>, l: FrameLayout) -> Table {
+        let capacity = load(frame, l.capacity());
+        Table {
+            keys: ptr_at(frame, l.keys()),
+            used: ptr_at(frame, l.used()),
+            capacity,
+            mask: capacity - 1u64,
+            banks: (
+                ptr_at(frame, l.bank(0)),
+                ptr_at(frame, l.bank(1)),
+                ptr_at(frame, l.bank(2)),
+            ),
+        }
+    }
+
+    fn same_key(&self, slot: Val<u64>, words: &[Val<u64>]) -> Val<bool> {
+        let n = words.len() as u64;
+        words.iter().enumerate().fold(Val::new(true), |eq, (k, w)| {
+            eq & self.keys.load(slot * n + k as u64).eq(*w)
+        })
+    }
+
+    fn insert(&self, slot: Val<u64>, words: &[Val<u64>]) {
+        let n = words.len() as u64;
+        for (k, w) in words.iter().enumerate() {
+            self.keys.store(slot * n + k as u64, *w);
+        }
+        self.used.store(slot, 1u64);
+    }
+
+    /// Folds a row's contribution into the accumulators of `slot` (in memory: accumulator
+    /// `a` of slot `s` at `a * (capacity + 1) + s`).
+    fn update(&self, p: &Program, slot: Val<u64>, c: &Contribution) {
+        let stride = self.capacity + 1u64;
+        for (a, arg) in p.aggs.iter().zip(&c.args) {
+            for s in &a.states {
+                let Acc {
+                    kind,
+                    repr,
+                    slot: k,
+                } = s.acc;
+                let at = stride * k as u64 + slot;
+                match (kind, repr) {
+                    (AccKind::Count, _) => {
+                        let ptr = self.banks.0;
+                        ptr.store(at, ptr.load(at) + 1i64);
+                    }
+                    (_, Repr::I64) => {
+                        let ptr = self.banks.0;
+                        ptr.store(
+                            at,
+                            combine_i64(kind, ptr.load(at), to_i64(arg.expect("argument"))),
+                        );
+                    }
+                    (_, Repr::I128) => {
+                        let V::I128(v) = arg.expect("argument") else {
+                            unreachable!()
+                        };
+                        let ptr = self.banks.1;
+                        ptr.store(at, combine_i128(kind, ptr.load(at), v));
+                    }
+                    _ => {
+                        let V::F64(v) = arg.expect("argument") else {
+                            unreachable!()
+                        };
+                        let ptr = self.banks.2;
+                        ptr.store(at, combine_f64(kind, ptr.load(at), v));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn key_words(p: &Program, row: &mut Row<'_>) -> Vec<Val<u64>> {
+    let mut out = Vec::new();
+    for k in &p.keys {
+        match row.eval(k) {
+            V::B(b) => out.push(b.cast::<u64>()),
+            V::I32(x) => out.push(x.cast::<u64>()),
+            V::I64(x) => out.push(x.cast::<u64>()),
+            V::I128(x) => {
+                out.push(x.cast::<u64>());
+                out.push((x >> 64i128).cast::<u64>());
+            }
+            V::F64(_) => unreachable!("float group keys are declined"),
+            V::View(a, b) => {
+                out.push(a);
+                out.push(b);
+            }
+        }
+    }
+    out
+}
+
+fn traced_hash(words: &[Val<u64>]) -> Val<u64> {
+    let h = words
+        .iter()
+        .fold(Val::new(0u64), |h, &w| (h ^ w).wrapping_mul(HASH_MUL));
+    h ^ (h >> 32u64)
+}
+
+/// The slot of the group of `words`: its slot if present, else the empty slot where it
+/// belongs.
+#[nacre::jit]
+fn probe(t: &Table, words: &[Val<u64>]) -> Val<u64> {
+    let mut slot = traced_hash(words) & t.mask;
+    while t.used.load(slot).ne(0u64) & !t.same_key(slot, words) {
+        slot = (slot + 1u64) & t.mask;
+    }
+    slot
+}
+
+/// The traced function of a program with group keys.
+#[nacre::jit]
+pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) -> Val<u64> {
+    let l = FrameLayout {
+        columns: p.columns.len(),
+    };
+    let cols = columns(p, frame);
+    let t = Table::load(frame, l);
+    let count_ptr = ptr_at::<u64>(frame, l.count());
+    let mut count = count_ptr.load(0u64);
+    let mut overflow = Val::new(false);
+    let mut i = start;
+    while i < end {
+        let mut row = Row {
+            cols: &cols,
+            i,
+            memo: HashMap::new(),
+            overflow,
+        };
+        let c = contribution(p, &mut row);
+        let words = key_words(p, &mut row);
+        overflow = row.overflow;
+        let slot = probe(&t, &words);
+        let new = t.used.load(slot).eq(0u64) & c.pass;
+        if new {
+            if count * 2u64 >= t.capacity {
+                break;
+            }
+            t.insert(slot, &words);
+            count += 1u64;
+        }
+        t.update(p, select(c.pass, slot, t.capacity), &c);
+        i += 1u64;
+    }
+    count_ptr.store(0u64, count);
+    note_overflow(frame, l, overflow);
+    i
+}
+
+/// Which traced function a program compiles to.
+pub fn run(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) -> Val<u64> {
+    if p.keys.is_empty() {
+        run_ungrouped(p, frame, start, end)
+    } else {
+        run_grouped(p, frame, start, end)
+    }
+}
+
+/// The bank of an accumulator (re-exported for the host side).
+pub fn acc_bank(acc: Acc) -> usize {
+    bank(acc.repr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nacre::{Engine, Options};
+
+    /// `for i in 0..n { body(i) }`, traced.
+    #[nacre::jit]
+    fn for_each(n: Val<u64>, body: impl Fn(Val<u64>)) {
+        for i in 0u64..n {
+            body(i);
+        }
+    }
+
+    #[test]
+    fn mul_overflow_agrees_with_rust() {
+        let engine = Engine::new(Options::default()).expect("engine");
+        let f = engine
+            .compile(|x: Ptr<i128>, out: Ptr<u8>, n: Val<u64>| {
+                for_each(n, |i| {
+                    let (a, b) = (x.load(i * 2u64), x.load(i * 2u64 + 1u64));
+                    out.store(i, mul_overflows(a, b).cast::<u8>());
+                })
+            })
+            .expect("compiled");
+        let mut values = vec![
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            3,
+            10,
+            i128::MAX,
+            i128::MIN,
+            i128::MAX / 2,
+            i128::MIN / 2,
+        ];
+        for k in [31, 62, 63, 64, 65, 100, 126] {
+            values.extend([
+                1i128 << k,
+                -(1i128 << k),
+                (1i128 << k) - 1,
+                1 - (1i128 << k),
+            ]);
+        }
+        for k in [9, 18, 19, 20, 30, 37] {
+            values.extend([10i128.pow(k), -(10i128.pow(k)), 10i128.pow(k) - 1]);
+        }
+        let mut state = 7u64;
+        for _ in 0..200 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let bits = (state >> 1) as u32 % 127;
+            values.push(((state as i128) << 64 | state as i128) >> (127 - bits));
+        }
+        let pairs: Vec<i128> = values
+            .iter()
+            .flat_map(|&a| values.iter().flat_map(move |&b| [a, b]))
+            .collect();
+        let mut out = vec![0u8; pairs.len() / 2];
+        let n = out.len() as u64;
+        f.call(&pairs[..], &mut out[..], n).expect("ran");
+        for (k, o) in out.iter().enumerate() {
+            let (a, b) = (pairs[2 * k], pairs[2 * k + 1]);
+            assert_eq!(*o != 0, a.overflowing_mul(b).1, "{a} * {b}");
+        }
+    }
+
+    #[test]
+    fn hashes_and_views() {
+        assert_eq!(inline_view(b"R"), [1 | (u64::from(b'R') << 32), 0]);
+        assert_eq!(
+            inline_view(b"abcdefghijkl")[1],
+            u64::from_le_bytes(*b"efghijkl")
+        );
+        assert_ne!(hash_words(&[1, 2]), hash_words(&[2, 1]));
+    }
+}

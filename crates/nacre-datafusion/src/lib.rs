@@ -1,0 +1,72 @@
+//! Nacre as a query compiler inside Apache DataFusion.
+//!
+//! [`NacreRule`], a physical optimizer rule, finds the pipelines of a plan that Nacre
+//! understands — a scan of in-memory batches, filters and projections, and the partial
+//! aggregation above them (sum, count, avg, min, max; with or without group keys) — and
+//! replaces each by a [`NacreAggregateExec`] that runs one traced, compiled function per
+//! batch: every operator fused, the filter a mask, no row leaving registers between
+//! operators and no call back into Rust per row. DataFusion keeps the rest of the plan and
+//! runs the partitions in parallel, as before. Enable it in one line:
+//!
+//! ```no_run
+//! # use datafusion::prelude::*;
+//! let ctx = nacre_datafusion::session_context(SessionConfig::new());
+//! ```
+//!
+//! The modules follow one query: [`pipeline`] lowers the DataFusion subtree (with [`expr`]
+//! and [`types`]), [`codegen`] is the traced code, [`compile`] caches compiled pipelines per
+//! shape, [`run`] is the host side of a call, [`exec`] the operator, [`rule`] the rule;
+//! [`tpch`] generates TPC-H tables in memory for tests and benchmarks.
+
+pub mod codegen;
+pub mod compile;
+pub mod error;
+pub mod exec;
+pub mod expr;
+pub mod pipeline;
+pub mod rule;
+pub mod run;
+pub mod tpch;
+pub mod types;
+
+pub use error::{Decline, Error};
+pub use exec::NacreAggregateExec;
+pub use rule::NacreRule;
+
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use std::sync::Arc;
+
+/// The compile options of pipelines: tiered, Cranelift first (so that a short query does not
+/// wait for a C compiler), the C backend compiled in the background and taking over.
+pub fn default_options() -> nacre::Options {
+    nacre::Options {
+        tiering: Some(nacre::Tiering {
+            first: nacre::FirstTier::CraneliftFast,
+            second: nacre::SecondTier::C,
+        }),
+        ..nacre::Options::default()
+    }
+}
+
+/// Adds [`NacreRule`] to a session state builder.
+pub trait SessionStateBuilderExt {
+    /// The builder with compiled pipelines ([`default_options`]).
+    fn with_nacre(self) -> Self;
+}
+
+impl SessionStateBuilderExt for SessionStateBuilder {
+    fn with_nacre(self) -> Self {
+        self.with_physical_optimizer_rule(Arc::new(NacreRule::new(default_options())))
+    }
+}
+
+/// A session context with DataFusion's defaults, `config`, and compiled pipelines.
+pub fn session_context(config: SessionConfig) -> SessionContext {
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_nacre()
+        .build();
+    SessionContext::new_with_state(state)
+}

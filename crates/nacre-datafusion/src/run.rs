@@ -1,0 +1,356 @@
+//! The host side of a compiled pipeline: fills the frame of each batch (see
+//! [`crate::codegen::FrameLayout`]), calls the compiled function, grows the group table when
+//! it asks, and turns the accumulators into the partial aggregate's output batch.
+
+use crate::codegen::{hash_words, identity_bits, FrameLayout};
+use crate::compile::PipelineFn;
+use crate::error::Error;
+use crate::pipeline::{bank, Acc, AccKind, Pipeline, Program, MAX_ACCS};
+use crate::types::{ColType, Repr};
+use datafusion::arrow::array::{
+    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
+    Int64Array, PrimitiveArray, RecordBatch, StringViewArray, UInt64Array,
+};
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
+};
+use nacre::RawPtr;
+use std::sync::Arc;
+
+/// The first capacity of a group table (slots; a power of two).
+const FIRST_CAPACITY: usize = 256;
+/// The most slots a group table grows to.
+const MAX_CAPACITY: usize = 1 << 30;
+
+/// Runs the pipeline over partition `partition` and gives its partial aggregate.
+pub fn run_partition(p: &Pipeline, f: &PipelineFn, partition: usize) -> Result<RecordBatch, Error> {
+    let batches = p
+        .scan
+        .partitions
+        .get(partition)
+        .map_or(&[][..], Vec::as_slice);
+    let program = &p.program;
+    let mut status = 0u64;
+    let columns = if program.keys.is_empty() {
+        let mut banks = Banks::new(program, 1);
+        for b in batches {
+            let mut frame = frame(p, b, &mut banks, &mut status);
+            call(f, &mut frame, 0, b.num_rows())?;
+        }
+        ungrouped_output(program, &banks)?
+    } else {
+        let mut table = GroupTable::new(program, FIRST_CAPACITY);
+        for b in batches {
+            let mut start = 0;
+            while start < b.num_rows() {
+                let mut frame = frame(p, b, &mut table.banks, &mut status);
+                table.fill_frame(
+                    &mut frame,
+                    FrameLayout {
+                        columns: program.columns.len(),
+                    },
+                );
+                start = call(f, &mut frame, start, b.num_rows())?;
+                if start < b.num_rows() {
+                    table = table.grow(program)?;
+                }
+            }
+        }
+        table.output(p)?
+    };
+    if status != 0 {
+        return Err(Error::Overflow);
+    }
+    Ok(RecordBatch::try_new(p.schema.clone(), columns)?)
+}
+
+fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<usize, Error> {
+    // SAFETY: `frame` holds the addresses of the batch's columns (each with at least `end`
+    // values of the column's type) and of the accumulators, status and group table, which
+    // live until this call returns; the compiled code reads rows `start..end` only, banks
+    // within their lengths (`MAX_ACCS`, or `capacity + 1` per accumulator) and the table
+    // within its capacity (the probe ends at an empty slot: the table is at most half full).
+    let r = unsafe { f.call(RawPtr::new(frame.as_mut_ptr()), start as u64, end as u64) };
+    Ok(r? as usize)
+}
+
+/// A frame with the batch's columns, the banks and the status word.
+fn frame(p: &Pipeline, b: &RecordBatch, banks: &mut Banks, status: &mut u64) -> Vec<u64> {
+    let l = FrameLayout {
+        columns: p.program.columns.len(),
+    };
+    let mut frame = vec![0u64; l.words()];
+    for (k, &(col, ty)) in p.scan.columns.iter().enumerate() {
+        frame[k] = column_address(b.column(col).as_ref(), ty);
+    }
+    frame[l.bank(0)] = banks.i64.as_mut_ptr() as u64;
+    frame[l.bank(1)] = banks.i128.as_mut_ptr() as u64;
+    frame[l.bank(2)] = banks.f64.as_mut_ptr() as u64;
+    frame[l.status()] = status as *mut u64 as u64;
+    frame
+}
+
+fn values_address<T: ArrowPrimitiveType>(a: &dyn Array) -> u64 {
+    a.as_any()
+        .downcast_ref::<PrimitiveArray<T>>()
+        .map_or(0, |a| a.values().as_ptr() as u64)
+}
+
+/// The address of a column's values (0 for a column the program does not read).
+fn column_address(a: &dyn Array, ty: ColType) -> u64 {
+    match ty {
+        ColType::Int32 => values_address::<Int32Type>(a),
+        ColType::Date32 => values_address::<Date32Type>(a),
+        ColType::Int64 => values_address::<Int64Type>(a),
+        ColType::Float64 => values_address::<Float64Type>(a),
+        ColType::Decimal { .. } => values_address::<Decimal128Type>(a),
+        ColType::Utf8View => a
+            .as_any()
+            .downcast_ref::<StringViewArray>()
+            .map_or(0, |v| v.views().as_ptr() as u64),
+        ColType::UInt64 | ColType::Boolean => 0,
+    }
+}
+
+/// Accumulator banks: `per` values of every accumulator, accumulator-major.
+struct Banks {
+    i64: Vec<i64>,
+    i128: Vec<i128>,
+    f64: Vec<f64>,
+}
+
+impl Banks {
+    /// Banks of `per` values per accumulator, each at its identity; without keys (`per` 1)
+    /// the banks have `MAX_ACCS` slots, as the carried registers.
+    fn new(p: &Program, per: usize) -> Banks {
+        let n = |b: usize| if per == 1 { MAX_ACCS } else { p.banks[b] * per };
+        let mut banks = Banks {
+            i64: vec![0; n(0)],
+            i128: vec![0; n(1)],
+            f64: vec![0.0; n(2)],
+        };
+        for acc in p.accs() {
+            let bits = identity_bits(acc);
+            let range = acc.slot * per..(acc.slot + 1) * per;
+            match acc.repr {
+                Repr::I128 => banks.i128[range].fill(bits as i128),
+                Repr::F64 => banks.f64[range].fill(f64::from_bits(bits as u64)),
+                _ => banks.i64[range].fill(bits as u64 as i64),
+            }
+        }
+        banks
+    }
+
+    fn get(&self, acc: Acc, at: usize) -> Scalar {
+        match bank(acc.repr) {
+            1 => Scalar::Wide(self.i128[at]),
+            2 => Scalar::Float(self.f64[at]),
+            _ => Scalar::Int(self.i64[at]),
+        }
+    }
+}
+
+/// One accumulator's value.
+#[derive(Copy, Clone)]
+enum Scalar {
+    Int(i64),
+    Wide(i128),
+    Float(f64),
+}
+
+impl Scalar {
+    fn int(self) -> i64 {
+        match self {
+            Scalar::Int(x) => x,
+            Scalar::Wide(x) => x as i64,
+            Scalar::Float(x) => x as i64,
+        }
+    }
+    fn wide(self) -> i128 {
+        match self {
+            Scalar::Wide(x) => x,
+            other => i128::from(other.int()),
+        }
+    }
+    fn float(self) -> f64 {
+        match self {
+            Scalar::Float(x) => x,
+            other => other.int() as f64,
+        }
+    }
+}
+
+/// An array of type `ty` from values (`None`: null).
+fn array(ty: &DataType, values: &[Option<Scalar>]) -> Result<ArrayRef, Error> {
+    let ints = || values.iter().map(|v| v.map(Scalar::int));
+    Ok(match ty {
+        DataType::Int64 => Arc::new(ints().collect::<Int64Array>()),
+        DataType::UInt64 => Arc::new(ints().map(|v| v.map(|x| x as u64)).collect::<UInt64Array>()),
+        DataType::Int32 => Arc::new(ints().map(|v| v.map(|x| x as i32)).collect::<Int32Array>()),
+        DataType::Date32 => Arc::new(ints().map(|v| v.map(|x| x as i32)).collect::<Date32Array>()),
+        DataType::Float64 => Arc::new(
+            values
+                .iter()
+                .map(|v| v.map(Scalar::float))
+                .collect::<Float64Array>(),
+        ),
+        DataType::Decimal128(p, s) => Arc::new(
+            values
+                .iter()
+                .map(|v| v.map(Scalar::wide))
+                .collect::<Decimal128Array>()
+                .with_precision_and_scale(*p, *s)?,
+        ),
+        other => {
+            return Err(Error::Arrow(
+                datafusion::arrow::error::ArrowError::NotYetImplemented(format!(
+                    "aggregate state of type {other}"
+                )),
+            ))
+        }
+    })
+}
+
+/// The one-row output of a program without keys: SQL's NULL for the sum, minimum and
+/// maximum of no rows.
+fn ungrouped_output(p: &Program, banks: &Banks) -> Result<Vec<ArrayRef>, Error> {
+    let rows = banks.i64[0];
+    p.aggs
+        .iter()
+        .flat_map(|a| &a.states)
+        .map(|s| {
+            let v = banks.get(s.acc, s.acc.slot);
+            let v = (rows > 0 || s.acc.kind == AccKind::Count).then_some(v);
+            array(&s.ty, &[v])
+        })
+        .collect()
+}
+
+/// The group table of one partition: keys, used flags and accumulators.
+struct GroupTable {
+    capacity: usize,
+    words: usize,
+    keys: Vec<u64>,
+    used: Vec<u64>,
+    count: u64,
+    banks: Banks,
+}
+
+impl GroupTable {
+    fn new(p: &Program, capacity: usize) -> GroupTable {
+        let words = p.key_words();
+        GroupTable {
+            capacity,
+            words,
+            keys: vec![0; capacity * words],
+            used: vec![0; capacity],
+            count: 0,
+            banks: Banks::new(p, capacity + 1),
+        }
+    }
+
+    fn fill_frame(&mut self, frame: &mut [u64], l: FrameLayout) {
+        frame[l.keys()] = self.keys.as_mut_ptr() as u64;
+        frame[l.used()] = self.used.as_mut_ptr() as u64;
+        frame[l.count()] = &mut self.count as *mut u64 as u64;
+        frame[l.capacity()] = self.capacity as u64;
+    }
+
+    /// The used slots.
+    fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.capacity).filter(|&s| self.used[s] != 0)
+    }
+
+    /// A table of twice the capacity holding the same groups.
+    fn grow(self, p: &Program) -> Result<GroupTable, Error> {
+        let capacity = self.capacity * 2;
+        if capacity > MAX_CAPACITY {
+            return Err(Error::TooManyGroups(MAX_CAPACITY / 2));
+        }
+        let mut t = GroupTable::new(p, capacity);
+        let (w, mask) = (self.words, capacity - 1);
+        for s in self.slots() {
+            let key = &self.keys[s * w..(s + 1) * w];
+            let mut to = hash_words(key) as usize & mask;
+            while t.used[to] != 0 {
+                to = (to + 1) & mask;
+            }
+            t.keys[to * w..(to + 1) * w].copy_from_slice(key);
+            t.used[to] = 1;
+            for acc in p.accs() {
+                let (from, at) = (
+                    acc.slot * (self.capacity + 1) + s,
+                    acc.slot * (capacity + 1) + to,
+                );
+                match bank(acc.repr) {
+                    1 => t.banks.i128[at] = self.banks.i128[from],
+                    2 => t.banks.f64[at] = self.banks.f64[from],
+                    _ => t.banks.i64[at] = self.banks.i64[from],
+                }
+            }
+        }
+        t.count = self.count;
+        Ok(t)
+    }
+
+    /// The keys, then the accumulators, of every group.
+    fn output(&self, p: &Pipeline) -> Result<Vec<ArrayRef>, Error> {
+        let slots: Vec<usize> = self.slots().collect();
+        let mut out = Vec::new();
+        let mut word = 0;
+        for k in &p.program.keys {
+            let ty = k.ty();
+            let at = |s: usize, i: usize| self.keys[s * self.words + word + i];
+            out.push(key_array(
+                ty,
+                slots
+                    .iter()
+                    .map(|&s| [at(s, 0), at(s, ty.repr().key_words() - 1)]),
+            )?);
+            word += ty.repr().key_words();
+        }
+        for s in p.program.aggs.iter().flat_map(|a| &a.states) {
+            let base = s.acc.slot * (self.capacity + 1);
+            let values: Vec<_> = slots
+                .iter()
+                .map(|&g| Some(self.banks.get(s.acc, base + g)))
+                .collect();
+            out.push(array(&s.ty, &values)?);
+        }
+        Ok(out)
+    }
+}
+
+/// The array of a group key's values, each given by its (one or two) words.
+fn key_array(ty: ColType, words: impl Iterator<Item = [u64; 2]>) -> Result<ArrayRef, Error> {
+    Ok(match ty {
+        ColType::Utf8View => {
+            let strings: Vec<String> = words.map(view_string).collect();
+            Arc::new(StringViewArray::from_iter_values(strings))
+        }
+        ColType::Boolean => Arc::new(words.map(|w| Some(w[0] != 0)).collect::<BooleanArray>()),
+        ColType::Decimal { .. } => {
+            let v: Vec<_> = words
+                .map(|w| {
+                    Some(Scalar::Wide(
+                        (u128::from(w[0]) | (u128::from(w[1]) << 64)) as i128,
+                    ))
+                })
+                .collect();
+            array(&ty.arrow(), &v)?
+        }
+        _ => {
+            let v: Vec<_> = words.map(|w| Some(Scalar::Int(w[0] as i64))).collect();
+            array(&ty.arrow(), &v)?
+        }
+    })
+}
+
+/// The string of an inline view (at most 12 bytes, checked when the pipeline was built).
+fn view_string(w: [u64; 2]) -> String {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&w[0].to_le_bytes());
+    b[8..].copy_from_slice(&w[1].to_le_bytes());
+    let len = (u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize).min(12);
+    String::from_utf8_lossy(&b[4..4 + len]).into_owned()
+}

@@ -1,0 +1,260 @@
+//! Queries run by DataFusion alone and with compiled pipelines give the same results, and
+//! the pipelines really run (the plan holds `NacreAggregateExec`), on TPC-H data at a small
+//! scale factor and on random tables.
+
+use datafusion::arrow::array::{
+    Array, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, RecordBatch,
+    StringViewArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::datasource::MemTable;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::physical_plan::displayable;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use nacre_datafusion::{tpch, NacreRule};
+use std::sync::Arc;
+
+const PARTITIONS: usize = 2;
+
+fn config() -> SessionConfig {
+    SessionConfig::new().with_target_partitions(PARTITIONS)
+}
+
+/// The results of `sql` on `ctx` as text, and whether its plan ran a compiled pipeline.
+async fn run(ctx: &SessionContext, sql: &str) -> (String, bool) {
+    let df = ctx.sql(sql).await.expect("planned");
+    let plan = df
+        .clone()
+        .create_physical_plan()
+        .await
+        .expect("physical plan");
+    let compiled = displayable(plan.as_ref())
+        .indent(true)
+        .to_string()
+        .contains("NacreAggregateExec");
+    let batches = df.collect().await.expect("ran");
+    (
+        pretty_format_batches(&batches)
+            .expect("printed")
+            .to_string(),
+        compiled,
+    )
+}
+
+/// DataFusion alone, and with the rule (kept to ask why it declined a plan).
+struct Contexts {
+    plain: SessionContext,
+    nacre: SessionContext,
+    rule: Arc<NacreRule>,
+}
+
+async fn contexts(register: impl Fn(&SessionContext)) -> Contexts {
+    let plain = SessionContext::new_with_config(config());
+    let rule = Arc::new(NacreRule::new(nacre_datafusion::default_options()));
+    let state = SessionStateBuilder::new()
+        .with_config(config())
+        .with_default_features()
+        .with_physical_optimizer_rule(rule.clone())
+        .build();
+    let nacre = SessionContext::new_with_state(state);
+    register(&plain);
+    register(&nacre);
+    Contexts { plain, nacre, rule }
+}
+
+async fn same(c: &Contexts, sql: &str, expect_compiled: bool) {
+    let (want, _) = run(&c.plain, sql).await;
+    let (got, compiled) = run(&c.nacre, sql).await;
+    assert_eq!(got, want, "{sql}");
+    assert_eq!(
+        compiled,
+        expect_compiled,
+        "compiled pipeline for {sql}; declined: {:?}",
+        c.rule.declined().last()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tpch_queries_match_datafusion() {
+    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
+    let c = contexts(|ctx| tpch::register(ctx, data.clone()).expect("registered")).await;
+    for (name, sql) in tpch::QUERIES {
+        same(&c, sql, true).await;
+        // Twice: the second run reuses the cached code.
+        same(&c, sql, true).await;
+        eprintln!("{name} ok");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tpch_variants_match_datafusion() {
+    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
+    let c = contexts(|ctx| tpch::register(ctx, data.clone()).expect("registered")).await;
+    let compiled = [
+        // Many groups: the group table grows several times.
+        "select l_orderkey, sum(l_quantity), count(*), min(l_shipdate), max(l_discount) \
+         from lineitem group by l_orderkey order by l_orderkey limit 20",
+        "select l_suppkey, l_linenumber, avg(l_tax) from lineitem where l_returnflag = 'R' \
+         group by l_suppkey, l_linenumber order by 1, 2 limit 30",
+        // No row passes: NULL sums and minimums, a zero count.
+        "select sum(l_quantity), min(l_extendedprice), count(*) from lineitem where l_quantity < 0",
+        "select count(*), sum(l_linenumber), max(l_partkey) from lineitem \
+         where l_shipmode in ('AIR', 'RAIL') or l_shipinstruct like 'NONE%'",
+        "select l_shipmode, sum(l_extendedprice * l_discount - l_tax) from lineitem \
+         where not (l_linestatus = 'F') and l_commitdate < l_receiptdate group by l_shipmode order by 1",
+    ];
+    for sql in compiled {
+        same(&c, sql, true).await;
+    }
+    // Left to DataFusion: a LIKE that is not a prefix, a string comparison by order.
+    let declined = [
+        "select count(*) from lineitem where l_comment like '%special%'",
+        "select sum(l_quantity) from lineitem where l_shipmode < 'MAIL'",
+    ];
+    for sql in declined {
+        same(&c, sql, false).await;
+    }
+}
+
+/// A random table of every supported type (a fixed seed; a small generator of our own).
+fn random_table(rows: usize, seed: u64, partitions: usize) -> (Arc<Schema>, Vec<Vec<RecordBatch>>) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("i", DataType::Int32, false),
+        Field::new("j", DataType::Int64, false),
+        Field::new("f", DataType::Float64, false),
+        Field::new("d", DataType::Date32, false),
+        Field::new("m", DataType::Decimal128(12, 3), false),
+        Field::new("s", DataType::Utf8View, false),
+    ]));
+    let mut state = seed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let words = ["a", "bb", "ccc", "dddd", "eeeeeeeeeeee"];
+    let per = rows / partitions;
+    let parts = (0..partitions)
+        .map(|_| {
+            let mut v = (
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+            );
+            for _ in 0..per {
+                v.0.push((next() % 200) as i32 - 100);
+                v.1.push((next() as i64) - (1 << 30));
+                v.2.push((next() % 100_000) as f64 / 7.0 - 5000.0);
+                v.3.push(9000 + (next() % 3000) as i32);
+                v.4.push(next() as i128 % 10_000_000 - 5_000_000);
+                v.5.push(words[(next() % 5) as usize]);
+            }
+            let cols: Vec<Arc<dyn Array>> = vec![
+                Arc::new(Int32Array::from(v.0)),
+                Arc::new(Int64Array::from(v.1)),
+                Arc::new(Float64Array::from(v.2)),
+                Arc::new(Date32Array::from(v.3)),
+                Arc::new(
+                    Decimal128Array::from(v.4)
+                        .with_precision_and_scale(12, 3)
+                        .expect("decimal"),
+                ),
+                Arc::new(StringViewArray::from_iter_values(v.5)),
+            ];
+            vec![RecordBatch::try_new(schema.clone(), cols).expect("batch")]
+        })
+        .collect();
+    (schema, parts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_tables_match_datafusion() {
+    for seed in 1..4 {
+        let (schema, parts) = random_table(5000, seed, PARTITIONS);
+        let register = |ctx: &SessionContext| {
+            let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
+            ctx.register_table("t", Arc::new(t)).expect("registered");
+        };
+        let c = contexts(register).await;
+        let exact = [
+            "select s, i, count(*), sum(j), min(d), max(m), sum(m * m), avg(m) from t \
+             where i > -50 and m < 4000 group by s, i order by s, i",
+            "select d, sum(i + 1), sum(j - i), max(j) from t where s <> 'ccc' group by d order by d limit 40",
+            "select sum(m * 2 - i), min(i * 3), count(*) from t where (d between 9500 and 10000) or s = 'eeeeeeeeeeee'",
+            "select m, count(*) from t group by m order by m limit 10",
+            "select cast(m as decimal(10, 1)) as r, count(*) from t group by r order by r limit 10",
+        ];
+        for sql in exact {
+            same(&c, sql, true).await;
+        }
+        // Floats: sums in another order, compared to 1e-9 relative.
+        let sql = "select s, sum(f), avg(f * 2.5), min(f), max(f - i) from t where f > -1000 group by s order by s";
+        let floats = |ctx: &SessionContext| {
+            let ctx = ctx.clone();
+            async move {
+                let batches = ctx
+                    .sql(sql)
+                    .await
+                    .expect("planned")
+                    .collect()
+                    .await
+                    .expect("ran");
+                batches
+                    .iter()
+                    .flat_map(|b| {
+                        (1..b.num_columns()).flat_map(move |c| {
+                            let a = b
+                                .column(c)
+                                .as_any()
+                                .downcast_ref::<Float64Array>()
+                                .expect("floats");
+                            a.values().to_vec()
+                        })
+                    })
+                    .collect::<Vec<f64>>()
+            }
+        };
+        let (want, got) = (floats(&c.plain).await, floats(&c.nacre).await);
+        assert_eq!(want.len(), got.len());
+        for (w, g) in want.iter().zip(&got) {
+            assert!((w - g).abs() <= 1e-9 * w.abs().max(1.0), "{w} vs {g}");
+        }
+        assert!(run(&c.nacre, sql).await.1, "floats compiled");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overflow_is_an_error_as_in_datafusion() {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "m",
+        DataType::Decimal128(38, 0),
+        false,
+    )]));
+    let big = Decimal128Array::from(vec![i128::MAX / 2, 3])
+        .with_precision_and_scale(38, 0)
+        .expect("decimal");
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(big)]).expect("batch");
+    let register = |ctx: &SessionContext| {
+        let t = MemTable::try_new(schema.clone(), vec![vec![batch.clone()]]).expect("table");
+        ctx.register_table("t", Arc::new(t)).expect("registered");
+    };
+    let c = contexts(register).await;
+    let sql = "select sum(m * m) from t";
+    let plain_err = c
+        .plain
+        .sql(sql)
+        .await
+        .expect("planned")
+        .collect()
+        .await
+        .is_err();
+    let nacre_result = c.nacre.sql(sql).await.expect("planned").collect().await;
+    assert!(plain_err, "DataFusion reports the overflow");
+    let err = nacre_result.expect_err("the compiled pipeline reports it too");
+    assert!(err.to_string().contains("overflow"), "{err}");
+}

@@ -1,0 +1,334 @@
+//! `nacre bench query`: TPC-H queries over tables generated in the process
+//! (`tpchgen-arrow`) and held in memory in `--partitions` partitions, run by DataFusion alone
+//! (`query_datafusion_*`), by DataFusion with Nacre's compiled pipelines (`query_nacre_*`,
+//! warm: compiled code cached; `query_nacre_cold_*`: the first run, with compiling), and by a
+//! hand-fused single-pass Rust loop over the same Arrow arrays (`query_fused_rust_*`, one
+//! thread per partition: what compiled code can reach), with the first tier's compile time
+//! (`query_compile_*`). Every result is checked against DataFusion's before timing.
+
+use super::measure::{measure, Config, Stats};
+use super::report::{self, Results};
+use anyhow::{bail, Context, Result};
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::compute::kernels::cast_utils::Parser;
+use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Int64Type};
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use nacre_datafusion::{compile, tpch};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// `nacre bench query`.
+#[derive(clap::Args, Debug)]
+pub struct QueryArgs {
+    /// TPC-H scale factor.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Partitions of the table and DataFusion's `target_partitions` (the fused loop runs
+    /// one thread per partition).
+    #[arg(long, default_value_t = 2)]
+    pub partitions: usize,
+    /// Fewer samples.
+    #[arg(long)]
+    pub quick: bool,
+    /// Only benchmarks whose names contain one of these.
+    #[arg(long, value_delimiter = ',')]
+    pub filter: Vec<String>,
+    /// Writes the results as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Runs the suite.
+pub fn run(args: &QueryArgs) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.partitions.max(1))
+        .enable_all()
+        .build()?;
+    let cfg = Config {
+        min_samples: if args.quick { 3 } else { 7 },
+        max_samples: if args.quick { 5 } else { 21 },
+        ..if args.quick {
+            Config::QUICK
+        } else {
+            Config::FULL
+        }
+    };
+    let start = Instant::now();
+    let data = tpch::lineitem(args.scale, args.partitions)?;
+    let rows: usize = data.iter().flatten().map(RecordBatch::num_rows).sum();
+    eprintln!(
+        "lineitem at SF {}: {rows} rows in {} partitions, generated in {:.1} s",
+        args.scale,
+        args.partitions,
+        start.elapsed().as_secs_f64()
+    );
+    let config = SessionConfig::new().with_target_partitions(args.partitions);
+    let plain = SessionContext::new_with_config(config.clone());
+    let nacre = nacre_datafusion::session_context(config);
+    tpch::register(&plain, data.clone())?;
+    tpch::register(&nacre, data.clone())?;
+    let mut results = Results::new(args.filter.clone());
+    for (name, sql) in tpch::QUERIES {
+        rt.block_on(query(&mut results, &cfg, name, sql, &plain, &nacre, &data))?;
+    }
+    results.done();
+    report::ensure_matched(&args.filter, &results.rows)?;
+    report::print(&results.rows);
+    print_ratios(&results.rows);
+    if let Some(path) = &args.json {
+        let mut doc = report::to_json(&results.rows);
+        doc["scale_factor"] = serde_json::json!(args.scale);
+        doc["partitions"] = serde_json::json!(args.partitions);
+        doc["rows"] = serde_json::json!(rows);
+        report::write_document(path, &doc)?;
+    }
+    Ok(())
+}
+
+async fn collect(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
+    Ok(ctx.sql(sql).await?.collect().await?)
+}
+
+fn sample(cfg: &Config, rt: &tokio::runtime::Handle, ctx: &SessionContext, sql: &str) -> Stats {
+    measure(cfg, || {
+        tokio::task::block_in_place(|| rt.block_on(collect(ctx, sql)).map(|b| b.len()).unwrap_or(0))
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn query(
+    results: &mut Results,
+    cfg: &Config,
+    name: &str,
+    sql: &str,
+    plain: &SessionContext,
+    nacre: &SessionContext,
+    data: &[Vec<RecordBatch>],
+) -> Result<()> {
+    let rt = tokio::runtime::Handle::current();
+    let want = collect(plain, sql).await?;
+    // The first run with nothing compiled: end to end with the compile.
+    compile::clear_cache();
+    let cold = Instant::now();
+    let got = collect(nacre, sql).await?;
+    let cold = cold.elapsed();
+    let compiled = compile::cached();
+    if compiled.is_empty() {
+        bail!("{name}: no compiled pipeline ran (the rule declined the plan)");
+    }
+    let text = |b: &[RecordBatch]| pretty_format_batches(b).map(|t| t.to_string());
+    if text(&got)? != text(&want)? {
+        bail!(
+            "{name}: results differ from DataFusion's:\n{}\n{}",
+            text(&got)?,
+            text(&want)?
+        );
+    }
+    check_fused(name, data, &want).with_context(|| format!("{name}: the fused loop"))?;
+    let compile_time: Duration = compiled.iter().map(|c| c.compile_time).sum();
+    let single = |d: Duration| Stats {
+        median_ns: d.as_nanos() as f64,
+        mad_ns: 0.0,
+        min_ns: d.as_nanos() as f64,
+        samples: 1,
+        batch: 1,
+    };
+    if results.wants(&format!("query_compile_{name}")) {
+        results.record(
+            &format!("query_compile_{name}"),
+            single(compile_time),
+            ", first tier",
+        );
+    }
+    if results.wants(&format!("query_nacre_cold_{name}")) {
+        results.record(
+            &format!("query_nacre_cold_{name}"),
+            single(cold),
+            ", with compile",
+        );
+    }
+    for c in &compiled {
+        c.function.wait_for_second_tier(Duration::from_secs(60));
+    }
+    let plain_name = format!("query_datafusion_{name}");
+    if results.wants(&plain_name) {
+        let s = sample(cfg, &rt, plain, sql);
+        results.record(&plain_name, s, "");
+    }
+    let nacre_name = format!("query_nacre_{name}");
+    if results.wants(&nacre_name) {
+        let s = sample(cfg, &rt, nacre, sql);
+        results.record(&nacre_name, s, "");
+    }
+    let fused_name = format!("query_fused_rust_{name}");
+    if results.wants(&fused_name) {
+        let s = measure(cfg, || fused(name, data));
+        results.record(&fused_name, s, "");
+    }
+    Ok(())
+}
+
+/// Ratios of each query's rows to the fused loop and to DataFusion, with the targets.
+fn print_ratios(rows: &[report::Row]) {
+    let m = report::medians(rows);
+    for (name, _) in tpch::QUERIES {
+        let get = |k: &str| m.get(&format!("query_{k}_{name}")).copied();
+        let (Some(nacre), Some(fused), Some(df)) =
+            (get("nacre"), get("fused_rust"), get("datafusion"))
+        else {
+            continue;
+        };
+        let r = nacre / fused;
+        println!(
+            "{name}: nacre {:.2}x the fused loop (target 1.3x: {}), {:.2}x faster than DataFusion alone",
+            r,
+            if r <= 1.3 { "PASS" } else { "MISS" },
+            df / nacre
+        );
+        if let Some(c) = get("compile") {
+            let ms = c / 1e6;
+            println!(
+                "{name}: compile {ms:.2} ms (target 10 ms: {})",
+                if ms <= 10.0 { "PASS" } else { "MISS" }
+            );
+        }
+    }
+}
+
+/// The hand-fused loop of a query: its checked figures (Q1: per group the four sums and the
+/// count; Q6: the revenue), one thread per partition.
+fn fused(name: &str, data: &[Vec<RecordBatch>]) -> Vec<i128> {
+    let per_partition: Vec<Vec<i128>> = std::thread::scope(|s| {
+        let handles: Vec<_> = data
+            .iter()
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|b| {
+                            if name == "q1" {
+                                q1_batch(b)
+                            } else {
+                                q6_batch(b)
+                            }
+                        })
+                        .fold(Vec::new(), add)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    per_partition.into_iter().fold(Vec::new(), add)
+}
+
+fn add(a: Vec<i128>, b: Vec<i128>) -> Vec<i128> {
+    if a.is_empty() {
+        return b;
+    }
+    a.iter().zip(&b).map(|(x, y)| x + y).collect()
+}
+
+fn days(date: &str) -> i32 {
+    Date32Type::parse(date).unwrap_or_default()
+}
+
+fn decimals<'a>(b: &'a RecordBatch, col: &str) -> &'a [i128] {
+    b.column_by_name(col)
+        .map_or(&[], |c| c.as_primitive::<Decimal128Type>().values())
+}
+
+/// Q1 over one batch: for the 6 groups (flag A/N/R × status F/O), sum_qty, sum_base_price,
+/// sum_disc_price, sum_charge and the count, 30 values.
+fn q1_batch(b: &RecordBatch) -> Vec<i128> {
+    let cutoff = days("1998-09-02");
+    let (qty, price, disc, tax) = (
+        decimals(b, "l_quantity"),
+        decimals(b, "l_extendedprice"),
+        decimals(b, "l_discount"),
+        decimals(b, "l_tax"),
+    );
+    let ship = b
+        .column_by_name("l_shipdate")
+        .map_or(&[][..], |c| c.as_primitive::<Date32Type>().values());
+    let view = |c: &str| {
+        b.column_by_name(c)
+            .map_or(&[][..], |c| c.as_string_view().views())
+    };
+    let (flag, status) = (view("l_returnflag"), view("l_linestatus"));
+    let mut acc = [[0i128; 5]; 6];
+    for i in 0..qty.len() {
+        let pass = i128::from(ship[i] <= cutoff);
+        let f = match (flag[i] >> 32) as u8 {
+            b'A' => 0,
+            b'N' => 1,
+            _ => 2,
+        };
+        let g = f * 2 + usize::from((status[i] >> 32) as u8 == b'O');
+        let disc_price = price[i] * (100 - disc[i]);
+        let a = &mut acc[g];
+        a[0] += pass * qty[i];
+        a[1] += pass * price[i];
+        a[2] += pass * disc_price;
+        a[3] += pass * disc_price * (100 + tax[i]);
+        a[4] += pass;
+    }
+    acc.concat()
+}
+
+/// Q6 over one batch: the revenue.
+fn q6_batch(b: &RecordBatch) -> Vec<i128> {
+    let (lo, hi) = (days("1994-01-01"), days("1995-01-01"));
+    let (qty, price, disc) = (
+        decimals(b, "l_quantity"),
+        decimals(b, "l_extendedprice"),
+        decimals(b, "l_discount"),
+    );
+    let ship = b
+        .column_by_name("l_shipdate")
+        .map_or(&[][..], |c| c.as_primitive::<Date32Type>().values());
+    let mut revenue = 0i128;
+    for i in 0..qty.len() {
+        let pass =
+            (ship[i] >= lo) & (ship[i] < hi) & (disc[i] >= 5) & (disc[i] <= 7) & (qty[i] < 2400);
+        revenue += i128::from(pass) * price[i] * disc[i];
+    }
+    vec![revenue]
+}
+
+/// Checks the fused loop's figures against DataFusion's result.
+fn check_fused(name: &str, data: &[Vec<RecordBatch>], want: &[RecordBatch]) -> Result<()> {
+    let got = fused(name, data);
+    let mut expect = Vec::new();
+    for b in want {
+        let dec = |c: usize| {
+            b.column(c)
+                .as_primitive::<Decimal128Type>()
+                .values()
+                .to_vec()
+        };
+        if name == "q6" {
+            expect.extend(dec(0));
+            continue;
+        }
+        let count = b.column(9).as_primitive::<Int64Type>().values();
+        for r in 0..b.num_rows() {
+            expect.extend((2..6).map(|c| dec(c)[r]).chain([i128::from(count[r])]));
+        }
+    }
+    let got: Vec<i128> = if name == "q1" {
+        got.chunks(5)
+            .filter(|g| g[4] > 0)
+            .flatten()
+            .copied()
+            .collect()
+    } else {
+        got
+    };
+    if got != expect {
+        bail!("fused {got:?} != DataFusion {expect:?}");
+    }
+    Ok(())
+}
