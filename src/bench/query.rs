@@ -70,11 +70,26 @@ pub fn run(args: &QueryArgs) -> Result<()> {
     tpch::register(&nacre, data.clone())?;
     let mut results = Results::new(args.filter.clone());
     for (name, sql) in tpch::QUERIES {
+        let rows = ["compile", "nacre_cold", "datafusion", "nacre", "fused_rust"];
+        let wanted = |k: &&str| {
+            let row = format!("query_{k}_{name}");
+            args.filter.is_empty() || args.filter.iter().any(|f| row.contains(f.as_str()))
+        };
+        if !rows.iter().any(wanted) {
+            continue;
+        }
         rt.block_on(query(&mut results, &cfg, name, sql, &plain, &nacre, &data))?;
     }
     results.done();
     report::ensure_matched(&args.filter, &results.rows)?;
-    report::print(&results.rows);
+    for r in &results.rows {
+        println!(
+            "{:<28} {:>11}  ±{:>5.1}%",
+            r.name,
+            report::format_ns(r.stats.median_ns),
+            100.0 * r.stats.mad_ns / r.stats.median_ns.max(1.0)
+        );
+    }
     print_ratios(&results.rows);
     if let Some(path) = &args.json {
         let mut doc = report::to_json(&results.rows);

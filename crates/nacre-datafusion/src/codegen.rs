@@ -329,9 +329,21 @@ impl Row<'_> {
     }
 }
 
+/// Whether `a * b` overflows an `i128`: at once where both fit in 64 bits (the usual case,
+/// taken by a branch), else [`mul_overflows_wide`].
+#[nacre::jit]
+fn mul_overflows(a: Val<i128>, b: Val<i128>) -> Val<bool> {
+    let fits = |x: Val<i128>| x.eq(x.cast::<i64>().cast::<i128>());
+    if fits(a) & fits(b) {
+        Val::new(false)
+    } else {
+        mul_overflows_wide(a, b)
+    }
+}
+
 /// Whether `a * b` overflows an `i128`, without a division: on the magnitudes' 64-bit
 /// halves, at most one of which may be nonzero in the high half.
-fn mul_overflows(a: Val<i128>, b: Val<i128>) -> Val<bool> {
+fn mul_overflows_wide(a: Val<i128>, b: Val<i128>) -> Val<bool> {
     let magnitude =
         |x: Val<i128>| select(x.lt(0i128), Val::new(0i128).wrapping_sub(x), x).cast::<u128>();
     let (ua, ub) = (magnitude(a), magnitude(b));
@@ -434,7 +446,7 @@ type Banks = (
     [Val<f64>; MAX_ACCS],
 );
 
-/// One row's contribution: the filter's verdict and each aggregate's argument.
+/// One row's contribution: the filter's verdict and each accumulator's argument.
 struct Contribution {
     pass: Val<bool>,
     args: Vec<Option<V>>,
@@ -446,7 +458,7 @@ fn contribution(p: &Program, row: &mut Row<'_>) -> Contribution {
         None => Val::new(true),
     };
     let args = p
-        .aggs
+        .accs
         .iter()
         .map(|a| a.arg.as_ref().map(|e| row.eval(e)))
         .collect();
@@ -480,31 +492,28 @@ fn combine_f64(kind: AccKind, acc: Val<f64>, v: Val<f64>) -> Val<f64> {
 /// Folds one row into the carried banks, masked by the filter.
 fn fold(p: &Program, mut banks: Banks, c: &Contribution) -> Banks {
     let one = c.pass.cast::<i64>();
-    banks.0[0] += one;
-    for (a, arg) in p.aggs.iter().zip(&c.args) {
-        for s in &a.states {
-            let Acc { kind, repr, slot } = s.acc;
-            match (kind, repr) {
-                (AccKind::Count, _) => banks.0[slot] += one,
-                (_, Repr::I64) => {
-                    let v = to_i64(arg.expect("argument"));
-                    let acc = banks.0[slot];
-                    banks.0[slot] = select(c.pass, combine_i64(kind, acc, v), acc);
-                }
-                (_, Repr::I128) => {
-                    let V::I128(v) = arg.expect("argument") else {
-                        unreachable!()
-                    };
-                    let acc = banks.1[slot];
-                    banks.1[slot] = select(c.pass, combine_i128(kind, acc, v), acc);
-                }
-                _ => {
-                    let V::F64(v) = arg.expect("argument") else {
-                        unreachable!()
-                    };
-                    let acc = banks.2[slot];
-                    banks.2[slot] = select(c.pass, combine_f64(kind, acc, v), acc);
-                }
+    for (a, arg) in p.accs.iter().zip(&c.args) {
+        let Acc { kind, repr, slot } = a.acc;
+        match (kind, repr) {
+            (AccKind::Count, _) => banks.0[slot] += one,
+            (_, Repr::I64) => {
+                let v = to_i64(arg.expect("argument"));
+                let acc = banks.0[slot];
+                banks.0[slot] = select(c.pass, combine_i64(kind, acc, v), acc);
+            }
+            (_, Repr::I128) => {
+                let V::I128(v) = arg.expect("argument") else {
+                    unreachable!()
+                };
+                let acc = banks.1[slot];
+                banks.1[slot] = select(c.pass, combine_i128(kind, acc, v), acc);
+            }
+            _ => {
+                let V::F64(v) = arg.expect("argument") else {
+                    unreachable!()
+                };
+                let acc = banks.2[slot];
+                banks.2[slot] = select(c.pass, combine_f64(kind, acc, v), acc);
             }
         }
     }
@@ -537,9 +546,16 @@ fn write_banks(frame: Ptr<u64>, l: FrameLayout, banks: Banks) {
     }
 }
 
-fn note_overflow(frame: Ptr<u64>, l: FrameLayout, overflow: Val<bool>) {
+/// The status bit of an arithmetic overflow.
+pub const STATUS_OVERFLOW: u64 = 1;
+/// The status bit of data the program cannot compute with (DataFusion runs the partition).
+pub const STATUS_UNSUPPORTED: u64 = 2;
+
+fn note_status(frame: Ptr<u64>, l: FrameLayout, overflow: Val<bool>, unsupported: Val<bool>) {
     let status = ptr_at::<u64>(frame, l.status());
-    status.store(0u64, status.load(0u64) | overflow.cast::<u64>());
+    let bits =
+        select(overflow, STATUS_OVERFLOW, 0u64) | select(unsupported, STATUS_UNSUPPORTED, 0u64);
+    status.store(0u64, status.load(0u64) | bits);
 }
 
 /// The traced function of a program without group keys.
@@ -563,7 +579,7 @@ pub fn run_ungrouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64
         banks = fold(p, banks, &c);
     }
     write_banks(frame, l, banks);
-    note_overflow(frame, l, overflow);
+    note_status(frame, l, overflow, Val::new(false));
     end
 }
 
@@ -612,48 +628,49 @@ impl Table {
     /// `a` of slot `s` at `a * (capacity + 1) + s`).
     fn update(&self, p: &Program, slot: Val<u64>, c: &Contribution) {
         let stride = self.capacity + 1u64;
-        for (a, arg) in p.aggs.iter().zip(&c.args) {
-            for s in &a.states {
-                let Acc {
-                    kind,
-                    repr,
-                    slot: k,
-                } = s.acc;
-                let at = stride * k as u64 + slot;
-                match (kind, repr) {
-                    (AccKind::Count, _) => {
-                        let ptr = self.banks.0;
-                        ptr.store(at, ptr.load(at) + 1i64);
-                    }
-                    (_, Repr::I64) => {
-                        let ptr = self.banks.0;
-                        ptr.store(
-                            at,
-                            combine_i64(kind, ptr.load(at), to_i64(arg.expect("argument"))),
-                        );
-                    }
-                    (_, Repr::I128) => {
-                        let V::I128(v) = arg.expect("argument") else {
-                            unreachable!()
-                        };
-                        let ptr = self.banks.1;
-                        ptr.store(at, combine_i128(kind, ptr.load(at), v));
-                    }
-                    _ => {
-                        let V::F64(v) = arg.expect("argument") else {
-                            unreachable!()
-                        };
-                        let ptr = self.banks.2;
-                        ptr.store(at, combine_f64(kind, ptr.load(at), v));
-                    }
+        for (a, arg) in p.accs.iter().zip(&c.args) {
+            let Acc {
+                kind,
+                repr,
+                slot: k,
+            } = a.acc;
+            let at = stride * k as u64 + slot;
+            match (kind, repr) {
+                (AccKind::Count, _) => {
+                    let ptr = self.banks.0;
+                    ptr.store(at, ptr.load(at) + 1i64);
+                }
+                (_, Repr::I64) => {
+                    let ptr = self.banks.0;
+                    ptr.store(
+                        at,
+                        combine_i64(kind, ptr.load(at), to_i64(arg.expect("argument"))),
+                    );
+                }
+                (_, Repr::I128) => {
+                    let V::I128(v) = arg.expect("argument") else {
+                        unreachable!()
+                    };
+                    let ptr = self.banks.1;
+                    ptr.store(at, combine_i128(kind, ptr.load(at), v));
+                }
+                _ => {
+                    let V::F64(v) = arg.expect("argument") else {
+                        unreachable!()
+                    };
+                    let ptr = self.banks.2;
+                    ptr.store(at, combine_f64(kind, ptr.load(at), v));
                 }
             }
         }
     }
 }
 
-fn key_words(p: &Program, row: &mut Row<'_>) -> Vec<Val<u64>> {
+/// The words of a row's group key, and whether a string key is too long to be held whole in
+/// its view (more than 12 bytes: the pipeline then leaves the partition to DataFusion).
+fn key_words(p: &Program, row: &mut Row<'_>) -> (Vec<Val<u64>>, Val<bool>) {
     let mut out = Vec::new();
+    let mut long = Val::new(false);
     for k in &p.keys {
         match row.eval(k) {
             V::B(b) => out.push(b.cast::<u64>()),
@@ -665,12 +682,13 @@ fn key_words(p: &Program, row: &mut Row<'_>) -> Vec<Val<u64>> {
             }
             V::F64(_) => unreachable!("float group keys are declined"),
             V::View(a, b) => {
+                long |= (a & 0xffff_ffffu64).gt(12u64);
                 out.push(a);
                 out.push(b);
             }
         }
     }
-    out
+    (out, long)
 }
 
 fn traced_hash(words: &[Val<u64>]) -> Val<u64> {
@@ -702,6 +720,7 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
     let count_ptr = ptr_at::<u64>(frame, l.count());
     let mut count = count_ptr.load(0u64);
     let mut overflow = Val::new(false);
+    let mut unsupported = Val::new(false);
     let mut i = start;
     while i < end {
         let mut row = Row {
@@ -711,8 +730,9 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
             overflow,
         };
         let c = contribution(p, &mut row);
-        let words = key_words(p, &mut row);
+        let (words, long) = key_words(p, &mut row);
         overflow = row.overflow;
+        unsupported |= long;
         let slot = probe(&t, &words);
         let new = t.used.load(slot).eq(0u64) & c.pass;
         if new {
@@ -726,7 +746,7 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
         i += 1u64;
     }
     count_ptr.store(0u64, count);
-    note_overflow(frame, l, overflow);
+    note_status(frame, l, overflow, unsupported);
     i
 }
 

@@ -1,12 +1,14 @@
 //! [`NacreAggregateExec`]: the DataFusion operator that runs a compiled pipeline in place of
 //! a partial aggregation and everything below it, one call per partition, as many
-//! partitions as the scan had.
+//! partitions as the scan had. It keeps the subtree it replaced: a partition whose data the
+//! compiled code does not compute with (nulls, string keys longer than their views) runs
+//! through it, as without Nacre.
 
 use crate::compile::compiled;
 use crate::pipeline::Pipeline;
 use crate::run::run_partition;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -14,7 +16,9 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
+use futures::TryStreamExt;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Runs a [`Pipeline`] compiled by Nacre (see the module docs).
@@ -23,11 +27,18 @@ pub struct NacreAggregateExec {
     pipeline: Arc<Pipeline>,
     options: nacre::Options,
     properties: Arc<PlanProperties>,
+    fallback: Arc<dyn ExecutionPlan>,
+    fallbacks: Arc<AtomicUsize>,
 }
 
 impl NacreAggregateExec {
-    /// The operator for `pipeline`, compiled with `options` when it first runs.
-    pub fn new(pipeline: Pipeline, options: nacre::Options) -> NacreAggregateExec {
+    /// The operator for `pipeline`, compiled with `options` when it first runs, in place of
+    /// `fallback` (the DataFusion subtree it was lowered from, with the same output).
+    pub fn new(
+        pipeline: Pipeline,
+        options: nacre::Options,
+        fallback: Arc<dyn ExecutionPlan>,
+    ) -> NacreAggregateExec {
         let partitions = pipeline.scan.partitions.len().max(1);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(pipeline.schema.clone()),
@@ -39,7 +50,14 @@ impl NacreAggregateExec {
             pipeline: Arc::new(pipeline),
             options,
             properties: Arc::new(properties),
+            fallback,
+            fallbacks: Arc::default(),
         }
+    }
+
+    /// How many partitions ran through the DataFusion subtree instead of compiled code.
+    pub fn fallbacks(&self) -> usize {
+        self.fallbacks.load(Ordering::Relaxed)
     }
 
     /// The pipeline it runs.
@@ -92,17 +110,30 @@ impl ExecutionPlan for NacreAggregateExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let pipeline = self.pipeline.clone();
         let options = self.options.clone();
+        let (fallback, fallbacks) = (self.fallback.clone(), self.fallbacks.clone());
+        let schema = self.pipeline.schema.clone();
         let work = async move {
             let c = compiled(&pipeline.program, &options)?;
-            Ok(run_partition(&pipeline, &c.function, partition)?)
+            let stream: SendableRecordBatchStream =
+                match run_partition(&pipeline, &c.function, partition)? {
+                    Some(batch) => Box::pin(RecordBatchStreamAdapter::new(
+                        schema,
+                        futures::stream::iter([Ok(batch)]),
+                    )),
+                    None => {
+                        fallbacks.fetch_add(1, Ordering::Relaxed);
+                        fallback.execute(partition, context)?
+                    }
+                };
+            Ok::<_, DataFusionError>(stream)
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.pipeline.schema.clone(),
-            futures::stream::once(work),
+            futures::stream::once(work).try_flatten(),
         )))
     }
 }

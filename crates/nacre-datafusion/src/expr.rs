@@ -124,6 +124,24 @@ pub enum Expr {
 }
 
 impl Expr {
+    /// Calls `f` on this node and every node below it.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Column { .. } | Expr::Literal { .. } => {}
+            Expr::Arith { left, right, .. }
+            | Expr::Compare { left, right, .. }
+            | Expr::And(left, right)
+            | Expr::Or(left, right) => {
+                left.visit(f);
+                right.visit(f);
+            }
+            Expr::Not(e) | Expr::Cast { expr: e, .. } | Expr::LikePrefix { expr: e, .. } => {
+                e.visit(f)
+            }
+        }
+    }
+
     /// The expression's type.
     pub fn ty(&self) -> ColType {
         match self {

@@ -6,7 +6,7 @@
 use crate::error::Decline;
 use crate::expr::{lower, Expr};
 use crate::types::{ColType, Repr};
-use datafusion::arrow::array::{Array, RecordBatch, StringViewArray};
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::{DataSource, DataSourceExec};
@@ -46,7 +46,8 @@ pub enum AccKind {
 }
 
 /// Where an accumulator lives: one bank per representation, `i64` bank slot 0 counting the
-/// rows that passed the filter (so that an empty input gives SQL's NULL sums).
+/// rows that passed the filter (so that an empty input gives SQL's NULL sums; `count(*)` and
+/// the counts of `avg` share it).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Acc {
     /// How it combines rows.
@@ -101,8 +102,19 @@ pub struct Program {
     pub keys: Vec<Arc<Expr>>,
     /// The aggregates.
     pub aggs: Vec<Aggregate>,
+    /// The accumulators, each once (the first counts the rows that pass the filter).
+    pub accs: Vec<AccSpec>,
     /// Accumulators in each bank: `i64`, `i128`, `f64`.
     pub banks: [usize; 3],
+}
+
+/// An accumulator and what it folds.
+#[derive(Clone, PartialEq, Debug)]
+pub struct AccSpec {
+    /// The accumulator.
+    pub acc: Acc,
+    /// Its argument (`None` for a count).
+    pub arg: Option<Arc<Expr>>,
 }
 
 impl Program {
@@ -116,11 +128,20 @@ impl Program {
         self.keys.iter().map(|k| k.ty().repr().key_words()).sum()
     }
 
-    /// Every accumulator, with the state columns' order.
+    /// Whether the program reads scanned column `k`.
+    pub fn reads(&self, k: usize) -> bool {
+        let mut found = false;
+        let args = self.accs.iter().filter_map(|a| a.arg.as_ref());
+        let roots = self.filter.iter().chain(&self.keys).chain(args);
+        for e in roots {
+            e.visit(&mut |n| found |= matches!(n, Expr::Column { index, .. } if *index == k));
+        }
+        found
+    }
+
+    /// Every accumulator, once.
     pub fn accs(&self) -> impl Iterator<Item = Acc> + '_ {
-        self.aggs
-            .iter()
-            .flat_map(|a| a.states.iter().map(|s| s.acc))
+        self.accs.iter().map(|a| a.acc)
     }
 }
 
@@ -162,12 +183,17 @@ impl Pipeline {
             .iter()
             .map(|(e, _)| lower(e, &schema, &inputs))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut banks = [1, 0, 0];
+        let mut accs = Vec::new();
+        accumulator(&mut accs, AccKind::Count, Repr::I64, None);
         let aggs = agg
             .aggr_expr()
             .iter()
-            .map(|a| aggregate(a, &schema, &inputs, &mut banks))
+            .map(|a| aggregate(a, &schema, &inputs, &mut accs))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut banks = [0; 3];
+        for a in &accs {
+            banks[bank(a.acc.repr)] += 1;
+        }
         if banks.iter().any(|&n| n > MAX_ACCS) {
             return Err(Decline::Plan(format!(
                 "more than {MAX_ACCS} accumulators of one type"
@@ -178,6 +204,7 @@ impl Pipeline {
             filter,
             keys,
             aggs,
+            accs,
             banks,
         };
         let p = Pipeline {
@@ -185,21 +212,14 @@ impl Pipeline {
             program: Arc::new(program),
             schema: agg.schema(),
         };
-        p.check_data()?;
+        p.check_keys()?;
         Ok(p)
     }
 
-    /// Checks what compiled code assumes of the data: no nulls in the scanned columns, and
-    /// string group keys short enough to be held whole in their views (12 bytes).
-    fn check_data(&self) -> Result<(), Decline> {
+    /// Checks the group keys: no floats (DataFusion groups NaNs and zeros its own way), and
+    /// strings only as scanned columns (held in their views).
+    fn check_keys(&self) -> Result<(), Decline> {
         let keys = &self.program.keys;
-        let key_cols: Vec<usize> = keys
-            .iter()
-            .filter_map(|k| match **k {
-                Expr::Column { index, .. } => Some(index),
-                _ => None,
-            })
-            .collect();
         if keys.iter().any(|k| k.ty() == ColType::Float64) {
             return Err(Decline::Plan("float group keys".into()));
         }
@@ -209,26 +229,25 @@ impl Pipeline {
         {
             return Err(Decline::Plan("computed string group keys".into()));
         }
-        for batch in self.scan.partitions.iter().flatten() {
-            for (i, &(col, ty)) in self.scan.columns.iter().enumerate() {
-                let array = batch.column(col);
-                if array.null_count() > 0 {
-                    return Err(Decline::Data(format!("column {col} has nulls")));
-                }
-                if ty == ColType::Utf8View && key_cols.contains(&i) {
-                    let views = array
-                        .as_any()
-                        .downcast_ref::<StringViewArray>()
-                        .ok_or_else(|| Decline::Data("a string column is not a view".into()))?;
-                    if views.views().iter().any(|v| (*v as u32) > 12) {
-                        return Err(Decline::Data(
-                            "a string group key longer than 12 bytes".into(),
-                        ));
-                    }
-                }
-            }
-        }
         Ok(())
+    }
+
+    /// Whether the compiled code can run partition `partition`: no nulls in the columns it
+    /// reads (checked per batch, without reading the data). Otherwise DataFusion runs it.
+    pub fn runs_partition(&self, partition: usize) -> bool {
+        let batches = self
+            .scan
+            .partitions
+            .get(partition)
+            .map_or(&[][..], Vec::as_slice);
+        batches.iter().all(|b| {
+            self.scan
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| self.program.reads(*k))
+                .all(|(_, &(col, _))| b.column(col).null_count() == 0)
+        })
     }
 }
 
@@ -303,12 +322,31 @@ fn scan(m: &MemorySourceConfig) -> Result<Lowered, Decline> {
     Ok((scan, exprs, None))
 }
 
+/// The accumulator of `kind` over `arg` in representation `repr`: one already in `accs` (a
+/// count shared by `count(*)` and every `avg`, the sum of `sum(x)` and `avg(x)`), or a new one
+/// in the next slot of its bank.
+fn accumulator(accs: &mut Vec<AccSpec>, kind: AccKind, repr: Repr, arg: Option<Arc<Expr>>) -> Acc {
+    if let Some(a) = accs
+        .iter()
+        .find(|a| a.acc.kind == kind && a.acc.repr == repr && a.arg == arg)
+    {
+        return a.acc;
+    }
+    let slot = accs
+        .iter()
+        .filter(|a| bank(a.acc.repr) == bank(repr))
+        .count();
+    let acc = Acc { kind, repr, slot };
+    accs.push(AccSpec { acc, arg });
+    acc
+}
+
 /// Lowers one aggregate: its function, argument and state columns.
 fn aggregate(
     a: &AggregateFunctionExpr,
     schema: &datafusion::arrow::datatypes::Schema,
     inputs: &[Arc<Expr>],
-    banks: &mut [usize; 3],
+    accs: &mut Vec<AccSpec>,
 ) -> Result<Aggregate, Decline> {
     if a.is_distinct() || !a.order_bys().is_empty() {
         return Err(Decline::Plan(format!("aggregate {}", a.name())));
@@ -353,16 +391,15 @@ fn aggregate(
             },
         };
         let repr = if repr == Repr::I32 { Repr::I64 } else { repr };
-        let b = bank(repr);
+        let input = if kind == AccKind::Count {
+            None
+        } else {
+            arg.clone()
+        };
         states.push(StateCol {
-            acc: Acc {
-                kind,
-                repr,
-                slot: banks[b],
-            },
+            acc: accumulator(accs, kind, repr, input),
             ty,
         });
-        banks[b] += 1;
     }
     let arg = if func == AggFunc::Count { None } else { arg };
     Ok(Aggregate { func, arg, states })

@@ -51,6 +51,7 @@ impl NacreRule {
             Ok(p) => Ok(Transformed::yes(Arc::new(NacreAggregateExec::new(
                 p,
                 self.options.clone(),
+                plan.clone(),
             )))),
             Err(why) => {
                 self.declined

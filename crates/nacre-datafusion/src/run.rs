@@ -2,7 +2,7 @@
 //! [`crate::codegen::FrameLayout`]), calls the compiled function, grows the group table when
 //! it asks, and turns the accumulators into the partial aggregate's output batch.
 
-use crate::codegen::{hash_words, identity_bits, FrameLayout};
+use crate::codegen::{hash_words, identity_bits, FrameLayout, STATUS_OVERFLOW, STATUS_UNSUPPORTED};
 use crate::compile::PipelineFn;
 use crate::error::Error;
 use crate::pipeline::{bank, Acc, AccKind, Pipeline, Program, MAX_ACCS};
@@ -22,8 +22,18 @@ const FIRST_CAPACITY: usize = 256;
 /// The most slots a group table grows to.
 const MAX_CAPACITY: usize = 1 << 30;
 
-/// Runs the pipeline over partition `partition` and gives its partial aggregate.
-pub fn run_partition(p: &Pipeline, f: &PipelineFn, partition: usize) -> Result<RecordBatch, Error> {
+/// Runs the pipeline over partition `partition` and gives its partial aggregate, or `None`
+/// where the partition holds data the compiled code does not compute with (nulls, long
+/// string keys: see [`Pipeline::runs_partition`]), which DataFusion then runs.
+pub fn run_partition(
+    p: &Pipeline,
+    f: &PipelineFn,
+    partition: usize,
+) -> Result<Option<RecordBatch>, Error> {
+    if !p.runs_partition(partition) {
+        return Ok(None);
+    }
+
     let batches = p
         .scan
         .partitions
@@ -58,10 +68,13 @@ pub fn run_partition(p: &Pipeline, f: &PipelineFn, partition: usize) -> Result<R
         }
         table.output(p)?
     };
-    if status != 0 {
+    if status & STATUS_UNSUPPORTED != 0 {
+        return Ok(None);
+    }
+    if status & STATUS_OVERFLOW != 0 {
         return Err(Error::Overflow);
     }
-    Ok(RecordBatch::try_new(p.schema.clone(), columns)?)
+    Ok(Some(RecordBatch::try_new(p.schema.clone(), columns)?))
 }
 
 fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<usize, Error> {

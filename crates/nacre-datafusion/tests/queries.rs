@@ -11,8 +11,9 @@ use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::datasource::MemTable;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::displayable;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use nacre_datafusion::{tpch, NacreRule};
+use nacre_datafusion::{tpch, NacreAggregateExec, NacreRule};
 use std::sync::Arc;
 
 const PARTITIONS: usize = 2;
@@ -257,4 +258,99 @@ async fn overflow_is_an_error_as_in_datafusion() {
     assert!(plain_err, "DataFusion reports the overflow");
     let err = nacre_result.expect_err("the compiled pipeline reports it too");
     assert!(err.to_string().contains("overflow"), "{err}");
+}
+
+/// The compiled operators of a plan.
+fn compiled_nodes(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<Arc<dyn ExecutionPlan>>) {
+    if plan.downcast_ref::<NacreAggregateExec>().is_some() {
+        out.push(plan.clone());
+    }
+    for c in plan.children() {
+        compiled_nodes(c, out);
+    }
+}
+
+/// Runs `sql` with the rule, checks it against DataFusion, and gives how many partitions the
+/// compiled operator left to DataFusion.
+async fn fallbacks(c: &Contexts, sql: &str) -> usize {
+    let (want, _) = run(&c.plain, sql).await;
+    let df = c.nacre.sql(sql).await.expect("planned");
+    let plan = df.create_physical_plan().await.expect("physical plan");
+    let batches = datafusion::physical_plan::collect(plan.clone(), c.nacre.task_ctx())
+        .await
+        .expect("ran");
+    assert_eq!(
+        pretty_format_batches(&batches)
+            .expect("printed")
+            .to_string(),
+        want,
+        "{sql}"
+    );
+    let mut nodes = Vec::new();
+    compiled_nodes(&plan, &mut nodes);
+    assert_eq!(nodes.len(), 1, "one compiled operator in {sql}");
+    nodes[0]
+        .downcast_ref::<NacreAggregateExec>()
+        .map_or(0, |n| n.fallbacks())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_with_nulls_or_long_keys_run_in_datafusion() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Utf8View, true),
+        Field::new("v", DataType::Int64, true),
+    ]));
+    let batch = |keys: Vec<Option<&str>>, values: Vec<Option<i64>>| {
+        let cols: Vec<Arc<dyn Array>> = vec![
+            Arc::new(StringViewArray::from(keys)),
+            Arc::new(Int64Array::from(values)),
+        ];
+        RecordBatch::try_new(schema.clone(), cols).expect("batch")
+    };
+    let clean = batch(
+        vec![Some("a"), Some("b"), Some("a")],
+        vec![Some(1), Some(2), Some(3)],
+    );
+    let cases = [
+        (
+            batch(vec![Some("a"), None], vec![Some(5), Some(6)]),
+            "a null key",
+        ),
+        (
+            batch(vec![Some("a"), Some("b")], vec![None, Some(6)]),
+            "a null value",
+        ),
+        (
+            batch(
+                vec![Some("a string of more than twelve bytes"), Some("b")],
+                vec![Some(5), Some(6)],
+            ),
+            "a long key",
+        ),
+    ];
+    for (other, what) in cases {
+        let parts = vec![vec![clean.clone()], vec![other]];
+        let register = |ctx: &SessionContext| {
+            let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
+            ctx.register_table("t", Arc::new(t)).expect("registered");
+        };
+        let c = contexts(register).await;
+        let sql = "select k, sum(v), count(v), count(*) from t group by k order by k";
+        assert_eq!(
+            fallbacks(&c, sql).await,
+            1,
+            "{what}: the other partition is compiled"
+        );
+    }
+    // Clean partitions only: nothing falls back.
+    let parts = vec![vec![clean.clone()], vec![clean]];
+    let register = |ctx: &SessionContext| {
+        let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
+        ctx.register_table("t", Arc::new(t)).expect("registered");
+    };
+    let c = contexts(register).await;
+    assert_eq!(
+        fallbacks(&c, "select k, sum(v) from t group by k order by k").await,
+        0
+    );
 }
