@@ -18,6 +18,8 @@
 //! shape, [`run`] is the host side of a call, [`exec`] the operator, [`rule`] the rule;
 //! [`tpch`] generates TPC-H tables in memory for tests and benchmarks.
 
+#![warn(missing_docs)]
+
 pub mod codegen;
 pub mod compile;
 pub mod error;
