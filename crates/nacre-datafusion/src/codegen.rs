@@ -40,7 +40,8 @@ pub struct FrameLayout {
 
 impl FrameLayout {
     /// The word holding the address of accumulator bank `b` (`i64`, `i128`, `f64`): without
-    /// keys, `MAX_ACCS` values; with keys, one array of `capacity + 1` values per accumulator.
+    /// keys, `MAX_ACCS` values; with keys, the bank's accumulators of each of `capacity + 1`
+    /// slots (the last for rows the filter rejects), slot after slot.
     pub fn bank(self, b: usize) -> usize {
         self.columns + b
     }
@@ -97,7 +98,11 @@ struct Row<'a> {
     cols: &'a [Col],
     i: Val<u64>,
     memo: HashMap<*const Expr, V>,
+    /// An arithmetic overflow (an error, as in DataFusion).
     overflow: Val<bool>,
+    /// Data the program does not compute as DataFusion would: a NaN or negative zero
+    /// compared (DataFusion runs the partition).
+    invalid: Val<bool>,
 }
 
 fn load(frame: Ptr<u64>, word: usize) -> Val<u64> {
@@ -144,6 +149,7 @@ impl Row<'_> {
     fn compute(&mut self, e: &Expr) -> V {
         match e {
             Expr::Column { index, .. } => self.column(*index),
+            Expr::IsNull { negated, .. } => V::B(Val::new(*negated)),
             Expr::Literal { value, ty } => literal(value, *ty),
             Expr::Arith {
                 op,
@@ -281,7 +287,12 @@ impl Row<'_> {
 
     fn compare(&mut self, op: CmpOp, l: (V, &Expr), r: (V, &Expr)) -> Val<bool> {
         match (l.0, r.0) {
-            (V::F64(a), V::F64(b)) => cmp(op, a, b),
+            (V::F64(a), V::F64(b)) => {
+                // Arrow orders floats totally (NaN greatest, -0 below +0); IEEE agrees elsewhere.
+                let odd = |x: Val<f64>| x.is_nan() | (x.eq(0.0) & x.is_sign_negative());
+                self.invalid |= odd(a) | odd(b);
+                cmp(op, a, b)
+            }
             (V::I32(a), V::I32(b)) => cmp(op, a, b),
             (V::View(a0, a1), V::View(b0, b1)) => {
                 let eq = a0.eq(b0) & a1.eq(b1);
@@ -307,6 +318,19 @@ impl Row<'_> {
         if from == to {
             return v;
         }
+        let y = self.convert(v, e, to);
+        if let (ColType::Decimal { precision, .. }, V::I128(y)) = (to, y) {
+            // Arrow's cast fails where the value does not fit the target's precision.
+            let shift = i32::from(to.scale()) - i32::from(from.scale());
+            if e.digits() as i32 + shift.max(0) + 1 > i32::from(precision) {
+                self.overflow |= !within_digits(y, u32::from(precision));
+            }
+        }
+        y
+    }
+
+    fn convert(&mut self, v: V, e: &Expr, to: ColType) -> V {
+        let from = e.ty();
         match to.repr() {
             Repr::I64 => V::I64(to_i64(v)),
             Repr::F64 => V::F64(to_f64(v, from)),
@@ -320,13 +344,23 @@ impl Row<'_> {
                 };
                 let d = pow10(from.scale() - to.scale());
                 let (q, r) = (x / d, x % d);
-                let away = (r.abs() * 2i128).ge(d);
+                let away = r.abs().ge(d / 2);
                 let step = select(x.lt(0i128), -1i128, 1i128);
                 V::I128(q + select(away, step, 0i128))
             }
             _ => v,
         }
     }
+}
+
+/// Whether `|x|` has at most `digits` decimal digits (`|x| <= 10^digits - 1`), with one
+/// addition and one unsigned comparison.
+fn within_digits(x: Val<i128>, digits: u32) -> Val<bool> {
+    if digits > I128_DIGITS {
+        return Val::new(true);
+    }
+    let max = 10i128.pow(digits) - 1;
+    x.wrapping_add(max).cast::<u128>().le(max as u128 * 2)
 }
 
 /// Whether `a * b` overflows an `i128`: at once where both fit in 64 bits (the usual case,
@@ -457,11 +491,15 @@ fn contribution(p: &Program, row: &mut Row<'_>) -> Contribution {
         Some(f) => row.bool(f),
         None => Val::new(true),
     };
+    // What the filter rejects is not computed by DataFusion: its overflows don't count.
+    let before = row.overflow;
+    row.overflow = Val::new(false);
     let args = p
         .accs
         .iter()
         .map(|a| a.arg.as_ref().map(|e| row.eval(e)))
         .collect();
+    row.overflow = before | (row.overflow & pass);
     Contribution { pass, args }
 }
 
@@ -567,19 +605,22 @@ pub fn run_ungrouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64
     let cols = columns(p, frame);
     let mut banks = read_banks(frame, l);
     let mut overflow = Val::new(false);
+    let mut invalid = Val::new(false);
     for i in start..end {
         let mut row = Row {
             cols: &cols,
             i,
             memo: HashMap::new(),
             overflow,
+            invalid,
         };
         let c = contribution(p, &mut row);
         overflow = row.overflow;
+        invalid = row.invalid;
         banks = fold(p, banks, &c);
     }
     write_banks(frame, l, banks);
-    note_status(frame, l, overflow, Val::new(false));
+    note_status(frame, l, overflow, invalid);
     end
 }
 
@@ -624,17 +665,17 @@ impl Table {
         self.used.store(slot, 1u64);
     }
 
-    /// Folds a row's contribution into the accumulators of `slot` (in memory: accumulator
-    /// `a` of slot `s` at `a * (capacity + 1) + s`).
+    /// Folds a row's contribution into the accumulators of `slot` (in memory, slot-major:
+    /// accumulator `k` of bank `b` of slot `s` at `s * banks[b] + k`).
     fn update(&self, p: &Program, slot: Val<u64>, c: &Contribution) {
-        let stride = self.capacity + 1u64;
+        let base: [Val<u64>; 3] = std::array::from_fn(|b| slot * p.banks[b] as u64);
         for (a, arg) in p.accs.iter().zip(&c.args) {
             let Acc {
                 kind,
                 repr,
                 slot: k,
             } = a.acc;
-            let at = stride * k as u64 + slot;
+            let at = base[bank(repr)] + k as u64;
             match (kind, repr) {
                 (AccKind::Count, _) => {
                     let ptr = self.banks.0;
@@ -728,11 +769,14 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
             i,
             memo: HashMap::new(),
             overflow,
+            invalid: unsupported,
         };
         let c = contribution(p, &mut row);
+        let before = row.overflow;
+        row.overflow = Val::new(false);
         let (words, long) = key_words(p, &mut row);
-        overflow = row.overflow;
-        unsupported |= long;
+        overflow = before | (row.overflow & c.pass);
+        unsupported = row.invalid | long;
         let slot = probe(&t, &words);
         let new = t.used.load(slot).eq(0u64) & c.pass;
         if new {

@@ -117,18 +117,21 @@ impl ExecutionPlan for NacreAggregateExec {
         let (fallback, fallbacks) = (self.fallback.clone(), self.fallbacks.clone());
         let schema = self.pipeline.schema.clone();
         let work = async move {
-            let c = compiled(&pipeline.program, &options)?;
-            let stream: SendableRecordBatchStream =
-                match run_partition(&pipeline, &c.function, partition)? {
-                    Some(batch) => Box::pin(RecordBatchStreamAdapter::new(
-                        schema,
-                        futures::stream::iter([Ok(batch)]),
-                    )),
-                    None => {
-                        fallbacks.fetch_add(1, Ordering::Relaxed);
-                        fallback.execute(partition, context)?
-                    }
-                };
+            // A pipeline that fails to compile runs in DataFusion, as one that declines data.
+            let result = match compiled(&pipeline.program, &options) {
+                Ok(c) => run_partition(&pipeline, &c.function, partition)?,
+                Err(_) => None,
+            };
+            let stream: SendableRecordBatchStream = match result {
+                Some(batch) => Box::pin(RecordBatchStreamAdapter::new(
+                    schema,
+                    futures::stream::iter([Ok(batch)]),
+                )),
+                None => {
+                    fallbacks.fetch_add(1, Ordering::Relaxed);
+                    fallback.execute(partition, context)?
+                }
+            };
             Ok::<_, DataFusionError>(stream)
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(

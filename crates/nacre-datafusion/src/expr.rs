@@ -111,6 +111,15 @@ pub enum Expr {
         /// The target type.
         ty: ColType,
     },
+    /// `expr IS NULL` (or `IS NOT NULL`): a constant, as pipelines run only over partitions
+    /// without nulls in the columns they read (`expr` is kept so that its columns count as
+    /// read).
+    IsNull {
+        /// The value.
+        expr: Arc<Expr>,
+        /// `IS NOT NULL`.
+        negated: bool,
+    },
     /// `expr LIKE 'prefix%'` (or `NOT LIKE`), the prefix at most 4 bytes (held in every
     /// string view).
     LikePrefix {
@@ -136,9 +145,10 @@ impl Expr {
                 left.visit(f);
                 right.visit(f);
             }
-            Expr::Not(e) | Expr::Cast { expr: e, .. } | Expr::LikePrefix { expr: e, .. } => {
-                e.visit(f)
-            }
+            Expr::Not(e)
+            | Expr::Cast { expr: e, .. }
+            | Expr::LikePrefix { expr: e, .. }
+            | Expr::IsNull { expr: e, .. } => e.visit(f),
         }
     }
 
@@ -153,6 +163,7 @@ impl Expr {
             | Expr::And(..)
             | Expr::Or(..)
             | Expr::Not(_)
+            | Expr::IsNull { .. }
             | Expr::LikePrefix { .. } => ColType::Boolean,
         }
     }
@@ -167,15 +178,16 @@ fn digits_of(x: i128) -> u32 {
 
 impl Expr {
     /// A bound on the decimal digits of the integer that holds a number (a decimal scaled by
-    /// its scale): a column's declared precision (Arrow's contract for `Decimal128(p, s)`: at
-    /// most `p` digits), a literal's own digits, and what arithmetic makes of its operands'.
-    /// Arithmetic whose bound is at most [`I128_DIGITS`] cannot overflow and is not checked.
+    /// its scale): an integer column's type, a literal's own digits, and what arithmetic makes
+    /// of its operands'. A decimal column's declared precision is not a bound (Arrow does not
+    /// enforce it), so arithmetic on decimal columns is checked; arithmetic whose bound is at
+    /// most [`I128_DIGITS`] cannot overflow and is not.
     pub fn digits(&self) -> u32 {
         match self {
             Expr::Column {
-                ty: ColType::Decimal { precision, .. },
+                ty: ColType::Decimal { .. },
                 ..
-            } => u32::from(*precision),
+            } => I128_DIGITS + 1,
             Expr::Column {
                 ty: ColType::Int32 | ColType::Date32,
                 ..
@@ -243,10 +255,13 @@ pub fn lower(
         return Ok(input.clone());
     }
     if let Some(l) = e.downcast_ref::<Literal>() {
-        return Ok(Arc::new(Expr::Literal {
-            value: literal(l.value())?,
-            ty,
-        }));
+        let value = literal(l.value())?;
+        if matches!(&value, Lit::Str(s) if s.len() > 12) {
+            return Err(Decline::Expr(format!(
+                "{expr} (longer than a string view holds)"
+            )));
+        }
+        return Ok(Arc::new(Expr::Literal { value, ty }));
     }
     let sub = |x: &Arc<dyn PhysicalExpr>| lower(x, schema, inputs);
     if let Some(b) = e.downcast_ref::<BinaryExpr>() {
@@ -254,16 +269,30 @@ pub fn lower(
     }
     if let Some(c) = e.downcast_ref::<CastExpr>() {
         let inner = sub(c.expr())?;
+        if c.cast_options().safe {
+            return Err(Decline::Expr(format!(
+                "{expr} (a cast giving NULL on failure)"
+            )));
+        }
         check_cast(inner.ty(), ty)?;
         return Ok(Arc::new(Expr::Cast { expr: inner, ty }));
     }
     if let Some(n) = e.downcast_ref::<NotExpr>() {
         return Ok(Arc::new(Expr::Not(sub(n.arg())?)));
     }
-    // Pipelines run only over columns without nulls (see `crate::pipeline`).
-    if e.downcast_ref::<IsNullExpr>().is_some() || e.downcast_ref::<IsNotNullExpr>().is_some() {
-        let value = Lit::Bool(e.downcast_ref::<IsNotNullExpr>().is_some());
-        return Ok(Arc::new(Expr::Literal { value, ty }));
+    if let Some(n) = e.downcast_ref::<IsNullExpr>() {
+        let expr = sub(n.arg())?;
+        return Ok(Arc::new(Expr::IsNull {
+            expr,
+            negated: false,
+        }));
+    }
+    if let Some(n) = e.downcast_ref::<IsNotNullExpr>() {
+        let expr = sub(n.arg())?;
+        return Ok(Arc::new(Expr::IsNull {
+            expr,
+            negated: true,
+        }));
     }
     if let Some(l) = e.downcast_ref::<LikeExpr>() {
         return like(l, sub(l.expr())?);

@@ -14,7 +14,7 @@ use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, InputOrderMode};
 use std::sync::Arc;
 
 /// An aggregate function.
@@ -72,7 +72,7 @@ pub struct StateCol {
 pub struct Aggregate {
     /// The function.
     pub func: AggFunc,
-    /// Its argument (`None` for `count(*)`).
+    /// Its argument (`count(*)` counts a literal).
     pub arg: Option<Arc<Expr>>,
     /// Its state columns, in DataFusion's order.
     pub states: Vec<StateCol>,
@@ -131,7 +131,7 @@ impl Program {
     /// Whether the program reads scanned column `k`.
     pub fn reads(&self, k: usize) -> bool {
         let mut found = false;
-        let args = self.accs.iter().filter_map(|a| a.arg.as_ref());
+        let args = self.aggs.iter().filter_map(|a| a.arg.as_ref());
         let roots = self.filter.iter().chain(&self.keys).chain(args);
         for e in roots {
             e.visit(&mut |n| found |= matches!(n, Expr::Column { index, .. } if *index == k));
@@ -171,6 +171,9 @@ impl Pipeline {
     pub fn from_partial_aggregate(agg: &AggregateExec) -> Result<Pipeline, Decline> {
         if *agg.mode() != AggregateMode::Partial {
             return Err(Decline::Plan(format!("aggregate mode {:?}", agg.mode())));
+        }
+        if *agg.input_order_mode() != InputOrderMode::Linear {
+            return Err(Decline::Plan("an aggregation over ordered input".into()));
         }
         let group = agg.group_expr();
         if !group.is_single() || agg.filter_expr().iter().any(Option::is_some) {
@@ -308,7 +311,10 @@ fn scan(m: &MemorySourceConfig) -> Result<Lowered, Decline> {
     for &c in &projected {
         // A column of another type stays unread: lowering an expression that reads it fails
         // on its type before reaching this placeholder.
-        let ty = ColType::of(schema.field(c).data_type()).unwrap_or(ColType::Boolean);
+        // Unsigned 64-bit columns are not computed with (they would compare as signed).
+        let ty = ColType::of(schema.field(c).data_type())
+            .filter(|t| *t != ColType::UInt64)
+            .unwrap_or(ColType::Boolean);
         exprs.push(Arc::new(Expr::Column {
             index: columns.len(),
             ty,
@@ -369,6 +375,17 @@ fn aggregate(
     let mut states = Vec::new();
     for f in fields {
         let ty = f.data_type().clone();
+        if !matches!(
+            ty,
+            DataType::Int64
+                | DataType::UInt64
+                | DataType::Int32
+                | DataType::Date32
+                | DataType::Float64
+                | DataType::Decimal128(..)
+        ) {
+            return Err(Decline::Type(ty));
+        }
         let state = f
             .name()
             .rsplit('[')
@@ -391,6 +408,10 @@ fn aggregate(
             },
         };
         let repr = if repr == Repr::I32 { Repr::I64 } else { repr };
+        if repr == Repr::F64 && matches!(kind, AccKind::Min | AccKind::Max) {
+            // DataFusion's float minimum and maximum order NaNs and infinities their own way.
+            return Err(Decline::Plan(format!("aggregate {} of floats", a.name())));
+        }
         let input = if kind == AccKind::Count {
             None
         } else {
@@ -401,6 +422,5 @@ fn aggregate(
             ty,
         });
     }
-    let arg = if func == AggFunc::Count { None } else { arg };
     Ok(Aggregate { func, arg, states })
 }

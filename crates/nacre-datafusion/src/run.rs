@@ -81,7 +81,7 @@ fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<u
     // SAFETY: `frame` holds the addresses of the batch's columns (each with at least `end`
     // values of the column's type) and of the accumulators, status and group table, which
     // live until this call returns; the compiled code reads rows `start..end` only, banks
-    // within their lengths (`MAX_ACCS`, or `capacity + 1` per accumulator) and the table
+    // within their lengths (`MAX_ACCS`, or `capacity + 1` slots of the bank's accumulators) and the table
     // within its capacity (the probe ends at an empty slot: the table is at most half full).
     let r = unsafe { f.call(RawPtr::new(frame.as_mut_ptr()), start as u64, end as u64) };
     Ok(r? as usize)
@@ -133,10 +133,17 @@ struct Banks {
 }
 
 impl Banks {
-    /// Banks of `per` values per accumulator, each at its identity; without keys (`per` 1)
-    /// the banks have `MAX_ACCS` slots, as the carried registers.
-    fn new(p: &Program, per: usize) -> Banks {
-        let n = |b: usize| if per == 1 { MAX_ACCS } else { p.banks[b] * per };
+    /// Banks for `slots` groups, slot-major (see [`acc_index`]), each accumulator at its
+    /// identity; without keys (`slots` 1) the banks have `MAX_ACCS` values, as the carried
+    /// registers.
+    fn new(p: &Program, slots: usize) -> Banks {
+        let n = |b: usize| {
+            if slots == 1 {
+                MAX_ACCS
+            } else {
+                p.banks[b] * slots
+            }
+        };
         let mut banks = Banks {
             i64: vec![0; n(0)],
             i128: vec![0; n(1)],
@@ -144,11 +151,13 @@ impl Banks {
         };
         for acc in p.accs() {
             let bits = identity_bits(acc);
-            let range = acc.slot * per..(acc.slot + 1) * per;
-            match acc.repr {
-                Repr::I128 => banks.i128[range].fill(bits as i128),
-                Repr::F64 => banks.f64[range].fill(f64::from_bits(bits as u64)),
-                _ => banks.i64[range].fill(bits as u64 as i64),
+            for s in 0..slots {
+                let at = acc_index(p, acc, s);
+                match acc.repr {
+                    Repr::I128 => banks.i128[at] = bits as i128,
+                    Repr::F64 => banks.f64[at] = f64::from_bits(bits as u64),
+                    _ => banks.i64[at] = bits as u64 as i64,
+                }
             }
         }
         banks
@@ -161,6 +170,12 @@ impl Banks {
             _ => Scalar::Int(self.i64[at]),
         }
     }
+}
+
+/// Where accumulator `acc` of group slot `slot` is in its bank (slot-major, as the compiled
+/// code's `Table::update`).
+fn acc_index(p: &Program, acc: Acc, slot: usize) -> usize {
+    slot * p.banks[bank(acc.repr)] + acc.slot
 }
 
 /// One accumulator's value.
@@ -291,10 +306,7 @@ impl GroupTable {
             t.keys[to * w..(to + 1) * w].copy_from_slice(key);
             t.used[to] = 1;
             for acc in p.accs() {
-                let (from, at) = (
-                    acc.slot * (self.capacity + 1) + s,
-                    acc.slot * (capacity + 1) + to,
-                );
+                let (from, at) = (acc_index(p, acc, s), acc_index(p, acc, to));
                 match bank(acc.repr) {
                     1 => t.banks.i128[at] = self.banks.i128[from],
                     2 => t.banks.f64[at] = self.banks.f64[from],
@@ -323,10 +335,9 @@ impl GroupTable {
             word += ty.repr().key_words();
         }
         for s in p.program.aggs.iter().flat_map(|a| &a.states) {
-            let base = s.acc.slot * (self.capacity + 1);
             let values: Vec<_> = slots
                 .iter()
-                .map(|&g| Some(self.banks.get(s.acc, base + g)))
+                .map(|&g| Some(self.banks.get(s.acc, acc_index(&p.program, s.acc, g))))
                 .collect();
             out.push(array(&s.ty, &values)?);
         }

@@ -39,7 +39,7 @@ impl ColType {
             DataType::UInt64 => ColType::UInt64,
             DataType::Float64 => ColType::Float64,
             DataType::Date32 => ColType::Date32,
-            DataType::Decimal128(precision, scale) => ColType::Decimal {
+            DataType::Decimal128(precision, scale) if *scale >= 0 => ColType::Decimal {
                 precision: *precision,
                 scale: *scale,
             },
