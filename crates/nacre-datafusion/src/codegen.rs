@@ -90,7 +90,6 @@ enum Col {
     I128(Ptr<i128>),
     F64(Ptr<f64>),
     View(Ptr<u64>),
-    Unread,
 }
 
 /// Evaluates expressions for one row, each shared node once.
@@ -126,7 +125,8 @@ fn columns(p: &Program, frame: Ptr<u64>) -> Vec<Col> {
             Repr::I128 => Col::I128(ptr_at(frame, k)),
             Repr::F64 => Col::F64(ptr_at(frame, k)),
             Repr::View => Col::View(ptr_at(frame, k)),
-            Repr::Bool => Col::Unread,
+            // Scanned columns have the types `pipeline::scan` reads, never booleans.
+            Repr::Bool => unreachable!("a scanned boolean column"),
         })
         .collect()
 }
@@ -203,7 +203,6 @@ impl Row<'_> {
             Col::I128(p) => V::I128(p.load(i)),
             Col::F64(p) => V::F64(p.load(i)),
             Col::View(p) => V::View(p.load(i * 2u64), p.load(i * 2u64 + 1u64)),
-            Col::Unread => unreachable!("pipelines read columns of supported types only"),
         }
     }
 
@@ -801,11 +800,6 @@ pub fn run(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) -> Val<
     } else {
         run_grouped(p, frame, start, end)
     }
-}
-
-/// The bank of an accumulator (re-exported for the host side).
-pub fn acc_bank(acc: Acc) -> usize {
-    bank(acc.repr)
 }
 
 #[cfg(test)]

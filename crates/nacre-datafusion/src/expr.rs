@@ -43,22 +43,8 @@ pub enum ArithOp {
     Div,
 }
 
-/// Comparison operators.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum CmpOp {
-    /// `=`
-    Eq,
-    /// `<>`
-    Ne,
-    /// `<`
-    Lt,
-    /// `<=`
-    Le,
-    /// `>`
-    Gt,
-    /// `>=`
-    Ge,
-}
+/// Comparison operators: the IR's.
+pub use nacre::ir::CmpOp;
 
 /// A typed expression over the scanned columns.
 #[derive(Clone, PartialEq, Debug)]
@@ -231,12 +217,17 @@ impl Expr {
     }
 }
 
+/// What a column of an operator's input is: its expression over the scanned columns, or
+/// `None` for a scanned column of a type pipelines do not read (booleans are bit-packed,
+/// unsigned 64-bit integers would compare as signed, and the types [`ColType`] lacks).
+pub type Input = Option<Arc<Expr>>;
+
 /// Lowers a DataFusion physical expression evaluated over `schema`, whose columns are the
 /// expressions `inputs` (the scanned columns, or what an operator below computed).
 pub fn lower(
     expr: &Arc<dyn PhysicalExpr>,
     schema: &Schema,
-    inputs: &[Arc<Expr>],
+    inputs: &[Input],
 ) -> Result<Arc<Expr>, Decline> {
     let e: &dyn PhysicalExpr = expr.as_ref();
     let ty = result_type(expr, schema)?;
@@ -244,15 +235,7 @@ pub fn lower(
         let input = inputs
             .get(c.index())
             .ok_or_else(|| Decline::Expr(format!("column {c} is not in its input")))?;
-        // Scanned boolean columns are bit-packed: not read by pipelines.
-        if let Expr::Column {
-            ty: ColType::Boolean,
-            ..
-        } = **input
-        {
-            return Err(Decline::Type(ty.arrow()));
-        }
-        return Ok(input.clone());
+        return input.clone().ok_or(Decline::Type(ty.arrow()));
     }
     if let Some(l) = e.downcast_ref::<Literal>() {
         let value = literal(l.value())?;
@@ -453,7 +436,7 @@ fn like(l: &LikeExpr, expr: Arc<Expr>) -> Result<Arc<Expr>, Decline> {
     }))
 }
 
-fn in_list(l: &InListExpr, schema: &Schema, inputs: &[Arc<Expr>]) -> Result<Arc<Expr>, Decline> {
+fn in_list(l: &InListExpr, schema: &Schema, inputs: &[Input]) -> Result<Arc<Expr>, Decline> {
     let x = lower(l.expr(), schema, inputs)?;
     let mut any: Option<Arc<Expr>> = None;
     for item in l.list() {

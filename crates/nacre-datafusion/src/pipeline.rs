@@ -4,7 +4,7 @@
 //! partitions' states as before).
 
 use crate::error::Decline;
-use crate::expr::{lower, Expr};
+use crate::expr::{lower, Expr, Input};
 use crate::types::{ColType, Repr};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -255,7 +255,7 @@ impl Pipeline {
 }
 
 /// The scan below an operator, the expressions of the operator's columns, and its filter.
-type Lowered = (Scan, Vec<Arc<Expr>>, Option<Arc<Expr>>);
+type Lowered = (Scan, Vec<Input>, Option<Arc<Expr>>);
 
 /// Lowers the operators below the aggregate: the scan, and the expressions that give each
 /// column of `plan`'s output, and the conjunction of the filters on the way.
@@ -266,7 +266,7 @@ fn lower_input(plan: &Arc<dyn ExecutionPlan>) -> Result<Lowered, Decline> {
         let exprs = p
             .expr()
             .iter()
-            .map(|e| lower(&e.expr, &schema, &inputs))
+            .map(|e| lower(&e.expr, &schema, &inputs).map(Some))
             .collect::<Result<Vec<_>, _>>()?;
         return Ok((scan, exprs, filter));
     }
@@ -282,7 +282,15 @@ fn lower_input(plan: &Arc<dyn ExecutionPlan>) -> Result<Lowered, Decline> {
         });
         let out = match f.projection() {
             None => inputs,
-            Some(p) => p.iter().map(|&i| inputs[i].clone()).collect(),
+            Some(p) => p
+                .iter()
+                .map(|&i| {
+                    inputs
+                        .get(i)
+                        .cloned()
+                        .ok_or_else(|| Decline::Plan(format!("filter projection {i}")))
+                })
+                .collect::<Result<_, _>>()?,
         };
         return Ok((scan, out, filter));
     }
@@ -309,17 +317,15 @@ fn scan(m: &MemorySourceConfig) -> Result<Lowered, Decline> {
     let mut columns = Vec::new();
     let mut exprs = Vec::new();
     for &c in &projected {
-        // A column of another type stays unread: lowering an expression that reads it fails
-        // on its type before reaching this placeholder.
-        // Unsigned 64-bit columns are not computed with (they would compare as signed).
-        let ty = ColType::of(schema.field(c).data_type())
-            .filter(|t| *t != ColType::UInt64)
-            .unwrap_or(ColType::Boolean);
-        exprs.push(Arc::new(Expr::Column {
-            index: columns.len(),
-            ty,
+        let readable = ColType::of(schema.field(c).data_type())
+            .filter(|t| !matches!(t, ColType::UInt64 | ColType::Boolean));
+        exprs.push(readable.map(|ty| {
+            columns.push((c, ty));
+            Arc::new(Expr::Column {
+                index: columns.len() - 1,
+                ty,
+            })
         }));
-        columns.push((c, ty));
     }
     let scan = Scan {
         partitions: m.partitions().to_vec(),
@@ -351,7 +357,7 @@ fn accumulator(accs: &mut Vec<AccSpec>, kind: AccKind, repr: Repr, arg: Option<A
 fn aggregate(
     a: &AggregateFunctionExpr,
     schema: &datafusion::arrow::datatypes::Schema,
-    inputs: &[Arc<Expr>],
+    inputs: &[Input],
     accs: &mut Vec<AccSpec>,
 ) -> Result<Aggregate, Decline> {
     if a.is_distinct() || !a.order_bys().is_empty() {

@@ -188,7 +188,9 @@ impl<T: Element> Ptr<T> {
     /// # Safety
     /// The pointer carries no bounds: a checked module cannot check its accesses, so use it in
     /// functions compiled with `Engine::compile_unchecked`, whose caller guarantees that every
-    /// access through it is in bounds of live memory of `T`s.
+    /// access through it is in bounds of live memory of `T`s. In direct mode a call may touch
+    /// only its arguments' memory, so accesses through such a pointer are refused there
+    /// (`Trap::OutOfBounds`).
     pub unsafe fn from_addr(addr: Val<u64>) -> Ptr<T> {
         let raw = addr.handle();
         let h = with_tracer(|t| {

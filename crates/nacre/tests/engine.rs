@@ -297,3 +297,45 @@ fn externs_with_the_same_name_stay_apart() {
         assert_eq!(f.call(5).unwrap(), 10 * 10 + 15, "{}", kind.name());
     }
 }
+
+/// Sums the `u64`s at the address stored in `table[0]` (a pointer read from memory).
+fn sum_through_table(table: Ptr<u64>, n: Val<u64>) -> Val<u64> {
+    // SAFETY: the callers store in `table[0]` the address of `n` live `u64`s and compile
+    // unchecked.
+    let data = unsafe { Ptr::<u64>::from_addr(table.load(0u64)) };
+    let mut sum = Val::new(0u64);
+    for k in 0..4u64 {
+        sum = sum + select(Val::new(k).lt(n), data.load(k), 0u64);
+    }
+    sum
+}
+
+#[test]
+fn pointers_loaded_from_memory_on_every_backend() {
+    let data = [3u64, 5, 7, 11];
+    let mut table = [data.as_ptr() as u64];
+    for kind in BackendKind::ALL {
+        let engine = Engine::new(Options::with_backend(kind)).expect("engine");
+        let f = engine
+            .compile_unchecked(sum_through_table)
+            .expect("compiled");
+        // SAFETY: `table[0]` holds the address of `data`'s four values, live for the call.
+        let r = unsafe { f.call(nacre::RawPtr::new(table.as_mut_ptr()), 4) };
+        assert_eq!(r.ok(), Some(26), "{kind:?}");
+    }
+    // Direct mode lets a call touch only its arguments' memory: the loaded pointer's is not.
+    let engine = Engine::new(Options {
+        direct: true,
+        ..Options::default()
+    })
+    .expect("engine");
+    let f = engine
+        .compile_unchecked(sum_through_table)
+        .expect("compiled");
+    // SAFETY: as above.
+    let r = unsafe { f.call(nacre::RawPtr::new(table.as_mut_ptr()), 4) };
+    assert!(
+        matches!(r, Err(Error::Trap(Trap::OutOfBounds { .. }))),
+        "{r:?}"
+    );
+}
