@@ -305,7 +305,7 @@ fn sum_through_table(table: Ptr<u64>, n: Val<u64>) -> Val<u64> {
     let data = unsafe { Ptr::<u64>::from_addr(table.load(0u64)) };
     let mut sum = Val::new(0u64);
     for k in 0..4u64 {
-        sum = sum + select(Val::new(k).lt(n), data.load(k), 0u64);
+        sum += select(Val::new(k).lt(n), data.load(k), 0u64);
     }
     sum
 }
