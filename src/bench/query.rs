@@ -5,6 +5,11 @@
 //! hand-fused single-pass Rust loop over the same Arrow arrays (`query_fused_rust_*`, one
 //! thread per partition: what compiled code can reach), with the first tier's compile time
 //! (`query_compile_*`). Every result is checked against DataFusion's before timing.
+//!
+//! With `--device cuda` (or `cpu-kernels`), the same queries also run with
+//! `SET nacre.device = '<device>'`: `query_nacre_cuda_*` warm (partitions already in device
+//! memory, kernels compiled), `query_nacre_cuda_cold_*` the first run (loading and
+//! compiling), and `query_load_cuda_*` the one-time load into device memory alone.
 
 use super::measure::{measure, Config, Stats};
 use super::report::{self, Results};
@@ -37,6 +42,10 @@ pub struct QueryArgs {
     /// Writes the results as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Also runs the queries with compiled pipelines on this device (`nacre.device`:
+    /// `cuda`, `cpu-kernels`).
+    #[arg(long)]
+    pub device: Option<String>,
 }
 
 /// Runs the suite.
@@ -65,9 +74,18 @@ pub fn run(args: &QueryArgs) -> Result<()> {
     );
     let config = SessionConfig::new().with_target_partitions(args.partitions);
     let plain = SessionContext::new_with_config(config.clone());
-    let nacre = nacre_datafusion::session_context(config);
+    let nacre = nacre_datafusion::session_context(config.clone());
     tpch::register(&plain, data.clone())?;
     tpch::register(&nacre, data.clone())?;
+    let device = match &args.device {
+        Some(d) => {
+            let ctx = nacre_datafusion::session_context(config);
+            tpch::register(&ctx, data.clone())?;
+            rt.block_on(ctx.sql(&format!("SET nacre.device = '{d}'")))?;
+            Some((d.as_str(), ctx))
+        }
+        None => None,
+    };
     let mut results = Results::new(args.filter.clone());
     for (name, sql) in tpch::QUERIES {
         let rows = ["compile", "nacre_cold", "datafusion", "nacre", "fused_rust"];
@@ -75,10 +93,12 @@ pub fn run(args: &QueryArgs) -> Result<()> {
             let row = format!("query_{k}_{name}");
             args.filter.is_empty() || args.filter.iter().any(|f| row.contains(f.as_str()))
         };
-        if !rows.iter().any(wanted) {
-            continue;
+        if rows.iter().any(wanted) {
+            rt.block_on(query(&mut results, &cfg, name, sql, &plain, &nacre, &data))?;
         }
-        rt.block_on(query(&mut results, &cfg, name, sql, &plain, &nacre, &data))?;
+        if let Some((d, ctx)) = &device {
+            rt.block_on(on_device(&mut results, &cfg, (name, sql), &plain, (d, ctx)))?;
+        }
     }
     results.done();
     report::ensure_matched(&args.filter, &results.rows)?;
@@ -184,6 +204,60 @@ async fn query(
     Ok(())
 }
 
+/// The rows of a query with pipelines on `device` (see the module docs), checked against
+/// DataFusion's results and the plan's placement.
+async fn on_device(
+    results: &mut Results,
+    cfg: &Config,
+    (name, sql): (&str, &str),
+    plain: &SessionContext,
+    (device, ctx): (&str, &SessionContext),
+) -> Result<()> {
+    let rows = [
+        format!("query_nacre_{device}_cold_{name}"),
+        format!("query_load_{device}_{name}"),
+        format!("query_nacre_{device}_{name}"),
+    ];
+    if !rows.iter().any(|r| results.wants(r)) {
+        return Ok(());
+    }
+    let plan = ctx.sql(sql).await?.create_physical_plan().await?;
+    let shown = datafusion::physical_plan::displayable(plan.as_ref())
+        .indent(true)
+        .to_string();
+    if !shown.contains(&format!("device={device}")) {
+        bail!("{name}: the pipeline is not placed on {device}:\n{shown}");
+    }
+    let want = collect(plain, sql).await?;
+    nacre_datafusion::device::clear();
+    let cold = Instant::now();
+    let got = collect(ctx, sql).await?;
+    let cold = cold.elapsed();
+    let load = nacre_datafusion::device::load_stats();
+    let text = |b: &[RecordBatch]| pretty_format_batches(b).map(|t| t.to_string());
+    if text(&got)? != text(&want)? {
+        bail!(
+            "{name} on {device}: results differ from DataFusion's:\n{}\n{}",
+            text(&got)?,
+            text(&want)?
+        );
+    }
+    let single = |d: Duration| Stats {
+        median_ns: d.as_nanos() as f64,
+        mad_ns: 0.0,
+        min_ns: d.as_nanos() as f64,
+        samples: 1,
+        batch: 1,
+    };
+    results.record(&rows[0], single(cold), ", with loading and compile");
+    let mb = load.bytes as f64 / 1e6;
+    results.record(&rows[1], single(load.time), &format!(", {mb:.0} MB"));
+    let rt = tokio::runtime::Handle::current();
+    let s = sample(cfg, &rt, ctx, sql);
+    results.record(&rows[2], s, "");
+    Ok(())
+}
+
 /// Ratios of each query's rows to the fused loop and to DataFusion, with the targets.
 fn print_ratios(rows: &[report::Row]) {
     let m = report::medians(rows);
@@ -201,6 +275,20 @@ fn print_ratios(rows: &[report::Row]) {
             if r <= 1.3 { "PASS" } else { "MISS" },
             df / nacre
         );
+        for (k, v) in &m {
+            let Some(device) = k
+                .strip_prefix("query_nacre_")
+                .and_then(|r| r.strip_suffix(&format!("_{name}")))
+                .filter(|d| !d.ends_with("cold"))
+            else {
+                continue;
+            };
+            let x = df / v;
+            println!(
+                "{name}: nacre on {device} {x:.1}x faster than DataFusion alone (target 10x: {})",
+                if x >= 10.0 { "PASS" } else { "MISS" }
+            );
+        }
         if let Some(c) = get("compile") {
             let ms = c / 1e6;
             println!(

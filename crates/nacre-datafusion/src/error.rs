@@ -35,6 +35,9 @@ pub enum Error {
     /// Building the result batch failed.
     #[error("building the result of a compiled pipeline failed: {0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
+    /// Device memory for a pipeline on the GPU could not be allocated.
+    #[error("device memory for a compiled pipeline: {0}; free memory on the GPU or run the query on the CPU (SET nacre.device = 'cpu')")]
+    DeviceMemory(#[from] nacre::gpu::MemoryError),
     /// The group table cannot grow further.
     #[error("a compiled aggregation has more than {0} groups; raise memory or run the query without nacre")]
     TooManyGroups(usize),

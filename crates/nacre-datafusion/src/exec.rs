@@ -2,11 +2,17 @@
 //! a partial aggregation and everything below it, one call per partition, as many
 //! partitions as the scan had. It keeps the subtree it replaced: a partition whose data the
 //! compiled code does not compute with (nulls, string keys longer than their views) runs
-//! through it, as without Nacre.
+//! through it, as without Nacre. Where the session asks for a GPU ([`Placement`]), each
+//! partition runs as a kernel there ([`crate::device`]), or on the CPU where the device
+//! declines the partition or fails.
 
 use crate::compile::compiled;
+use crate::config::Placement;
+use crate::device::{self, Outcome};
+use crate::error::Error;
 use crate::pipeline::Pipeline;
 use crate::run::run_partition;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
@@ -26,17 +32,21 @@ use std::sync::Arc;
 pub struct NacreAggregateExec {
     pipeline: Arc<Pipeline>,
     options: nacre::Options,
+    placement: Placement,
     properties: Arc<PlanProperties>,
     fallback: Arc<dyn ExecutionPlan>,
     fallbacks: Arc<AtomicUsize>,
+    on_device: Arc<AtomicUsize>,
 }
 
 impl NacreAggregateExec {
-    /// The operator for `pipeline`, compiled with `options` when it first runs, in place of
-    /// `fallback` (the DataFusion subtree it was lowered from, with the same output).
+    /// The operator for `pipeline`, compiled with `options` (on the CPU) when it first runs,
+    /// on `placement`, in place of `fallback` (the DataFusion subtree it was lowered from,
+    /// with the same output).
     pub fn new(
         pipeline: Pipeline,
         options: nacre::Options,
+        placement: Placement,
         fallback: Arc<dyn ExecutionPlan>,
     ) -> NacreAggregateExec {
         let partitions = pipeline.scan.partitions.len().max(1);
@@ -49,9 +59,11 @@ impl NacreAggregateExec {
         NacreAggregateExec {
             pipeline: Arc::new(pipeline),
             options,
+            placement,
             properties: Arc::new(properties),
             fallback,
             fallbacks: Arc::default(),
+            on_device: Arc::default(),
         }
     }
 
@@ -60,9 +72,49 @@ impl NacreAggregateExec {
         self.fallbacks.load(Ordering::Relaxed)
     }
 
+    /// How many partitions ran as kernels on the device ([`Placement::Kernels`]).
+    pub fn device_runs(&self) -> usize {
+        self.on_device.load(Ordering::Relaxed)
+    }
+
     /// The pipeline it runs.
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline
+    }
+
+    /// Where it runs.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+}
+
+/// Runs partition `partition` where `placement` says: its partial aggregate, or `None` for
+/// DataFusion to run it.
+fn run(
+    pipeline: &Pipeline,
+    options: &nacre::Options,
+    placement: &Placement,
+    partition: usize,
+    on_device: &AtomicUsize,
+) -> Result<Option<RecordBatch>, Error> {
+    if let Placement::Kernels(kind) = placement {
+        match device::run_partition(pipeline, *kind, partition) {
+            Ok(Outcome::Done(batch)) => {
+                on_device.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(batch));
+            }
+            Ok(Outcome::DataFusion) => return Ok(None),
+            Ok(Outcome::Host(_)) => {}
+            Err(Error::Overflow) => return Err(Error::Overflow),
+            Err(e) => {
+                log::warn!("a compiled pipeline failed on {placement} ({e}); it runs on the CPU")
+            }
+        }
+    }
+    // A pipeline that fails to compile runs in DataFusion, as one that declines data.
+    match compiled(&pipeline.program, options) {
+        Ok(c) => run_partition(pipeline, &c.function, partition),
+        Err(_) => Ok(None),
     }
 }
 
@@ -71,11 +123,12 @@ impl DisplayAs for NacreAggregateExec {
         let p = &self.pipeline.program;
         write!(
             f,
-            "NacreAggregateExec: columns={}, filter={}, keys={}, aggregates={}",
+            "NacreAggregateExec: columns={}, filter={}, keys={}, aggregates={}, device={}",
             p.columns.len(),
             p.filter.is_some(),
             p.keys.len(),
-            p.aggs.len()
+            p.aggs.len(),
+            self.placement
         )
     }
 }
@@ -114,14 +167,12 @@ impl ExecutionPlan for NacreAggregateExec {
     ) -> Result<SendableRecordBatchStream> {
         let pipeline = self.pipeline.clone();
         let options = self.options.clone();
+        let placement = self.placement.clone();
         let (fallback, fallbacks) = (self.fallback.clone(), self.fallbacks.clone());
+        let on_device = self.on_device.clone();
         let schema = self.pipeline.schema.clone();
         let work = async move {
-            // A pipeline that fails to compile runs in DataFusion, as one that declines data.
-            let result = match compiled(&pipeline.program, &options) {
-                Ok(c) => run_partition(&pipeline, &c.function, partition)?,
-                Err(_) => None,
-            };
+            let result = run(&pipeline, &options, &placement, partition, &on_device)?;
             let stream: SendableRecordBatchStream = match result {
                 Some(batch) => Box::pin(RecordBatchStreamAdapter::new(
                     schema,

@@ -13,15 +13,22 @@
 //! let ctx = nacre_datafusion::session_context(SessionConfig::new());
 //! ```
 //!
+//! On a GPU, `SET nacre.device = 'cuda'` ([`NacreConfig`]) runs each partition as one CUDA
+//! kernel over its columns, loaded into device memory once.
+//!
 //! The modules follow one query: [`pipeline`] lowers the DataFusion subtree (with [`expr`]
-//! and [`types`]), [`codegen`] is the traced code, [`compile`] caches compiled pipelines per
-//! shape, [`run`] is the host side of a call, [`exec`] the operator, [`rule`] the rule;
-//! [`tpch`] generates TPC-H tables in memory for tests and benchmarks.
+//! and [`types`]), [`codegen`] is the traced code (the CPU's loop, and the GPU's kernel in
+//! [`codegen::kernel`]), [`compile`] caches compiled pipelines per shape, [`run`] is the
+//! host side of a call on the CPU and [`device`] on a GPU, [`config`] says where a pipeline
+//! runs, [`exec`] is the operator, [`rule`] the rule; [`tpch`] generates TPC-H tables in
+//! memory for tests and benchmarks.
 
 #![warn(missing_docs)]
 
 pub mod codegen;
 pub mod compile;
+pub mod config;
+pub mod device;
 pub mod error;
 pub mod exec;
 pub mod expr;
@@ -31,6 +38,7 @@ pub mod run;
 pub mod tpch;
 pub mod types;
 
+pub use config::{NacreConfig, Placement};
 pub use error::{Decline, Error};
 pub use exec::NacreAggregateExec;
 pub use rule::NacreRule;
@@ -53,12 +61,17 @@ pub fn default_options() -> nacre::Options {
 
 /// Adds [`NacreRule`] to a session state builder.
 pub trait SessionStateBuilderExt {
-    /// The builder with compiled pipelines ([`default_options`]).
+    /// The builder with compiled pipelines ([`default_options`]) and Nacre's session options
+    /// ([`NacreConfig`]: `SET nacre.device = 'cuda'` runs them on the GPU).
     fn with_nacre(self) -> Self;
 }
 
 impl SessionStateBuilderExt for SessionStateBuilder {
-    fn with_nacre(self) -> Self {
+    fn with_nacre(mut self) -> Self {
+        let config = self.config().get_or_insert_with(SessionConfig::new);
+        if config.options().extensions.get::<NacreConfig>().is_none() {
+            *config = std::mem::take(config).with_option_extension(NacreConfig::default());
+        }
         self.with_physical_optimizer_rule(Arc::new(NacreRule::new(default_options())))
     }
 }

@@ -1,6 +1,7 @@
 //! [`NacreRule`]: the physical optimizer rule that puts compiled pipelines into DataFusion
 //! plans.
 
+use crate::config::Placement;
 use crate::error::Decline;
 use crate::exec::NacreAggregateExec;
 use crate::pipeline::Pipeline;
@@ -40,7 +41,11 @@ impl NacreRule {
             .clone()
     }
 
-    fn replace(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
+    fn replace(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
         let Some(agg) = plan
             .downcast_ref::<AggregateExec>()
             .filter(|a| *a.mode() == AggregateMode::Partial)
@@ -48,11 +53,15 @@ impl NacreRule {
             return Ok(Transformed::no(plan));
         };
         match Pipeline::from_partial_aggregate(agg) {
-            Ok(p) => Ok(Transformed::yes(Arc::new(NacreAggregateExec::new(
-                p,
-                self.options.clone(),
-                plan.clone(),
-            )))),
+            Ok(p) => {
+                let placement = Placement::choose(config, &p.program)?;
+                Ok(Transformed::yes(Arc::new(NacreAggregateExec::new(
+                    p,
+                    self.options.clone(),
+                    placement,
+                    plan.clone(),
+                ))))
+            }
             Err(why) => {
                 self.declined
                     .lock()
@@ -68,9 +77,9 @@ impl PhysicalOptimizerRule for NacreRule {
     fn optimize(
         &self,
         plan: Arc<dyn ExecutionPlan>,
-        _config: &ConfigOptions,
+        config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(plan.transform_up(|p| self.replace(p))?.data)
+        Ok(plan.transform_up(|p| self.replace(p, config))?.data)
     }
 
     fn name(&self) -> &str {

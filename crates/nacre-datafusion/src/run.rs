@@ -42,7 +42,7 @@ pub fn run_partition(
     let program = &p.program;
     let mut status = 0u64;
     let columns = if program.keys.is_empty() {
-        let mut banks = Banks::new(program, 1);
+        let mut banks = Banks::identities(program, 1);
         for b in batches {
             let mut frame = frame(p, b, &mut banks, &mut status);
             call(f, &mut frame, 0, b.num_rows())?;
@@ -125,18 +125,18 @@ fn column_address(a: &dyn Array, ty: ColType) -> u64 {
     }
 }
 
-/// Accumulator banks: `per` values of every accumulator, accumulator-major.
-struct Banks {
-    i64: Vec<i64>,
-    i128: Vec<i128>,
-    f64: Vec<f64>,
+/// Accumulator banks: the accumulators of each group slot, slot-major (see [`acc_index`]).
+pub(crate) struct Banks {
+    pub(crate) i64: Vec<i64>,
+    pub(crate) i128: Vec<i128>,
+    pub(crate) f64: Vec<f64>,
 }
 
 impl Banks {
     /// Banks for `slots` groups, slot-major (see [`acc_index`]), each accumulator at its
     /// identity; without keys (`slots` 1) the banks have `MAX_ACCS` values, as the carried
     /// registers.
-    fn new(p: &Program, slots: usize) -> Banks {
+    pub(crate) fn identities(p: &Program, slots: usize) -> Banks {
         let n = |b: usize| {
             if slots == 1 {
                 MAX_ACCS
@@ -241,7 +241,7 @@ fn array(ty: &DataType, values: &[Option<Scalar>]) -> Result<ArrayRef, Error> {
 
 /// The one-row output of a program without keys: SQL's NULL for the sum, minimum and
 /// maximum of no rows.
-fn ungrouped_output(p: &Program, banks: &Banks) -> Result<Vec<ArrayRef>, Error> {
+pub(crate) fn ungrouped_output(p: &Program, banks: &Banks) -> Result<Vec<ArrayRef>, Error> {
     let rows = banks.i64[0];
     p.aggs
         .iter()
@@ -273,7 +273,7 @@ impl GroupTable {
             keys: vec![0; capacity * words],
             used: vec![0; capacity],
             count: 0,
-            banks: Banks::new(p, capacity + 1),
+            banks: Banks::identities(p, capacity + 1),
         }
     }
 
@@ -321,28 +321,41 @@ impl GroupTable {
     /// The keys, then the accumulators, of every group.
     fn output(&self, p: &Pipeline) -> Result<Vec<ArrayRef>, Error> {
         let slots: Vec<usize> = self.slots().collect();
-        let mut out = Vec::new();
+        let mut first_word = Vec::new();
         let mut word = 0;
         for k in &p.program.keys {
-            let ty = k.ty();
-            let at = |s: usize, i: usize| self.keys[s * self.words + word + i];
-            out.push(key_array(
-                ty,
-                slots
-                    .iter()
-                    .map(|&s| [at(s, 0), at(s, ty.repr().key_words() - 1)]),
-            )?);
-            word += ty.repr().key_words();
+            first_word.push(word);
+            word += k.ty().repr().key_words();
         }
-        for s in p.program.aggs.iter().flat_map(|a| &a.states) {
-            let values: Vec<_> = slots
-                .iter()
-                .map(|&g| Some(self.banks.get(s.acc, acc_index(&p.program, s.acc, g))))
-                .collect();
-            out.push(array(&s.ty, &values)?);
-        }
-        Ok(out)
+        let key = |s: usize, k: usize| {
+            let at = s * self.words + first_word[k];
+            let last = p.program.keys[k].ty().repr().key_words() - 1;
+            [self.keys[at], self.keys[at + last]]
+        };
+        grouped_output(p, &self.banks, &slots, key)
     }
+}
+
+/// The output columns of the groups in `slots`: each key (`key(slot, k)` gives key `k`'s
+/// words: one-word keys twice), then every aggregate state.
+pub(crate) fn grouped_output(
+    p: &Pipeline,
+    banks: &Banks,
+    slots: &[usize],
+    key: impl Fn(usize, usize) -> [u64; 2],
+) -> Result<Vec<ArrayRef>, Error> {
+    let mut out = Vec::new();
+    for (k, e) in p.program.keys.iter().enumerate() {
+        out.push(key_array(e.ty(), slots.iter().map(|&s| key(s, k)))?);
+    }
+    for s in p.program.aggs.iter().flat_map(|a| &a.states) {
+        let values: Vec<_> = slots
+            .iter()
+            .map(|&g| Some(banks.get(s.acc, acc_index(&p.program, s.acc, g))))
+            .collect();
+        out.push(array(&s.ty, &values)?);
+    }
+    Ok(out)
 }
 
 /// The array of a group key's values, each given by its (one or two) words.

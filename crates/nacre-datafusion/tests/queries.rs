@@ -13,13 +13,17 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::displayable;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use nacre_datafusion::{tpch, NacreAggregateExec, NacreRule};
+use nacre_datafusion::{tpch, NacreAggregateExec, NacreConfig, NacreRule};
 use std::sync::Arc;
 
 const PARTITIONS: usize = 2;
 
 fn config() -> SessionConfig {
     SessionConfig::new().with_target_partitions(PARTITIONS)
+}
+
+fn nacre_config() -> SessionConfig {
+    config().with_option_extension(NacreConfig::default())
 }
 
 /// The results of `sql` on `ctx` as text, and whether its plan ran a compiled pipeline.
@@ -54,7 +58,7 @@ async fn contexts(register: impl Fn(&SessionContext)) -> Contexts {
     let plain = SessionContext::new_with_config(config());
     let rule = Arc::new(NacreRule::new(nacre_datafusion::default_options()));
     let state = SessionStateBuilder::new()
-        .with_config(config())
+        .with_config(nacre_config())
         .with_default_features()
         .with_physical_optimizer_rule(rule.clone())
         .build();
@@ -175,13 +179,23 @@ fn random_table(rows: usize, seed: u64, partitions: usize) -> (Arc<Schema>, Vec<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_tables_match_datafusion() {
+    random_tables("cpu").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_tables_on_gpu_kernels_match_datafusion() {
+    random_tables("cpu-kernels").await;
+}
+
+/// Random tables of every type, queried with pipelines placed by `nacre.device = device`.
+async fn random_tables(device: &str) {
     for seed in 1..4 {
         let (schema, parts) = random_table(5000, seed, PARTITIONS);
         let register = |ctx: &SessionContext| {
             let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
             ctx.register_table("t", Arc::new(t)).expect("registered");
         };
-        let c = contexts(register).await;
+        let c = contexts_on(device, register).await;
         let exact = [
             "select s, i, count(*), sum(j), min(d), max(m), sum(m * m), avg(m) from t \
              where i > -50 and m < 4000 group by s, i order by s, i",
@@ -430,4 +444,174 @@ async fn edge_semantics_match_datafusion() {
     // Unsigned columns are not computed with.
     let (_, compiled) = run(&c.nacre, "select sum(u) from t").await;
     assert!(!compiled, "UInt64 declined");
+}
+
+/// DataFusion alone, and with the rule under `SET nacre.device = '<device>'`.
+async fn contexts_on(device: &str, register: impl Fn(&SessionContext)) -> Contexts {
+    let c = contexts(register).await;
+    c.nacre
+        .sql(&format!("SET nacre.device = '{device}'"))
+        .await
+        .expect("nacre.device set");
+    c
+}
+
+/// Where the plan of `sql` runs its compiled pipelines (the `device=` of each operator).
+async fn placements(ctx: &SessionContext, sql: &str) -> Vec<String> {
+    let plan = ctx
+        .sql(sql)
+        .await
+        .expect("planned")
+        .create_physical_plan()
+        .await
+        .expect("physical plan");
+    let text = displayable(plan.as_ref()).indent(true).to_string();
+    text.lines()
+        .filter_map(|l| l.split("device=").nth(1))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs `sql` with the rule and gives how many partitions ran as kernels on the device.
+async fn device_runs(ctx: &SessionContext, sql: &str) -> usize {
+    let plan = ctx
+        .sql(sql)
+        .await
+        .expect("planned")
+        .create_physical_plan()
+        .await
+        .expect("physical plan");
+    datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+        .await
+        .expect("ran");
+    let mut nodes = Vec::new();
+    compiled_nodes(&plan, &mut nodes);
+    nodes
+        .iter()
+        .filter_map(|n| n.downcast_ref::<NacreAggregateExec>())
+        .map(NacreAggregateExec::device_runs)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gpu_kernels_match_datafusion_on_the_cpu_runtime() {
+    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
+    let c = contexts_on("cpu-kernels", |ctx| {
+        tpch::register(ctx, data.clone()).expect("registered")
+    })
+    .await;
+    let on_device = [
+        tpch::QUERIES[0].1,
+        tpch::QUERIES[1].1,
+        // 15,000 groups: per-row atomics instead of registers.
+        "select l_orderkey, sum(l_quantity), count(*), min(l_shipdate), avg(l_tax) \
+         from lineitem group by l_orderkey order by l_orderkey limit 20",
+        "select l_suppkey, l_linenumber, avg(l_tax), sum(l_extendedprice * l_discount) \
+         from lineitem where l_returnflag = 'R' group by l_suppkey, l_linenumber \
+         order by 1, 2 limit 30",
+        "select sum(l_quantity), min(l_shipdate), count(*) from lineitem where l_quantity < 0",
+        "select l_shipmode, sum(l_extendedprice * l_discount - l_tax), max(l_partkey) \
+         from lineitem where not (l_linestatus = 'F') and l_commitdate < l_receiptdate \
+         group by l_shipmode order by 1",
+    ];
+    for sql in on_device {
+        same(&c, sql, true).await;
+        assert_eq!(placements(&c.nacre, sql).await, ["cpu-kernels"], "{sql}");
+        assert_eq!(device_runs(&c.nacre, sql).await, PARTITIONS, "{sql}");
+    }
+    // The maximum of decimals has no atomic form: that pipeline stays on the CPU.
+    let sql = "select l_returnflag, max(l_discount) from lineitem group by l_returnflag order by 1";
+    same(&c, sql, true).await;
+    let placed = placements(&c.nacre, sql).await;
+    assert!(
+        placed[0].starts_with("cpu (not on the device"),
+        "{placed:?}"
+    );
+    assert_eq!(device_runs(&c.nacre, sql).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cuda_runs_where_usable_and_says_why_not() {
+    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
+    let c = contexts_on("cuda", |ctx| {
+        tpch::register(ctx, data.clone()).expect("registered")
+    })
+    .await;
+    let sql = tpch::QUERIES[0].1;
+    same(&c, sql, true).await;
+    let placed = placements(&c.nacre, sql).await;
+    match nacre::gpu::cuda::probe(0) {
+        Ok(_) => {
+            assert_eq!(placed, ["cuda"]);
+            assert_eq!(device_runs(&c.nacre, sql).await, PARTITIONS);
+        }
+        Err(_) => assert!(
+            placed[0].starts_with("cpu (CUDA is not usable"),
+            "{placed:?}"
+        ),
+    }
+    let err = c.nacre.sql("SET nacre.device = 'tpu'").await;
+    let bad = match err {
+        Ok(df) => df.create_physical_plan().await.err(),
+        Err(e) => Some(e),
+    };
+    let planned = c
+        .nacre
+        .sql(sql)
+        .await
+        .expect("planned")
+        .create_physical_plan()
+        .await;
+    let message = bad
+        .or(planned.err())
+        .expect("an unknown device is an error")
+        .to_string();
+    assert!(message.contains("unknown nacre.device 'tpu'"), "{message}");
+}
+
+/// The CUDA C of the TPC-H pipelines' kernels (each strategy) compiles with NVRTC for
+/// `sm_90` (skipped, saying why, without NVRTC; CI requires it with NACRE_REQUIRE_CUDA_TOOLS=1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gpu_kernels_compile_with_nvrtc() {
+    use nacre_cuda::nvrtc;
+    use nacre_datafusion::codegen::kernel::Strategy;
+    if let Err(e) = nvrtc::available() {
+        let required = std::env::var("NACRE_REQUIRE_CUDA_TOOLS").is_ok_and(|v| v == "1");
+        assert!(!required, "NVRTC required: {e}");
+        eprintln!("gpu_kernels_compile_with_nvrtc skipped: {e}");
+        return;
+    }
+    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
+    let c = contexts_on("cpu-kernels", |ctx| {
+        tpch::register(ctx, data.clone()).expect("registered")
+    })
+    .await;
+    for (name, sql) in tpch::QUERIES {
+        let plan = c
+            .nacre
+            .sql(sql)
+            .await
+            .expect("planned")
+            .create_physical_plan()
+            .await
+            .expect("physical plan");
+        let mut nodes = Vec::new();
+        compiled_nodes(&plan, &mut nodes);
+        let exec = nodes[0]
+            .downcast_ref::<NacreAggregateExec>()
+            .expect("compiled");
+        let program = exec.pipeline().program.clone();
+        for strategy in [Strategy::Registers(6), Strategy::Atomics] {
+            let launcher = nacre_datafusion::device::launcher(program.clone(), strategy);
+            let traced = nacre::trace_module(&launcher).expect("traced");
+            let module = nacre::optimize(traced.module, &Default::default()).expect("optimised");
+            let kernels = nacre_cuda::codegen::emit_kernels(&module).expect("CUDA C");
+            assert_eq!(kernels.len(), 1, "{name}");
+            for (_, k) in &kernels {
+                if let Err(e) = nvrtc::compile_cubin(k, nvrtc::Arch::new(9, 0)) {
+                    panic!("{name} {strategy:?}: {e}\n{}", k.source);
+                }
+            }
+        }
+    }
 }

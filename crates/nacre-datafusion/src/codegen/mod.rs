@@ -12,6 +12,8 @@
 //! the table instead. The function returns the row it stopped at: `end`, or earlier when the
 //! table is half full, so that the host grows it and calls again.
 
+pub mod kernel;
+
 use crate::expr::{ArithOp, CmpOp, Expr, Lit, I128_DIGITS};
 use crate::pipeline::{bank, Acc, AccKind, Program, MAX_ACCS};
 use crate::types::{ColType, Repr};

@@ -1,0 +1,556 @@
+//! The host side of pipelines on a GPU: partitions loaded into device memory once, group
+//! keys encoded as dense codes, one kernel launch per partition (see
+//! [`crate::codegen::kernel`]), and the accumulators turned into the partial aggregate's
+//! output batch.
+//!
+//! **Loading.** A scanned column of a partition is copied once into one array of the
+//! engine's device (managed memory on CUDA), all batches end to end, and kept for later
+//! queries (keyed by the Arrow arrays it was copied from, which the cache holds, so the key
+//! is never reused while the copy lives). A group key column is encoded as `u32` codes in
+//! the order values first appear, with its distinct values kept for the output. What
+//! loading cost is counted in [`load_stats`]; [`clear`] frees every copy.
+//!
+//! **Groups.** A row's group is `Σ code_k · stride_k` over the key columns: direct indexing,
+//! no hash table, for up to [`MAX_GROUPS`] key combinations. Pipelines whose keys are not
+//! plain columns, with more combinations, or with 128-bit minimum or maximum run on the CPU
+//! instead ([`device_plan`], [`Outcome::Host`]).
+
+use crate::codegen::kernel::{self, KernelLayout, Strategy, BLOCK};
+use crate::codegen::{identity_bits, STATUS_OVERFLOW, STATUS_UNSUPPORTED};
+use crate::error::Error;
+use crate::expr::Expr;
+use crate::pipeline::{bank, Pipeline, Program};
+use crate::run::{grouped_output, ungrouped_output, Banks};
+use crate::types::{ColType, Repr};
+use datafusion::arrow::array::{
+    Array as _, ArrayRef, PrimitiveArray, RecordBatch, StringViewArray,
+};
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
+};
+use nacre::gpu::{launch, Array, Block, Grid};
+use nacre::{DeviceKind, Engine, Options, Ptr, RawPtr, RuntimeOptions, Unchecked, Val};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The most key combinations a pipeline on the device indexes directly.
+pub const MAX_GROUPS: usize = 1 << 16;
+/// Rows each thread takes at least (fewer blocks for small partitions).
+const ROWS_PER_THREAD: usize = 16;
+/// The most blocks of one launch.
+const MAX_BLOCKS: usize = 4096;
+
+/// Why a pipeline cannot run on the device (it runs on the CPU), or `Ok` if it can.
+pub fn device_plan(p: &Program) -> Result<(), String> {
+    if !kernel::supports(p) {
+        return Err("the minimum or maximum of 128-bit values has no atomic form".into());
+    }
+    if p.keys.iter().any(|k| !matches!(**k, Expr::Column { .. })) {
+        return Err("group keys that are not plain columns".into());
+    }
+    Ok(())
+}
+
+/// What running a partition on the device gave.
+pub enum Outcome {
+    /// The partial aggregate.
+    Done(RecordBatch),
+    /// Data the compiled code does not compute with (nulls, long string keys, NaN or -0.0
+    /// compared): DataFusion runs the partition.
+    DataFusion,
+    /// The pipeline or this partition does not suit the device (the reason): the CPU
+    /// pipeline runs it.
+    Host(String),
+}
+
+/// A device's engine, opened once per process.
+pub fn engine(kind: DeviceKind) -> Result<Arc<Engine>, Error> {
+    static ENGINES: OnceLock<Mutex<HashMap<DeviceKind, Arc<Engine>>>> = OnceLock::new();
+    let mut engines = ENGINES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = engines.get(&kind) {
+        return Ok(e.clone());
+    }
+    let options = Options {
+        runtime: RuntimeOptions::for_device(kind),
+        ..Options::default()
+    };
+    let e = Arc::new(Engine::new(options)?);
+    engines.insert(kind, e.clone());
+    Ok(e)
+}
+
+/// A compiled kernel launch: `(frame, rows, blocks)`.
+type LaunchFn = Unchecked<(Ptr<u64>, Val<u64>, Val<u32>), ()>;
+
+/// The compiled launch of `p`'s kernel with `strategy` on `kind`, compiled on first use.
+fn compiled(
+    p: &Arc<Program>,
+    kind: DeviceKind,
+    strategy: Strategy,
+) -> Result<Arc<LaunchFn>, Error> {
+    type Cache = Mutex<HashMap<(String, DeviceKind, Strategy), Arc<LaunchFn>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = (p.shape(), kind, strategy);
+    let mut cache = CACHE
+        .get_or_init(Cache::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = cache.get(&key) {
+        return Ok(f.clone());
+    }
+    let f = Arc::new(engine(kind)?.compile_unchecked(launcher(p.clone(), strategy))?);
+    cache.insert(key, f.clone());
+    Ok(f)
+}
+
+/// The traced host function that launches `p`'s kernel with `strategy`: `(frame, rows,
+/// blocks)`, blocks of [`BLOCK`] threads.
+pub fn launcher(
+    program: Arc<Program>,
+    strategy: Strategy,
+) -> impl Fn(Ptr<u64>, Val<u64>, Val<u32>) + Send + Sync + 'static {
+    move |frame: Ptr<u64>, n: Val<u64>, blocks: Val<u32>| {
+        let (grid, block) = (Grid::new(blocks), Block::new(BLOCK));
+        let p = program.clone();
+        match strategy {
+            Strategy::Registers(groups) => launch(
+                move |f: Ptr<u64>, n: Val<u64>| kernel::registers_kernel(&p, groups, f, n),
+                grid,
+                block,
+                (frame, n),
+            ),
+            Strategy::Atomics => launch(
+                move |f: Ptr<u64>, n: Val<u64>| kernel::atomics_kernel(&p, f, n),
+                grid,
+                block,
+                (frame, n),
+            ),
+        }
+    }
+}
+
+/// A scanned column of a partition in device memory.
+enum Column {
+    I32(Array<i32>),
+    I64(Array<i64>),
+    I128(Array<i128>),
+    F64(Array<f64>),
+    /// String views, two words each.
+    Words(Array<u64>),
+}
+
+impl Column {
+    fn address(&self) -> u64 {
+        match self {
+            Column::I32(a) => a.as_ptr() as u64,
+            Column::I64(a) => a.as_ptr() as u64,
+            Column::I128(a) => a.as_ptr() as u64,
+            Column::F64(a) => a.as_ptr() as u64,
+            Column::Words(a) => a.as_ptr() as u64,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Column::I32(a) => a.bytes(),
+            Column::I64(a) => a.bytes(),
+            Column::I128(a) => a.bytes(),
+            Column::F64(a) => a.bytes(),
+            Column::Words(a) => a.bytes(),
+        }
+    }
+}
+
+/// A group key column encoded: a code per row, and the key words of each code's value (as
+/// the CPU's group table holds them: one-word keys twice).
+struct Codes {
+    codes: Array<u32>,
+    values: Vec<[u64; 2]>,
+}
+
+/// A cached copy and the Arrow arrays it was made from (held so that their addresses, the
+/// key, stay theirs).
+struct Entry<T> {
+    value: Arc<T>,
+    _arrays: Vec<ArrayRef>,
+}
+
+/// What a copy is keyed by: the device, the addresses of the column's arrays in the
+/// partition's batches, and what was made of them.
+type Key = (DeviceKind, Vec<usize>, &'static str);
+
+struct Store {
+    columns: HashMap<Key, Entry<Column>>,
+    codes: HashMap<Key, Entry<Option<Codes>>>,
+}
+
+fn store() -> &'static Mutex<Store> {
+    static STORE: OnceLock<Mutex<Store>> = OnceLock::new();
+    STORE.get_or_init(|| {
+        Mutex::new(Store {
+            columns: HashMap::new(),
+            codes: HashMap::new(),
+        })
+    })
+}
+
+static LOADED_BYTES: AtomicU64 = AtomicU64::new(0);
+static LOAD_NANOS: AtomicU64 = AtomicU64::new(0);
+
+/// What loading partitions into device memory has cost in this process.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct LoadStats {
+    /// Bytes copied to device memory (columns and key codes).
+    pub bytes: u64,
+    /// Time spent copying and encoding.
+    pub time: Duration,
+}
+
+/// What loading has cost so far (see the module docs).
+pub fn load_stats() -> LoadStats {
+    LoadStats {
+        bytes: LOADED_BYTES.load(Ordering::Relaxed),
+        time: Duration::from_nanos(LOAD_NANOS.load(Ordering::Relaxed)),
+    }
+}
+
+/// Frees every partition copied to a device and resets [`load_stats`].
+pub fn clear() {
+    let mut s = store().lock().unwrap_or_else(|e| e.into_inner());
+    s.columns.clear();
+    s.codes.clear();
+    LOADED_BYTES.store(0, Ordering::Relaxed);
+    LOAD_NANOS.store(0, Ordering::Relaxed);
+}
+
+fn note_load(bytes: usize, since: Instant) {
+    LOADED_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
+    LOAD_NANOS.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
+
+fn values<T: ArrowPrimitiveType>(arrays: &[ArrayRef]) -> Vec<T::Native> {
+    let mut out = Vec::new();
+    for a in arrays {
+        if let Some(a) = a.as_any().downcast_ref::<PrimitiveArray<T>>() {
+            out.extend_from_slice(a.values());
+        }
+    }
+    out
+}
+
+fn view_words(arrays: &[ArrayRef]) -> Vec<u64> {
+    let mut out = Vec::new();
+    for a in arrays {
+        if let Some(v) = a.as_any().downcast_ref::<StringViewArray>() {
+            out.extend(v.views().iter().flat_map(|&w| [w as u64, (w >> 64) as u64]));
+        }
+    }
+    out
+}
+
+/// `data` in an array of the engine's device, moved to the device now (managed memory
+/// would otherwise move page by page as the kernel first touches it).
+fn on_device<T: nacre::Element>(e: &Engine, data: &[T]) -> Result<Array<T>, Error> {
+    let a = Array::copy_on(e.device(), data)?;
+    e.device()
+        .prepare_device_access(a.as_ptr() as *const u8, a.bytes());
+    Ok(a)
+}
+
+/// Copies a column's arrays to the device, end to end.
+fn load_column(e: &Engine, ty: ColType, arrays: &[ArrayRef]) -> Result<Column, Error> {
+    Ok(match ty {
+        ColType::Int32 => Column::I32(on_device(e, &values::<Int32Type>(arrays))?),
+        ColType::Date32 => Column::I32(on_device(e, &values::<Date32Type>(arrays))?),
+        ColType::Int64 => Column::I64(on_device(e, &values::<Int64Type>(arrays))?),
+        ColType::Float64 => Column::F64(on_device(e, &values::<Float64Type>(arrays))?),
+        ColType::Decimal { .. } => Column::I128(on_device(e, &values::<Decimal128Type>(arrays))?),
+        ColType::Utf8View => Column::Words(on_device(e, &view_words(arrays))?),
+        // Pipelines never read these (`pipeline::scan`).
+        ColType::UInt64 | ColType::Boolean => Column::Words(on_device(e, &[0u64])?),
+    })
+}
+
+/// The key words of each row of a key column (`None` for a string longer than its view).
+fn key_words(ty: ColType, arrays: &[ArrayRef]) -> Vec<Option<[u64; 2]>> {
+    let one = |w: u64| Some([w, w]);
+    match ty {
+        ColType::Int32 => values::<Int32Type>(arrays)
+            .into_iter()
+            .map(|x| one(x as u64))
+            .collect(),
+        ColType::Date32 => values::<Date32Type>(arrays)
+            .into_iter()
+            .map(|x| one(x as u64))
+            .collect(),
+        ColType::Int64 => values::<Int64Type>(arrays)
+            .into_iter()
+            .map(|x| one(x as u64))
+            .collect(),
+        ColType::Decimal { .. } => values::<Decimal128Type>(arrays)
+            .into_iter()
+            .map(|x| Some([x as u64, (x >> 64) as u64]))
+            .collect(),
+        ColType::Utf8View => view_words(arrays)
+            .chunks(2)
+            .map(|w| ((w[0] & 0xffff_ffff) <= 12).then_some([w[0], w[1]]))
+            .collect(),
+        ColType::Float64 | ColType::UInt64 | ColType::Boolean => Vec::new(),
+    }
+}
+
+/// Encodes a key column; `None` where a value cannot be a key here (a long string) or there
+/// are more than [`MAX_GROUPS`] values.
+fn encode(e: &Engine, ty: ColType, arrays: &[ArrayRef]) -> Result<Option<Codes>, Error> {
+    let mut index: HashMap<[u64; 2], u32> = HashMap::new();
+    let mut values = Vec::new();
+    let mut codes = Vec::new();
+    for w in key_words(ty, arrays) {
+        let Some(w) = w else { return Ok(None) };
+        let code = *index.entry(w).or_insert_with(|| {
+            values.push(w);
+            values.len() as u32 - 1
+        });
+        if values.len() > MAX_GROUPS {
+            return Ok(None);
+        }
+        codes.push(code);
+    }
+    Ok(Some(Codes {
+        codes: on_device(e, &codes)?,
+        values,
+    }))
+}
+
+/// The cached copy of column `col` of `batches` made by `make`, made now if missing.
+fn cached<T>(
+    map: &mut HashMap<Key, Entry<T>>,
+    key: (DeviceKind, &'static str),
+    batches: &[RecordBatch],
+    col: usize,
+    make: impl FnOnce(&[ArrayRef]) -> Result<(T, usize), Error>,
+) -> Result<Arc<T>, Error> {
+    let arrays: Vec<ArrayRef> = batches.iter().map(|b| b.column(col).clone()).collect();
+    let addresses = arrays
+        .iter()
+        .map(|a| Arc::as_ptr(a) as *const u8 as usize)
+        .collect();
+    let key = (key.0, addresses, key.1);
+    if let Some(e) = map.get(&key) {
+        return Ok(e.value.clone());
+    }
+    let start = Instant::now();
+    let (value, bytes) = make(&arrays)?;
+    note_load(bytes, start);
+    let value = Arc::new(value);
+    map.insert(
+        key,
+        Entry {
+            value: value.clone(),
+            _arrays: arrays,
+        },
+    );
+    Ok(value)
+}
+
+/// A partition in device memory: the columns the program reads (by scanned column) and
+/// the codes of its keys.
+struct Loaded {
+    columns: Vec<Option<Arc<Column>>>,
+    keys: Vec<Arc<Option<Codes>>>,
+    rows: usize,
+}
+
+fn load(p: &Pipeline, e: &Engine, kind: DeviceKind, partition: usize) -> Result<Loaded, Error> {
+    let batches = p
+        .scan
+        .partitions
+        .get(partition)
+        .map_or(&[][..], Vec::as_slice);
+    let mut s = store().lock().unwrap_or_else(|e| e.into_inner());
+    let mut columns = Vec::new();
+    for (k, &(col, ty)) in p.scan.columns.iter().enumerate() {
+        if !p.program.reads(k) {
+            columns.push(None);
+            continue;
+        }
+        let c = cached(&mut s.columns, (kind, "values"), batches, col, |arrays| {
+            let c = load_column(e, ty, arrays)?;
+            let bytes = c.bytes();
+            Ok((c, bytes))
+        })?;
+        columns.push(Some(c));
+    }
+    let mut keys = Vec::new();
+    for k in &p.program.keys {
+        let Expr::Column { index, ty } = **k else {
+            unreachable!("device_plan admits column keys only")
+        };
+        let col = p.scan.columns[index].0;
+        let codes = cached(&mut s.codes, (kind, "codes"), batches, col, |arrays| {
+            let codes = encode(e, ty, arrays)?;
+            let bytes = codes.as_ref().map_or(0, |c| c.codes.bytes());
+            Ok((codes, bytes))
+        })?;
+        keys.push(codes);
+    }
+    Ok(Loaded {
+        columns,
+        keys,
+        rows: batches.iter().map(RecordBatch::num_rows).sum(),
+    })
+}
+
+/// Global accumulators of `groups` groups on the device, at their identities.
+struct DeviceBanks {
+    ints: Array<i64>,
+    wide: Array<u64>,
+    floats: Array<f64>,
+}
+
+impl DeviceBanks {
+    fn new(e: &Engine, p: &Program, groups: usize) -> Result<DeviceBanks, Error> {
+        let n = |b: usize| (p.banks[b] * groups).max(1);
+        let mut ints = vec![0i64; n(0)];
+        let mut wide = vec![0u64; 2 * n(1)];
+        let mut floats = vec![0f64; n(2)];
+        for acc in p.accs() {
+            let bits = identity_bits(acc);
+            for g in 0..groups {
+                let at = g * p.banks[bank(acc.repr)] + acc.slot;
+                match acc.repr {
+                    Repr::I128 => {
+                        wide[2 * at] = bits as u64;
+                        wide[2 * at + 1] = (bits >> 64) as u64;
+                    }
+                    Repr::F64 => floats[at] = f64::from_bits(bits as u64),
+                    _ => ints[at] = bits as u64 as i64,
+                }
+            }
+        }
+        Ok(DeviceBanks {
+            ints: on_device(e, &ints)?,
+            wide: on_device(e, &wide)?,
+            floats: on_device(e, &floats)?,
+        })
+    }
+
+    /// The accumulators back on the host, as the CPU pipeline's banks.
+    fn to_host(&self) -> Banks {
+        Banks {
+            i64: self.ints.as_slice().to_vec(),
+            i128: self
+                .wide
+                .as_slice()
+                .chunks(2)
+                .map(|w| (u128::from(w[0]) | (u128::from(w[1]) << 64)) as i128)
+                .collect(),
+            f64: self.floats.as_slice().to_vec(),
+        }
+    }
+}
+
+/// Runs the pipeline over partition `partition` on device `kind` (see the module docs).
+pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result<Outcome, Error> {
+    if let Err(why) = device_plan(&p.program) {
+        return Ok(Outcome::Host(why));
+    }
+    if !p.runs_partition(partition) {
+        return Ok(Outcome::DataFusion);
+    }
+    let program = &p.program;
+    let batches = p
+        .scan
+        .partitions
+        .get(partition)
+        .map_or(&[][..], Vec::as_slice);
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        // No rows: every accumulator at its identity, no group.
+        let columns = if program.keys.is_empty() {
+            ungrouped_output(program, &Banks::identities(program, 1))?
+        } else {
+            grouped_output(p, &Banks::identities(program, 1), &[], |_, _| [0, 0])?
+        };
+        return Ok(Outcome::Done(RecordBatch::try_new(
+            p.schema.clone(),
+            columns,
+        )?));
+    }
+    let e = engine(kind)?;
+    let data = load(p, &e, kind, partition)?;
+    let Some(keys) = data
+        .keys
+        .iter()
+        .map(|k| k.as_ref().as_ref())
+        .collect::<Option<Vec<&Codes>>>()
+    else {
+        // A long string key or too many values: as the CPU pipeline does.
+        return Ok(Outcome::DataFusion);
+    };
+    let groups = keys
+        .iter()
+        .try_fold(1usize, |g, k| g.checked_mul(k.values.len().max(1)))
+        .filter(|&g| g <= MAX_GROUPS);
+    let Some(groups) = groups else {
+        return Ok(Outcome::Host(format!(
+            "more than {MAX_GROUPS} combinations of group key values"
+        )));
+    };
+    let strides: Vec<usize> = (0..keys.len())
+        .map(|k| keys[k + 1..].iter().map(|c| c.values.len()).product())
+        .collect();
+
+    let l = KernelLayout::of(program);
+    let banks = DeviceBanks::new(&e, program, groups)?;
+    let status = on_device(&e, &[0u64])?;
+    let mut frame = vec![0u64; l.words()];
+    for (k, c) in data.columns.iter().enumerate() {
+        frame[k] = c.as_ref().map_or(0, |c| c.address());
+    }
+    for (k, codes) in keys.iter().enumerate() {
+        frame[l.codes(k)] = codes.codes.as_ptr() as u64;
+        frame[l.stride(k)] = strides[k] as u64;
+    }
+    frame[l.bank(0)] = banks.ints.as_ptr() as u64;
+    frame[l.bank(1)] = banks.wide.as_ptr() as u64;
+    frame[l.bank(2)] = banks.floats.as_ptr() as u64;
+    frame[l.status()] = status.as_ptr() as u64;
+    let frame = Array::copy_on(e.device(), &frame)?;
+
+    let f = compiled(program, kind, Strategy::for_groups(groups))?;
+    let threads = data.rows.div_ceil(ROWS_PER_THREAD);
+    let blocks = threads.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS) as u32;
+    // SAFETY: the frame (device memory) holds the addresses of device arrays with `rows`
+    // values of each read column and code array, of the accumulators of `groups` groups
+    // (every group index `Σ code_k · stride_k` is below `groups`) and of the status word,
+    // all alive until the call returns (it waits for the kernel); the kernel reads rows
+    // below `rows` only.
+    unsafe { f.call(RawPtr::new(frame.as_ptr()), data.rows as u64, blocks)? };
+
+    let status = status.as_slice()[0];
+    if status & STATUS_UNSUPPORTED != 0 {
+        return Ok(Outcome::DataFusion);
+    }
+    if status & STATUS_OVERFLOW != 0 {
+        return Err(Error::Overflow);
+    }
+    let host = banks.to_host();
+    let columns = if program.keys.is_empty() {
+        ungrouped_output(program, &host)?
+    } else {
+        let decode = |g: usize, k: usize| keys[k].values[(g / strides[k]) % keys[k].values.len()];
+        let present: Vec<usize> = (0..groups)
+            .filter(|&g| host.i64[g * program.banks[0]] > 0)
+            .collect();
+        grouped_output(p, &host, &present, decode)?
+    };
+    Ok(Outcome::Done(RecordBatch::try_new(
+        p.schema.clone(),
+        columns,
+    )?))
+}
