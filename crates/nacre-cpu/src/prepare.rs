@@ -83,14 +83,16 @@ pub fn prepare_cpu(
         .filter(|(_, f)| f.kind == FuncKind::Kernel)
         .map(|(id, _)| id)
         .collect();
-    // In grid mode, short constant-bounded loops are unrolled first, so that thread loops
-    // around them vectorise (see `nacre_kernel::unroll`).
-    let unrolled = (mode == CpuMode::Grid).then(|| {
-        let mut m = module.clone();
-        nacre_kernel::unroll_short_loops(&mut m);
-        m
-    });
-    let lowering = unrolled.as_ref().unwrap_or(module);
+    // A block's threads run on one worker here: atomics on its shared memory are plain
+    // accesses (see `nacre_kernel::shared_atomics`). In grid mode, short constant-bounded
+    // loops are unrolled first, so that thread loops around them vectorise (see
+    // `nacre_kernel::unroll`).
+    let mut lowering = module.clone();
+    nacre_kernel::demote_shared_atomics(&mut lowering);
+    if mode == CpuMode::Grid {
+        nacre_kernel::unroll_short_loops(&mut lowering);
+    }
+    let lowering = &lowering;
     let mut kernels = Vec::with_capacity(ids.len());
     for id in ids {
         let lowered = lower_kernel(lowering, id, mode)?;

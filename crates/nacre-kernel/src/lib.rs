@@ -38,6 +38,7 @@ pub mod error;
 pub mod grid_stride;
 pub mod launch_checks;
 pub mod launch_shape;
+pub mod shared_atomics;
 pub mod step;
 pub mod structure;
 pub mod unroll;
@@ -53,6 +54,7 @@ pub use launch_shape::{
     launch_shapes, specialise_launch_shapes, specialised_for_launches, LaunchShape, LaunchShapes,
     Specialised,
 };
+pub use shared_atomics::demote_shared_atomics;
 pub use step::CpuMode;
 pub use structure::{structure, structure_simplified, Stmt, StructureError};
 pub use unroll::unroll_short_loops;
