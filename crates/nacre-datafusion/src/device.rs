@@ -25,8 +25,9 @@ use crate::types::{ColType, Repr};
 use datafusion::arrow::array::{
     Array as _, ArrayRef, PrimitiveArray, RecordBatch, StringViewArray,
 };
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    ArrowPrimitiveType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
+    ArrowPrimitiveType, DataType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
 };
 use nacre::gpu::{launch, Array, Block, Grid};
 use nacre::{DeviceKind, Engine, Options, Ptr, RawPtr, RuntimeOptions, Unchecked, Val};
@@ -243,14 +244,20 @@ fn values<T: ArrowPrimitiveType>(arrays: &[ArrayRef]) -> Vec<T::Native> {
     out
 }
 
-fn view_words(arrays: &[ArrayRef]) -> Vec<u64> {
+/// The string views of a column's arrays, two words each (strings of other encodings
+/// converted by Arrow's cast).
+fn view_words(arrays: &[ArrayRef]) -> Result<Vec<u64>, Error> {
     let mut out = Vec::new();
     for a in arrays {
+        let a = match a.data_type() {
+            DataType::Utf8View => a.clone(),
+            _ => cast(a, &DataType::Utf8View)?,
+        };
         if let Some(v) = a.as_any().downcast_ref::<StringViewArray>() {
             out.extend(v.views().iter().flat_map(|&w| [w as u64, (w >> 64) as u64]));
         }
     }
-    out
+    Ok(out)
 }
 
 /// `data` in an array of the engine's device, moved to the device now (managed memory
@@ -270,16 +277,18 @@ fn load_column(e: &Engine, ty: ColType, arrays: &[ArrayRef]) -> Result<Column, E
         ColType::Int64 => Column::I64(on_device(e, &values::<Int64Type>(arrays))?),
         ColType::Float64 => Column::F64(on_device(e, &values::<Float64Type>(arrays))?),
         ColType::Decimal { .. } => Column::I128(on_device(e, &values::<Decimal128Type>(arrays))?),
-        ColType::Utf8View => Column::Words(on_device(e, &view_words(arrays))?),
+        ColType::Utf8View | ColType::Utf8 | ColType::DictUtf8 => {
+            Column::Words(on_device(e, &view_words(arrays)?)?)
+        }
         // Pipelines never read these (`pipeline::scan`).
         ColType::UInt64 | ColType::Boolean => Column::Words(on_device(e, &[0u64])?),
     })
 }
 
 /// The key words of each row of a key column (`None` for a string longer than its view).
-fn key_words(ty: ColType, arrays: &[ArrayRef]) -> Vec<Option<[u64; 2]>> {
+fn key_words(ty: ColType, arrays: &[ArrayRef]) -> Result<Vec<Option<[u64; 2]>>, Error> {
     let one = |w: u64| Some([w, w]);
-    match ty {
+    Ok(match ty {
         ColType::Int32 => values::<Int32Type>(arrays)
             .into_iter()
             .map(|x| one(x as u64))
@@ -296,12 +305,12 @@ fn key_words(ty: ColType, arrays: &[ArrayRef]) -> Vec<Option<[u64; 2]>> {
             .into_iter()
             .map(|x| Some([x as u64, (x >> 64) as u64]))
             .collect(),
-        ColType::Utf8View => view_words(arrays)
+        ColType::Utf8View | ColType::Utf8 | ColType::DictUtf8 => view_words(arrays)?
             .chunks(2)
             .map(|w| ((w[0] & 0xffff_ffff) <= 12).then_some([w[0], w[1]]))
             .collect(),
         ColType::Float64 | ColType::UInt64 | ColType::Boolean => Vec::new(),
-    }
+    })
 }
 
 /// Encodes a key column; `None` where a value cannot be a key here (a long string) or there
@@ -310,7 +319,7 @@ fn encode(e: &Engine, ty: ColType, arrays: &[ArrayRef]) -> Result<Option<Codes>,
     let mut index: HashMap<[u64; 2], u32> = HashMap::new();
     let mut values = Vec::new();
     let mut codes = Vec::new();
-    for w in key_words(ty, arrays) {
+    for w in key_words(ty, arrays)? {
         let Some(w) = w else { return Ok(None) };
         let code = *index.entry(w).or_insert_with(|| {
             values.push(w);

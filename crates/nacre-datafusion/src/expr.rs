@@ -304,6 +304,7 @@ fn literal(v: &ScalarValue) -> Result<Lit, Decline> {
         ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
             Lit::Str(s.as_bytes().to_vec())
         }
+        ScalarValue::Dictionary(_, value) => return literal(value),
         other => return Err(Decline::Expr(format!("literal {other:?}"))),
     })
 }
@@ -370,7 +371,7 @@ fn check_operands(e: &Expr) -> Result<(), Decline> {
             let ok = (numeric(l) && numeric(r))
                 || (l == r && matches!(l, ColType::Float64 | ColType::Date32))
                 || (l == r
-                    && l == ColType::Utf8View
+                    && l.is_string()
                     && matches!(op, CmpOp::Eq | CmpOp::Ne)
                     && (short_literal(left) || short_literal(right)))
                 || (l == r && l == ColType::Boolean && matches!(op, CmpOp::Eq | CmpOp::Ne));
@@ -426,7 +427,7 @@ fn like(l: &LikeExpr, expr: Arc<Expr>) -> Result<Arc<Expr>, Decline> {
     };
     let prefix = p.strip_suffix(b"%").ok_or_else(unsupported)?;
     let plain = !prefix.iter().any(|c| matches!(c, b'%' | b'_' | b'\\'));
-    if l.case_insensitive() || !plain || prefix.len() > 4 || expr.ty() != ColType::Utf8View {
+    if l.case_insensitive() || !plain || prefix.len() > 4 || !expr.ty().is_string() {
         return Err(unsupported());
     }
     Ok(Arc::new(Expr::LikePrefix {

@@ -228,7 +228,7 @@ impl Pipeline {
         }
         if keys
             .iter()
-            .any(|k| k.ty() == ColType::Utf8View && !matches!(**k, Expr::Column { .. }))
+            .any(|k| k.ty().is_string() && !matches!(**k, Expr::Column { .. }))
         {
             return Err(Decline::Plan("computed string group keys".into()));
         }
@@ -249,7 +249,7 @@ impl Pipeline {
                 .iter()
                 .enumerate()
                 .filter(|(k, _)| self.program.reads(*k))
-                .all(|(_, &(col, _))| b.column(col).null_count() == 0)
+                .all(|(_, &(col, _))| b.column(col).logical_null_count() == 0)
         })
     }
 }

@@ -11,6 +11,7 @@ use datafusion::arrow::array::{
     Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
     Int64Array, PrimitiveArray, RecordBatch, StringViewArray, UInt64Array,
 };
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
     ArrowPrimitiveType, DataType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
 };
@@ -44,16 +45,18 @@ pub fn run_partition(
     let columns = if program.keys.is_empty() {
         let mut banks = Banks::identities(program, 1);
         for b in batches {
-            let mut frame = frame(p, b, &mut banks, &mut status);
+            let columns = readable(p, b)?;
+            let mut frame = frame(p, &columns, &mut banks, &mut status);
             call(f, &mut frame, 0, b.num_rows())?;
         }
         ungrouped_output(program, &banks)?
     } else {
         let mut table = GroupTable::new(program, FIRST_CAPACITY);
         for b in batches {
+            let columns = readable(p, b)?;
             let mut start = 0;
             while start < b.num_rows() {
-                let mut frame = frame(p, b, &mut table.banks, &mut status);
+                let mut frame = frame(p, &columns, &mut table.banks, &mut status);
                 table.fill_frame(
                     &mut frame,
                     FrameLayout {
@@ -87,14 +90,35 @@ fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<u
     Ok(r? as usize)
 }
 
-/// A frame with the batch's columns, the banks and the status word.
-fn frame(p: &Pipeline, b: &RecordBatch, banks: &mut Banks, status: &mut u64) -> Vec<u64> {
+/// Scanned column `k` of a batch as pipelines read it: strings of other encodings as views
+/// (Arrow's cast), for the columns the program reads.
+pub(crate) fn readable_column(p: &Pipeline, b: &RecordBatch, k: usize) -> Result<ArrayRef, Error> {
+    let (col, ty) = p.scan.columns[k];
+    let a = b.column(col);
+    if ty.needs_views() && p.program.reads(k) {
+        Ok(cast(a, &DataType::Utf8View)?)
+    } else {
+        Ok(a.clone())
+    }
+}
+
+/// The scanned columns of a batch as pipelines read them ([`readable_column`]); the frame
+/// points into them, so they live through the call.
+fn readable(p: &Pipeline, b: &RecordBatch) -> Result<Vec<ArrayRef>, Error> {
+    (0..p.scan.columns.len())
+        .map(|k| readable_column(p, b, k))
+        .collect()
+}
+
+/// A frame with the batch's columns (as [`readable`] gives them), the banks and the status
+/// word.
+fn frame(p: &Pipeline, columns: &[ArrayRef], banks: &mut Banks, status: &mut u64) -> Vec<u64> {
     let l = FrameLayout {
         columns: p.program.columns.len(),
     };
     let mut frame = vec![0u64; l.words()];
-    for (k, &(col, ty)) in p.scan.columns.iter().enumerate() {
-        frame[k] = column_address(b.column(col).as_ref(), ty);
+    for (k, &(_, ty)) in p.scan.columns.iter().enumerate() {
+        frame[k] = column_address(columns[k].as_ref(), ty);
     }
     frame[l.bank(0)] = banks.i64.as_mut_ptr() as u64;
     frame[l.bank(1)] = banks.i128.as_mut_ptr() as u64;
@@ -117,7 +141,7 @@ fn column_address(a: &dyn Array, ty: ColType) -> u64 {
         ColType::Int64 => values_address::<Int64Type>(a),
         ColType::Float64 => values_address::<Float64Type>(a),
         ColType::Decimal { .. } => values_address::<Decimal128Type>(a),
-        ColType::Utf8View => a
+        ColType::Utf8View | ColType::Utf8 | ColType::DictUtf8 => a
             .as_any()
             .downcast_ref::<StringViewArray>()
             .map_or(0, |v| v.views().as_ptr() as u64),
@@ -361,9 +385,14 @@ pub(crate) fn grouped_output(
 /// The array of a group key's values, each given by its (one or two) words.
 fn key_array(ty: ColType, words: impl Iterator<Item = [u64; 2]>) -> Result<ArrayRef, Error> {
     Ok(match ty {
-        ColType::Utf8View => {
+        ColType::Utf8View | ColType::Utf8 | ColType::DictUtf8 => {
             let strings: Vec<String> = words.map(view_string).collect();
-            Arc::new(StringViewArray::from_iter_values(strings))
+            let views: ArrayRef = Arc::new(StringViewArray::from_iter_values(strings));
+            if ty.needs_views() {
+                cast(&views, &ty.arrow())?
+            } else {
+                views
+            }
         }
         ColType::Boolean => Arc::new(words.map(|w| Some(w[0] != 0)).collect::<BooleanArray>()),
         ColType::Decimal { .. } => {

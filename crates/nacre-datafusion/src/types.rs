@@ -27,6 +27,12 @@ pub enum ColType {
     /// A string as an Arrow view (`Utf8View`): 16 bytes holding its length, its first bytes
     /// and, up to 12 bytes, the whole string.
     Utf8View,
+    /// A string of an Arrow `Utf8` column (offsets into bytes). Pipelines read it as views:
+    /// the host converts each batch's column (Arrow's cast) before the call.
+    Utf8,
+    /// A dictionary-encoded string (Arrow `Dictionary(Int32, Utf8)`), read as views as
+    /// [`ColType::Utf8`].
+    DictUtf8,
 }
 
 impl ColType {
@@ -44,6 +50,10 @@ impl ColType {
                 scale: *scale,
             },
             DataType::Utf8View => ColType::Utf8View,
+            DataType::Utf8 => ColType::Utf8,
+            DataType::Dictionary(k, v) if **k == DataType::Int32 && **v == DataType::Utf8 => {
+                ColType::DictUtf8
+            }
             _ => return None,
         })
     }
@@ -59,6 +69,10 @@ impl ColType {
             ColType::Date32 => DataType::Date32,
             ColType::Decimal { precision, scale } => DataType::Decimal128(precision, scale),
             ColType::Utf8View => DataType::Utf8View,
+            ColType::Utf8 => DataType::Utf8,
+            ColType::DictUtf8 => {
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+            }
         }
     }
 
@@ -70,8 +84,18 @@ impl ColType {
             ColType::Int64 | ColType::UInt64 => Repr::I64,
             ColType::Float64 => Repr::F64,
             ColType::Decimal { .. } => Repr::I128,
-            ColType::Utf8View => Repr::View,
+            ColType::Utf8View | ColType::Utf8 | ColType::DictUtf8 => Repr::View,
         }
+    }
+
+    /// True for strings, whatever their encoding.
+    pub fn is_string(self) -> bool {
+        self.repr() == Repr::View
+    }
+
+    /// True for strings that the host converts to views before a call.
+    pub fn needs_views(self) -> bool {
+        matches!(self, ColType::Utf8 | ColType::DictUtf8)
     }
 
     /// The scale of a decimal, 0 for other types.
@@ -129,11 +153,13 @@ mod tests {
             DataType::Date32,
             DataType::Decimal128(15, 2),
             DataType::Utf8View,
+            DataType::Utf8,
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
             DataType::Boolean,
         ] {
             assert_eq!(ColType::of(&ty).unwrap().arrow(), ty);
         }
-        assert_eq!(ColType::of(&DataType::Utf8), None);
+        assert_eq!(ColType::of(&DataType::LargeUtf8), None);
         assert_eq!(ColType::of(&DataType::Float32), None);
     }
 

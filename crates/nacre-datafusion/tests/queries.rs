@@ -3,10 +3,10 @@
 //! scale factor and on random tables.
 
 use datafusion::arrow::array::{
-    Array, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, RecordBatch,
-    StringViewArray,
+    Array, Date32Array, Decimal128Array, DictionaryArray, Float64Array, Int32Array, Int64Array,
+    RecordBatch, StringArray, StringViewArray,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::datasource::MemTable;
 use datafusion::execution::session_state::SessionStateBuilder;
@@ -131,6 +131,12 @@ fn random_table(rows: usize, seed: u64, partitions: usize) -> (Arc<Schema>, Vec<
         Field::new("d", DataType::Date32, false),
         Field::new("m", DataType::Decimal128(12, 3), false),
         Field::new("s", DataType::Utf8View, false),
+        Field::new("u", DataType::Utf8, false),
+        Field::new(
+            "e",
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            false,
+        ),
     ]));
     let mut state = seed;
     let mut next = move || {
@@ -169,7 +175,9 @@ fn random_table(rows: usize, seed: u64, partitions: usize) -> (Arc<Schema>, Vec<
                         .with_precision_and_scale(12, 3)
                         .expect("decimal"),
                 ),
-                Arc::new(StringViewArray::from_iter_values(v.5)),
+                Arc::new(StringViewArray::from_iter_values(v.5.iter().copied())),
+                Arc::new(StringArray::from_iter_values(v.5.iter().rev())),
+                Arc::new(v.5.iter().copied().collect::<DictionaryArray<Int32Type>>()),
             ];
             vec![RecordBatch::try_new(schema.clone(), cols).expect("batch")]
         })
@@ -203,6 +211,10 @@ async fn random_tables(device: &str) {
             "select sum(m * 2 - i), min(i * 3), count(*) from t where (d between 9500 and 10000) or s = 'eeeeeeeeeeee'",
             "select m, count(*) from t group by m order by m limit 10",
             "select cast(m as decimal(10, 1)) as r, count(*) from t group by r order by r limit 10",
+            // Strings as Utf8 and dictionaries: read as views.
+            "select u, count(*), sum(i) from t where e <> 'bb' group by u order by u",
+            "select e, sum(j), min(d) from t where u like 'cc%' or u = 'a' group by e order by e",
+            "select u, e, count(*) from t where e in ('a', 'dddd') group by u, e order by u, e",
         ];
         for sql in exact {
             same(&c, sql, true).await;
