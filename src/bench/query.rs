@@ -253,8 +253,18 @@ async fn on_device(
     let mb = load.bytes as f64 / 1e6;
     results.record(&rows[1], single(load.time), &format!(", {mb:.0} MB"));
     let rt = tokio::runtime::Handle::current();
+    let before = nacre_datafusion::device::run_stats();
     let s = sample(cfg, &rt, ctx, sql);
-    results.record(&rows[2], s, "");
+    let after = nacre_datafusion::device::run_stats();
+    let runs = (after.partitions - before.partitions).max(1) as u32;
+    let us = |a: Duration, b: Duration| (a - b).as_secs_f64() * 1e6 / f64::from(runs);
+    let detail = format!(
+        ", per partition: setup {:.0} us, kernel call {:.0} us, output {:.0} us",
+        us(after.setup, before.setup),
+        us(after.kernel, before.kernel),
+        us(after.output, before.output)
+    );
+    results.record(&rows[2], s, &detail);
     Ok(())
 }
 

@@ -512,7 +512,7 @@ fn the_device_is_described() {
 }
 
 #[test]
-fn queued_launches_cost_less_than_waited_calls() {
+fn queued_launches_and_waited_calls_compute_the_same() {
     let Some(engine) = cuda_engine() else { return };
     let n = 1usize << 20;
     let mut v = Array::<f32>::alloc_on(engine.device(), n).unwrap();
@@ -535,13 +535,11 @@ fn queued_launches_cost_less_than_waited_calls() {
         "add_one over {n} floats: {queued:?} per launch in a loop of {launches} (one wait), \
          {waited:?} per call of one launch (launch + wait)"
     );
+    // Only a sanity bound: how queued launches compare with waited calls is measured by
+    // `nacre bench gpu` (gpu_cuda_launch100_latency and its _direct row), not asserted here.
     assert!(
         queued < Duration::from_millis(1),
         "{queued:?} per queued launch"
-    );
-    assert!(
-        queued <= waited,
-        "{queued:?} per queued launch, {waited:?} per call"
     );
     let expected = (10 + launches + calls) as f32;
     assert!(v.as_slice().iter().all(|&x| x == expected));

@@ -220,13 +220,56 @@ pub fn load_stats() -> LoadStats {
     }
 }
 
-/// Frees every partition copied to a device and resets [`load_stats`].
+/// Frees every partition copied to a device and the launches' reused memory, and resets
+/// [`load_stats`] and [`run_stats`].
 pub fn clear() {
     let mut s = store().lock().unwrap_or_else(|e| e.into_inner());
     s.columns.clear();
     s.codes.clear();
     LOADED_BYTES.store(0, Ordering::Relaxed);
     LOAD_NANOS.store(0, Ordering::Relaxed);
+    RUNS.store(0, Ordering::Relaxed);
+    for slot in &RUN_NANOS {
+        slot.store(0, Ordering::Relaxed);
+    }
+    scratch_pool()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+}
+
+static RUN_NANOS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// Where the time of the partitions run on a device went, summed over them.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct RunStats {
+    /// Partitions run.
+    pub partitions: u64,
+    /// Preparing each launch: accumulators reset, frame filled, memory prefetched.
+    pub setup: Duration,
+    /// The compiled call: launching the kernel and waiting for it.
+    pub kernel: Duration,
+    /// Reading the accumulators back and building the output batch.
+    pub output: Duration,
+}
+
+/// The time of the partitions run so far (see [`RunStats`]); [`clear`] resets it.
+pub fn run_stats() -> RunStats {
+    let ns = |i: usize| Duration::from_nanos(RUN_NANOS[i].load(Ordering::Relaxed));
+    RunStats {
+        partitions: RUNS.load(Ordering::Relaxed),
+        setup: ns(0),
+        kernel: ns(1),
+        output: ns(2),
+    }
+}
+
+fn note_run(times: [Duration; 3]) {
+    RUNS.fetch_add(1, Ordering::Relaxed);
+    for (slot, t) in RUN_NANOS.iter().zip(times) {
+        slot.fetch_add(t.as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 fn note_load(bytes: usize, since: Instant) {
@@ -337,8 +380,26 @@ fn encode(e: &Engine, ty: ColType, arrays: &[ArrayRef]) -> Result<Option<Codes>,
 }
 
 /// The cached copy of column `col` of `batches` made by `make`, made now if missing.
-fn cached<T>(
-    map: &mut HashMap<Key, Entry<T>>,
+/// The store's map of `T`s (columns or codes).
+trait Cached: Sized + Send + Sync + 'static {
+    fn map(store: &mut Store) -> &mut HashMap<Key, Entry<Self>>;
+}
+
+impl Cached for Column {
+    fn map(store: &mut Store) -> &mut HashMap<Key, Entry<Self>> {
+        &mut store.columns
+    }
+}
+
+impl Cached for Option<Codes> {
+    fn map(store: &mut Store) -> &mut HashMap<Key, Entry<Self>> {
+        &mut store.codes
+    }
+}
+
+/// The cached copy of column `col` of `batches` made by `make`, made now if missing (without
+/// holding the store, so that partitions load in parallel).
+fn cached<T: Cached>(
     key: (DeviceKind, &'static str),
     batches: &[RecordBatch],
     col: usize,
@@ -350,21 +411,20 @@ fn cached<T>(
         .map(|a| Arc::as_ptr(a) as *const u8 as usize)
         .collect();
     let key = (key.0, addresses, key.1);
-    if let Some(e) = map.get(&key) {
+    let lock = || store().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = T::map(&mut lock()).get(&key) {
         return Ok(e.value.clone());
     }
     let start = Instant::now();
     let (value, bytes) = make(&arrays)?;
     note_load(bytes, start);
     let value = Arc::new(value);
-    map.insert(
-        key,
-        Entry {
-            value: value.clone(),
-            _arrays: arrays,
-        },
-    );
-    Ok(value)
+    let mut store = lock();
+    let entry = T::map(&mut store).entry(key).or_insert(Entry {
+        value,
+        _arrays: arrays,
+    });
+    Ok(entry.value.clone())
 }
 
 /// A partition in device memory: the columns the program reads (by scanned column) and
@@ -381,14 +441,13 @@ fn load(p: &Pipeline, e: &Engine, kind: DeviceKind, partition: usize) -> Result<
         .partitions
         .get(partition)
         .map_or(&[][..], Vec::as_slice);
-    let mut s = store().lock().unwrap_or_else(|e| e.into_inner());
     let mut columns = Vec::new();
     for (k, &(col, ty)) in p.scan.columns.iter().enumerate() {
         if !p.program.reads(k) {
             columns.push(None);
             continue;
         }
-        let c = cached(&mut s.columns, (kind, "values"), batches, col, |arrays| {
+        let c = cached((kind, "values"), batches, col, |arrays| {
             let c = load_column(e, ty, arrays)?;
             let bytes = c.bytes();
             Ok((c, bytes))
@@ -401,7 +460,7 @@ fn load(p: &Pipeline, e: &Engine, kind: DeviceKind, partition: usize) -> Result<
             unreachable!("device_plan admits column keys only")
         };
         let col = p.scan.columns[index].0;
-        let codes = cached(&mut s.codes, (kind, "codes"), batches, col, |arrays| {
+        let codes = cached((kind, "codes"), batches, col, |arrays| {
             let codes = encode(e, ty, arrays)?;
             let bytes = codes.as_ref().map_or(0, |c| c.codes.bytes());
             Ok((codes, bytes))
@@ -415,19 +474,69 @@ fn load(p: &Pipeline, e: &Engine, kind: DeviceKind, partition: usize) -> Result<
     })
 }
 
-/// Global accumulators of `groups` groups on the device, at their identities.
-struct DeviceBanks {
+/// The memory of one launch: global accumulators, the status word and the frame. Allocating
+/// managed memory costs more than a small kernel, so calls of the same sizes reuse it.
+struct Scratch {
     ints: Array<i64>,
     wide: Array<u64>,
     floats: Array<f64>,
+    status: Array<u64>,
+    frame: Array<u64>,
 }
 
-impl DeviceBanks {
-    fn new(e: &Engine, p: &Program, groups: usize) -> Result<DeviceBanks, Error> {
+/// What a [`Scratch`] is reused by: the device and its arrays' lengths.
+type ScratchKey = (DeviceKind, [usize; 4]);
+
+fn scratch_pool() -> &'static Mutex<HashMap<ScratchKey, Vec<Scratch>>> {
+    static POOL: OnceLock<Mutex<HashMap<ScratchKey, Vec<Scratch>>>> = OnceLock::new();
+    POOL.get_or_init(Mutex::default)
+}
+
+impl Scratch {
+    /// A scratch for `groups` groups of `p` and a frame of `words`: from the pool, or new.
+    fn take(
+        e: &Engine,
+        kind: DeviceKind,
+        p: &Program,
+        groups: usize,
+        words: usize,
+    ) -> Result<(Scratch, ScratchKey), Error> {
         let n = |b: usize| (p.banks[b] * groups).max(1);
-        let mut ints = vec![0i64; n(0)];
-        let mut wide = vec![0u64; 2 * n(1)];
-        let mut floats = vec![0f64; n(2)];
+        let key = (kind, [n(0), 2 * n(1), n(2), words]);
+        let pooled = scratch_pool()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&key)
+            .and_then(Vec::pop);
+        let s = match pooled {
+            Some(s) => s,
+            None => Scratch {
+                ints: Array::alloc_on(e.device(), key.1[0])?,
+                wide: Array::alloc_on(e.device(), key.1[1])?,
+                floats: Array::alloc_on(e.device(), key.1[2])?,
+                status: Array::alloc_on(e.device(), 1)?,
+                frame: Array::alloc_on(e.device(), words)?,
+            },
+        };
+        Ok((s, key))
+    }
+
+    fn give_back(self, key: ScratchKey) {
+        scratch_pool()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key)
+            .or_default()
+            .push(self);
+    }
+
+    /// Sets every accumulator of `groups` groups to its identity and the status to 0.
+    fn reset(&mut self, p: &Program, groups: usize) {
+        let (ints, wide, floats) = (
+            self.ints.as_mut_slice(),
+            self.wide.as_mut_slice(),
+            self.floats.as_mut_slice(),
+        );
         for acc in p.accs() {
             let bits = identity_bits(acc);
             for g in 0..groups {
@@ -442,11 +551,16 @@ impl DeviceBanks {
                 }
             }
         }
-        Ok(DeviceBanks {
-            ints: on_device(e, &ints)?,
-            wide: on_device(e, &wide)?,
-            floats: on_device(e, &floats)?,
-        })
+        self.status.as_mut_slice()[0] = 0;
+    }
+
+    /// Moves the scratch to the device before the kernel touches it.
+    fn prefetch(&self, e: &Engine) {
+        let d = e.device();
+        d.prepare_device_access(self.ints.as_ptr() as *const u8, self.ints.bytes());
+        d.prepare_device_access(self.wide.as_ptr() as *const u8, self.wide.bytes());
+        d.prepare_device_access(self.floats.as_ptr() as *const u8, self.floats.bytes());
+        d.prepare_device_access(self.status.as_ptr() as *const u8, self.status.bytes());
     }
 
     /// The accumulators back on the host, as the CPU pipeline's banks.
@@ -514,10 +628,12 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
         .map(|k| keys[k + 1..].iter().map(|c| c.values.len()).product())
         .collect();
 
+    let started = Instant::now();
     let l = KernelLayout::of(program);
-    let banks = DeviceBanks::new(&e, program, groups)?;
-    let status = on_device(&e, &[0u64])?;
-    let mut frame = vec![0u64; l.words()];
+    let (mut scratch, scratch_key) = Scratch::take(&e, kind, program, groups, l.words())?;
+    scratch.reset(program, groups);
+    let s = &mut scratch;
+    let frame = s.frame.as_mut_slice();
     for (k, c) in data.columns.iter().enumerate() {
         frame[k] = c.as_ref().map_or(0, |c| c.address());
     }
@@ -525,13 +641,14 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
         frame[l.codes(k)] = codes.codes.as_ptr() as u64;
         frame[l.stride(k)] = strides[k] as u64;
     }
-    frame[l.bank(0)] = banks.ints.as_ptr() as u64;
-    frame[l.bank(1)] = banks.wide.as_ptr() as u64;
-    frame[l.bank(2)] = banks.floats.as_ptr() as u64;
-    frame[l.status()] = status.as_ptr() as u64;
-    let frame = Array::copy_on(e.device(), &frame)?;
+    frame[l.bank(0)] = s.ints.as_ptr() as u64;
+    frame[l.bank(1)] = s.wide.as_ptr() as u64;
+    frame[l.bank(2)] = s.floats.as_ptr() as u64;
+    frame[l.status()] = s.status.as_ptr() as u64;
+    s.prefetch(&e);
 
     let f = compiled(program, kind, Strategy::for_groups(groups))?;
+    let launched = Instant::now();
     let threads = data.rows.div_ceil(ROWS_PER_THREAD);
     let blocks = threads.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS) as u32;
     // SAFETY: the frame (device memory) holds the addresses of device arrays with `rows`
@@ -539,16 +656,18 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
     // (every group index `Σ code_k · stride_k` is below `groups`) and of the status word,
     // all alive until the call returns (it waits for the kernel); the kernel reads rows
     // below `rows` only.
-    unsafe { f.call(RawPtr::new(frame.as_ptr()), data.rows as u64, blocks)? };
-
-    let status = status.as_slice()[0];
+    let called = unsafe { f.call(RawPtr::new(s.frame.as_ptr()), data.rows as u64, blocks) };
+    let finished = Instant::now();
+    let status = s.status.as_slice()[0];
+    let host = s.to_host();
+    scratch.give_back(scratch_key);
+    called?;
     if status & STATUS_UNSUPPORTED != 0 {
         return Ok(Outcome::DataFusion);
     }
     if status & STATUS_OVERFLOW != 0 {
         return Err(Error::Overflow);
     }
-    let host = banks.to_host();
     let columns = if program.keys.is_empty() {
         ungrouped_output(program, &host)?
     } else {
@@ -558,6 +677,7 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
             .collect();
         grouped_output(p, &host, &present, decode)?
     };
+    note_run([launched - started, finished - launched, finished.elapsed()]);
     Ok(Outcome::Done(RecordBatch::try_new(
         p.schema.clone(),
         columns,
