@@ -121,6 +121,27 @@ pub fn run(args: &QueryArgs) -> Result<()> {
     Ok(())
 }
 
+/// Fails unless `got` prints as DataFusion's `want`.
+fn check_same(what: &str, got: &[RecordBatch], want: &[RecordBatch]) -> Result<()> {
+    let (got, want) = (pretty_format_batches(got)?, pretty_format_batches(want)?);
+    if got.to_string() != want.to_string() {
+        bail!("{what}: results differ from DataFusion's:\n{got}\n{want}");
+    }
+    Ok(())
+}
+
+/// The statistics of one timed run.
+fn single(d: Duration) -> Stats {
+    let ns = d.as_nanos() as f64;
+    Stats {
+        median_ns: ns,
+        mad_ns: 0.0,
+        min_ns: ns,
+        samples: 1,
+        batch: 1,
+    }
+}
+
 async fn collect(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
     Ok(ctx.sql(sql).await?.collect().await?)
 }
@@ -152,23 +173,9 @@ async fn query(
     if compiled.is_empty() {
         bail!("{name}: no compiled pipeline ran (the rule declined the plan)");
     }
-    let text = |b: &[RecordBatch]| pretty_format_batches(b).map(|t| t.to_string());
-    if text(&got)? != text(&want)? {
-        bail!(
-            "{name}: results differ from DataFusion's:\n{}\n{}",
-            text(&got)?,
-            text(&want)?
-        );
-    }
+    check_same(name, &got, &want)?;
     check_fused(name, data, &want).with_context(|| format!("{name}: the fused loop"))?;
     let compile_time: Duration = compiled.iter().map(|c| c.compile_time).sum();
-    let single = |d: Duration| Stats {
-        median_ns: d.as_nanos() as f64,
-        mad_ns: 0.0,
-        min_ns: d.as_nanos() as f64,
-        samples: 1,
-        batch: 1,
-    };
     if results.wants(&format!("query_compile_{name}")) {
         results.record(
             &format!("query_compile_{name}"),
@@ -234,21 +241,7 @@ async fn on_device(
     let got = collect(ctx, sql).await?;
     let cold = cold.elapsed();
     let load = nacre_datafusion::device::load_stats();
-    let text = |b: &[RecordBatch]| pretty_format_batches(b).map(|t| t.to_string());
-    if text(&got)? != text(&want)? {
-        bail!(
-            "{name} on {device}: results differ from DataFusion's:\n{}\n{}",
-            text(&got)?,
-            text(&want)?
-        );
-    }
-    let single = |d: Duration| Stats {
-        median_ns: d.as_nanos() as f64,
-        mad_ns: 0.0,
-        min_ns: d.as_nanos() as f64,
-        samples: 1,
-        batch: 1,
-    };
+    check_same(&format!("{name} on {device}"), &got, &want)?;
     results.record(&rows[0], single(cold), ", with loading and compile");
     let mb = load.bytes as f64 / 1e6;
     results.record(&rows[1], single(load.time), &format!(", {mb:.0} MB"));

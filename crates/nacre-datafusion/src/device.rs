@@ -16,12 +16,12 @@
 //! instead ([`device_plan`], [`Outcome::Host`]).
 
 use crate::codegen::kernel::{self, KernelLayout, Strategy, BLOCK};
-use crate::codegen::{identity_bits, STATUS_OVERFLOW, STATUS_UNSUPPORTED};
+use crate::codegen::{STATUS_OVERFLOW, STATUS_UNSUPPORTED};
 use crate::error::Error;
 use crate::expr::Expr;
-use crate::pipeline::{bank, Pipeline, Program};
+use crate::pipeline::{Pipeline, Program};
 use crate::run::{grouped_output, ungrouped_output, Banks};
-use crate::types::{ColType, Repr};
+use crate::types::ColType;
 use datafusion::arrow::array::{
     Array as _, ArrayRef, PrimitiveArray, RecordBatch, StringViewArray,
 };
@@ -532,24 +532,17 @@ impl Scratch {
 
     /// Sets every accumulator of `groups` groups to its identity and the status to 0.
     fn reset(&mut self, p: &Program, groups: usize) {
-        let (ints, wide, floats) = (
-            self.ints.as_mut_slice(),
-            self.wide.as_mut_slice(),
-            self.floats.as_mut_slice(),
-        );
-        for acc in p.accs() {
-            let bits = identity_bits(acc);
-            for g in 0..groups {
-                let at = g * p.banks[bank(acc.repr)] + acc.slot;
-                match acc.repr {
-                    Repr::I128 => {
-                        wide[2 * at] = bits as u64;
-                        wide[2 * at + 1] = (bits >> 64) as u64;
-                    }
-                    Repr::F64 => floats[at] = f64::from_bits(bits as u64),
-                    _ => ints[at] = bits as u64 as i64,
-                }
-            }
+        // The CPU pipeline's banks have the same group-major layout.
+        let start = Banks::identities(p, groups);
+        for (to, from) in self.ints.as_mut_slice().iter_mut().zip(&start.i64) {
+            *to = *from;
+        }
+        for (to, from) in self.wide.as_mut_slice().chunks_mut(2).zip(&start.i128) {
+            to[0] = *from as u64;
+            to[1] = (*from >> 64) as u64;
+        }
+        for (to, from) in self.floats.as_mut_slice().iter_mut().zip(&start.f64) {
+            *to = *from;
         }
         self.status.as_mut_slice()[0] = 0;
     }

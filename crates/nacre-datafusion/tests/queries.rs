@@ -300,8 +300,7 @@ fn compiled_nodes(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<Arc<dyn Execution
 /// compiled operator left to DataFusion.
 async fn fallbacks(c: &Contexts, sql: &str) -> usize {
     let (want, _) = run(&c.plain, sql).await;
-    let df = c.nacre.sql(sql).await.expect("planned");
-    let plan = df.create_physical_plan().await.expect("physical plan");
+    let plan = physical_plan(&c.nacre, sql).await;
     let batches = datafusion::physical_plan::collect(plan.clone(), c.nacre.task_ctx())
         .await
         .expect("ran");
@@ -468,15 +467,19 @@ async fn contexts_on(device: &str, register: impl Fn(&SessionContext)) -> Contex
     c
 }
 
-/// Where the plan of `sql` runs its compiled pipelines (the `device=` of each operator).
-async fn placements(ctx: &SessionContext, sql: &str) -> Vec<String> {
-    let plan = ctx
-        .sql(sql)
+/// The physical plan of `sql` on `ctx`.
+async fn physical_plan(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+    ctx.sql(sql)
         .await
         .expect("planned")
         .create_physical_plan()
         .await
-        .expect("physical plan");
+        .expect("physical plan")
+}
+
+/// Where the plan of `sql` runs its compiled pipelines (the `device=` of each operator).
+async fn placements(ctx: &SessionContext, sql: &str) -> Vec<String> {
+    let plan = physical_plan(ctx, sql).await;
     let text = displayable(plan.as_ref()).indent(true).to_string();
     text.lines()
         .filter_map(|l| l.split("device=").nth(1))
@@ -486,13 +489,7 @@ async fn placements(ctx: &SessionContext, sql: &str) -> Vec<String> {
 
 /// Runs `sql` with the rule and gives how many partitions ran as kernels on the device.
 async fn device_runs(ctx: &SessionContext, sql: &str) -> usize {
-    let plan = ctx
-        .sql(sql)
-        .await
-        .expect("planned")
-        .create_physical_plan()
-        .await
-        .expect("physical plan");
+    let plan = physical_plan(ctx, sql).await;
     datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
         .await
         .expect("ran");
@@ -599,14 +596,7 @@ async fn gpu_kernels_compile_with_nvrtc() {
     })
     .await;
     for (name, sql) in tpch::QUERIES {
-        let plan = c
-            .nacre
-            .sql(sql)
-            .await
-            .expect("planned")
-            .create_physical_plan()
-            .await
-            .expect("physical plan");
+        let plan = physical_plan(&c.nacre, sql).await;
         let mut nodes = Vec::new();
         compiled_nodes(&plan, &mut nodes);
         let exec = nodes[0]

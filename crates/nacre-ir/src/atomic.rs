@@ -56,6 +56,22 @@ impl AtomicOp {
         }
     }
 
+    /// The binary operator that combines the old value with the operand (`op(old, value)`),
+    /// or `None` for [`AtomicOp::Swap`], which stores the operand.
+    pub fn binary(self) -> Option<crate::BinaryOp> {
+        use crate::BinaryOp;
+        Some(match self {
+            AtomicOp::Add => BinaryOp::Add,
+            AtomicOp::Sub => BinaryOp::Sub,
+            AtomicOp::Min => BinaryOp::Min,
+            AtomicOp::Max => BinaryOp::Max,
+            AtomicOp::And => BinaryOp::And,
+            AtomicOp::Or => BinaryOp::Or,
+            AtomicOp::Xor => BinaryOp::Xor,
+            AtomicOp::Swap => return None,
+        })
+    }
+
     /// Whether the operation is defined on elements of type `s`: 32- and 64-bit integers for
     /// every operation; `f32` for add, min, max and swap; `f64` for add and swap.
     pub fn supports(self, s: Scalar) -> bool {

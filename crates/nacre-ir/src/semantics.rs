@@ -357,15 +357,8 @@ pub fn binary(op: BinaryOp, s: Scalar, a: u128, b: u128) -> Result<u128, Trap> {
 /// type `s` (one that [`AtomicOp::supports`]). Integer add and sub wrap; float min and max are
 /// [`float_min`] and [`float_max`], as the `min` and `max` operators.
 pub fn atomic_rmw(op: AtomicOp, s: Scalar, old: u128, value: u128) -> u128 {
-    let binary_op = match op {
-        AtomicOp::Swap => return normalize(Type::Scalar(s), value),
-        AtomicOp::Add => BinaryOp::Add,
-        AtomicOp::Sub => BinaryOp::Sub,
-        AtomicOp::Min => BinaryOp::Min,
-        AtomicOp::Max => BinaryOp::Max,
-        AtomicOp::And => BinaryOp::And,
-        AtomicOp::Or => BinaryOp::Or,
-        AtomicOp::Xor => BinaryOp::Xor,
+    let Some(binary_op) = op.binary() else {
+        return normalize(Type::Scalar(s), value);
     };
     // None of these operators traps.
     binary(binary_op, s, old, value).unwrap_or(old)

@@ -10,8 +10,7 @@
 //! memory; a pointer that reaches the atomic through a block parameter is left alone.
 
 use nacre_ir::{
-    AtomicOp, BinaryOp, CmpOp, FuncKind, Function, Inst, InstData, InstKind, Module, Type, Value,
-    ValueData, ValueDef,
+    CmpOp, FuncKind, Function, Inst, InstData, InstKind, Module, Type, Value, ValueData, ValueDef,
 };
 
 /// Replaces every atomic on shared memory in the kernels of `module` by plain accesses (see
@@ -73,10 +72,10 @@ fn plain(f: &mut Function, inst: Inst) -> Vec<Inst> {
     let mut after = Vec::new();
     let (ptr, new) = match f.insts[inst].kind.clone() {
         InstKind::AtomicRmw { op, ptr, value, .. } => {
-            let new = match op {
-                AtomicOp::Swap => value,
-                op => {
-                    let (i, v) = add(f, InstKind::Binary(binary(op), old, value), Some(ty));
+            let new = match op.binary() {
+                None => value,
+                Some(b) => {
+                    let (i, v) = add(f, InstKind::Binary(b, old, value), Some(ty));
                     after.push(i);
                     v.expect("a result")
                 }
@@ -101,24 +100,10 @@ fn plain(f: &mut Function, inst: Inst) -> Vec<Inst> {
     after
 }
 
-/// The binary operation an atomic read-modify-write applies.
-fn binary(op: AtomicOp) -> BinaryOp {
-    match op {
-        AtomicOp::Add => BinaryOp::Add,
-        AtomicOp::Sub => BinaryOp::Sub,
-        AtomicOp::Min => BinaryOp::Min,
-        AtomicOp::Max => BinaryOp::Max,
-        AtomicOp::And => BinaryOp::And,
-        AtomicOp::Or => BinaryOp::Or,
-        AtomicOp::Xor => BinaryOp::Xor,
-        AtomicOp::Swap => unreachable!("a swap stores its operand"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nacre_ir::{FunctionBuilder, MemOrder, Scalar, Scope, Signature};
+    use nacre_ir::{AtomicOp, FunctionBuilder, MemOrder, Scalar, Scope, Signature};
 
     /// A kernel adding 1 to `shared[0]` and to `global[0]` atomically, and exchanging
     /// `shared[1]`.
