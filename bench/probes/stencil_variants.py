@@ -1,7 +1,8 @@
 """Forms of one stencil2d kernel timed alone under CuPy (as stencil_isolation.py): medians of
 7 runs of 50 launches over 4096 x 4096, 16 x 16 blocks. Each file's f_stencil2d takes the
 arguments its parameter count says: 4 (a hand-written kernel: input, out, w, h), 5 (Nacre's
-unchecked form: + status) or 9 (the checked form: + each pointer's base and size).
+unchecked form: + status), 9 (the checked form: + each pointer's base and size) or 10 (the
+checked form with both bodies: + the host's choice of body, 1 for the check-free one).
 Every output is compared with the first file's.
 
     python3 bench/probes/stencil_variants.py A.cu B.cu ...
@@ -21,7 +22,9 @@ for path in sys.argv[1:]:
     args = {4: (x, out, cp.uint32(W), cp.uint32(H)),
             5: (x, out, cp.uint32(W), cp.uint32(H), st),
             9: (x, out, cp.uint32(W), cp.uint32(H), x, cp.uint64(x.nbytes), out,
-                cp.uint64(out.nbytes), st)}[params]
+                cp.uint64(out.nbytes), st),
+            10: (x, out, cp.uint32(W), cp.uint32(H), x, cp.uint64(x.nbytes), out,
+                 cp.uint64(out.nbytes), cp.uint8(1), st)}[params]
     g, b = ((W + 15) // 16, (H + 15) // 16), (16, 16)
     for _ in range(5): k(g, b, args)
     s, e = cp.cuda.Event(), cp.cuda.Event(); ts = []

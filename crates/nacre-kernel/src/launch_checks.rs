@@ -242,24 +242,12 @@ fn is_uniform(f: &Function, entry: Block, v: Value, depth: u32) -> bool {
 
 /// Makes `checks` of `kernel` (function `id`) before each of `f`'s launches of it.
 fn check_at_launches(f: &mut Function, id: FuncId, kernel: &Function, checks: &[Inst]) {
-    let sites: Vec<(Block, Inst)> = f
-        .layout
-        .iter()
-        .flat_map(|&b| f.blocks[b].insts.iter().map(move |&i| (b, i)))
-        .filter(|&(_, i)| matches!(&f.insts[i].kind, InstKind::Launch(l) if l.kernel == id))
-        .collect();
-    for (block, launch) in sites {
+    for (block, launch) in launch_sites(f, id) {
         let InstKind::Launch(l) = &f.insts[launch].kind else {
             continue;
         };
         let l = (**l).clone();
-        let entry = kernel.entry().expect("a kernel with checks has an entry");
-        let mut map: HashMap<Value, Value> = kernel.blocks[entry]
-            .params
-            .iter()
-            .copied()
-            .zip(l.args.iter().copied())
-            .collect();
+        let mut map = launch_args(kernel, &l);
         let mut b = FunctionBuilder::detached(f);
         for &check in checks {
             clone_inst(&mut b, kernel, check, &l, &mut map);
@@ -272,6 +260,57 @@ fn check_at_launches(f: &mut Function, id: FuncId, kernel: &Function, checks: &[
             .expect("the launch is in its block");
         insts.splice(at..at, made);
     }
+}
+
+/// Computes `value` of `kernel` (function `id`; launch-uniform: made in its entry from
+/// parameters, constants and the grid and block sizes) in `f` right before each of `f`'s
+/// launches of the kernel, on the launch's arguments and sizes, and passes it as the launch's
+/// last argument (the kernel takes it as a new last parameter, see
+/// [`crate::check_free`]).
+pub(crate) fn pass_at_launches(f: &mut Function, id: FuncId, kernel: &Function, value: Value) {
+    let ValueDef::Result(def) = kernel.values[value].def else {
+        unreachable!("a launch-uniform value made in the kernel's entry")
+    };
+    for (block, launch) in launch_sites(f, id) {
+        let InstKind::Launch(l) = &f.insts[launch].kind else {
+            continue;
+        };
+        let l = (**l).clone();
+        let mut map = launch_args(kernel, &l);
+        let mut b = FunctionBuilder::detached(f);
+        let host = clone_inst(&mut b, kernel, def, &l, &mut map)
+            .expect("a launch-uniform value has a result");
+        let made = b.into_insts();
+        if let InstKind::Launch(l) = &mut f.insts[launch].kind {
+            l.args.push(host);
+        }
+        let insts = &mut f.blocks[block].insts;
+        let at = insts
+            .iter()
+            .position(|&i| i == launch)
+            .expect("the launch is in its block");
+        insts.splice(at..at, made);
+    }
+}
+
+/// `f`'s launches of kernel `id`, with their blocks.
+fn launch_sites(f: &Function, id: FuncId) -> Vec<(Block, Inst)> {
+    f.layout
+        .iter()
+        .flat_map(|&b| f.blocks[b].insts.iter().map(move |&i| (b, i)))
+        .filter(|&(_, i)| matches!(&f.insts[i].kind, InstKind::Launch(l) if l.kernel == id))
+        .collect()
+}
+
+/// The kernel's entry parameters mapped to the launch's arguments.
+fn launch_args(kernel: &Function, launch: &nacre_ir::Launch) -> HashMap<Value, Value> {
+    let entry = kernel.entry().expect("a launched kernel has an entry");
+    kernel.blocks[entry]
+        .params
+        .iter()
+        .copied()
+        .zip(launch.args.iter().copied())
+        .collect()
 }
 
 /// Clones `inst` of `kernel` (and, first, what its operands need) into `b`, parameters and

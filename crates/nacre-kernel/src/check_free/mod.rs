@@ -9,14 +9,14 @@
 //! [`add_check_free_versions`] gives such a kernel a second body. For every check left
 //! outside its entry block whose address is `p[i]` (`p`, its base and size parameters of the
 //! kernel, `i` an unsigned integer of at most 32 bits) it derives a symbolic range of `i` over
-//! values the launch decides (`symbolic`), and the kernel's entry computes, once per thread
-//! and the same in every thread of the launch, whether every such `i` stays within its array
-//! for this launch:
+//! values the launch decides (`symbolic`). Whether every such `i` stays within its array is
+//! the same for every thread of a launch, so the host code computes it once, right before each
+//! launch, on the launch's arguments and sizes, and passes it as the kernel's last parameter:
 //!
 //! ```text
-//! entry:  ...
-//!         ok = base <= p && (p - base) + (hi_i + 1) * size_of(T) <= bytes && ...conditions
-//!         br ok, body, checked_body
+//! host:   ok = base <= p && (p - base) + (hi_i + 1) * size_of(T) <= bytes && ...conditions
+//!         launch k(..., ok)
+//! entry:  br ok, body, checked_body
 //! body:          the kernel without the proven checks
 //! checked_body:  the kernel as it was (a copy), every check in place
 //! ```
@@ -24,18 +24,20 @@
 //! A launch that could go out of bounds (or whose bounds the expressions cannot show, because
 //! a node would wrap around) runs the checked body and traps exactly as before; every other
 //! launch runs without the checks. Every thread of a launch takes the same body, so barriers
-//! stay matched. Kernels whose every check is proven run check-free: on an H200 the checked
-//! stencil kernel alone took 99 µs, the unchecked one 94.4 µs, the hand-written CUDA C 94.5 µs
-//! (`bench/results/stencil_variants.txt`).
+//! stay matched. On an H200, the stencil kernel alone took 94.3 µs unchecked, 94.9 µs with
+//! both bodies and the choice passed in, and 122.4 µs when every thread computed the choice
+//! itself (its 64-bit arithmetic costs as much as the stencil);
+//! `bench/results/stencil_variants.txt`.
 
 mod symbolic;
 mod widen;
 
+use crate::launch_checks::pass_at_launches;
 use nacre_ir::analysis::DominatorTree;
 use nacre_ir::transform::copy_blocks;
 use nacre_ir::{
-    BinaryOp, Block, BlockData, CmpOp, FuncKind, Function, FunctionBuilder, Inst, InstKind, Module,
-    Type, Value, ValueDef,
+    BinaryOp, Block, BlockData, CmpOp, FuncId, FuncKind, Function, FunctionBuilder, Inst, InstKind,
+    Module, Type, Value, ValueDef,
 };
 use std::collections::HashSet;
 use symbolic::{Node, NodeId, Prover};
@@ -59,13 +61,47 @@ pub fn add_check_free_versions(module: &mut Module, options: CheckFreeOptions) -
     if !module.bounds_checked && !options.wide_indices {
         return 0;
     }
-    module
+    let kernels: Vec<FuncId> = module
         .functions
-        .values_mut()
-        .filter(|f| f.kind == FuncKind::Kernel)
-        .map(|f| version(f, options))
-        .filter(|&versioned| versioned)
-        .count()
+        .iter()
+        .filter(|(_, f)| f.kind == FuncKind::Kernel)
+        .map(|(id, _)| id)
+        .collect();
+    let mut versioned = 0;
+    for id in kernels {
+        let Some(choice) = version(&mut module.functions[id], options) else {
+            continue;
+        };
+        let kernel = module.functions[id].clone();
+        for f in module.functions.values_mut() {
+            if f.kind == FuncKind::Host {
+                pass_at_launches(f, id, &kernel, choice.ok);
+            }
+        }
+        take_choice_as_parameter(&mut module.functions[id], &choice);
+        versioned += 1;
+    }
+    versioned
+}
+
+/// Makes the entry of a versioned kernel branch on a new last parameter (the launch's choice,
+/// computed by the host) instead of computing the choice itself.
+fn take_choice_as_parameter(f: &mut Function, choice: &Choice) {
+    let entry = f.entry().expect("a versioned kernel has an entry");
+    let param = f.add_block_param(entry, Type::BOOL);
+    f.signature.params.push(Type::BOOL);
+    let t = f.terminator(entry).expect("the entry ends in the choice");
+    if let InstKind::Branch { cond, .. } = &mut f.insts[t].kind {
+        *cond = param;
+    }
+    f.blocks[entry].insts.retain(|i| !choice.insts.contains(i));
+}
+
+/// The choice of body a versioned kernel's entry computes: its value and the instructions
+/// that compute it (at the end of the entry, used by nothing else).
+struct Choice {
+    ok: Value,
+    insts: HashSet<Inst>,
 }
 
 /// True for the instructions that stay in the entry block, shared by both bodies: the
@@ -79,12 +115,11 @@ fn stays_in_entry(kind: &InstKind) -> bool {
     )
 }
 
-/// Versions one kernel; false if none of its checks could be proven (or it allocates shared
-/// memory outside its entry block, which a copy would allocate twice).
-fn version(f: &mut Function, options: CheckFreeOptions) -> bool {
-    let Some(entry) = f.entry() else {
-        return false;
-    };
+/// Versions one kernel, its entry computing the choice of body; returns the choice, or `None`
+/// if none of its checks could be proven (or it allocates shared memory outside its entry
+/// block, which a copy would allocate twice).
+fn version(f: &mut Function, options: CheckFreeOptions) -> Option<Choice> {
+    let entry = f.entry()?;
     let mut checks = Vec::new();
     let mut accesses = Vec::new();
     let mut addresses = HashSet::new();
@@ -96,7 +131,7 @@ fn version(f: &mut Function, options: CheckFreeOptions) -> bool {
                 InstKind::Load(p) | InstKind::Store(p, _) => {
                     addresses.insert(p);
                 }
-                ref k if stays_in_entry(k) && b != entry => return false,
+                ref k if stays_in_entry(k) && b != entry => return None,
                 _ => {}
             }
         }
@@ -104,7 +139,7 @@ fn version(f: &mut Function, options: CheckFreeOptions) -> bool {
     // Only the addresses of loads and stores (not those of hoisted range checks).
     accesses.retain(|&(_, i)| f.insts[i].result.is_some_and(|r| addresses.contains(&r)));
     if checks.is_empty() && !options.wide_indices {
-        return false;
+        return None;
     }
     let dom = DominatorTree::compute(f);
     let mut prover = Prover::new(f, entry, &dom);
@@ -147,7 +182,7 @@ fn version(f: &mut Function, options: CheckFreeOptions) -> bool {
         }
     }
     if proven.is_empty() && indices.is_empty() {
-        return false;
+        return None;
     }
     let nodes = prover.nodes().to_vec();
     let conditions = prover.conditions.clone();
@@ -159,14 +194,17 @@ fn version(f: &mut Function, options: CheckFreeOptions) -> bool {
         .partition(|&i| stays_in_entry(&f.insts[i].kind));
     f.blocks[entry].insts = kept;
     f.blocks[start].insts = moved;
-    let ok = materialise(f, entry, &nodes, &conditions);
+    let (ok, insts) = materialise(f, entry, &nodes, &conditions);
     split_bodies(f, entry, start, ok, &proven);
     if options.wide_indices {
         for (access, derived) in indices {
             widen::index(f, access, &derived);
         }
     }
-    true
+    Some(Choice {
+        ok,
+        insts: insts.into_iter().collect(),
+    })
 }
 
 /// Collects the conditions under which check `inst` cannot fail; returns the `elem_ptr`
@@ -206,13 +244,13 @@ fn prove(prover: &mut Prover<'_>, f: &Function, entry: Block, inst: Inst) -> Opt
 }
 
 /// Emits the nodes and the conjunction of the conditions as `u64` code at the end of the
-/// entry; returns the `bool` result.
+/// entry; returns the `bool` result and the instructions made.
 fn materialise(
     f: &mut Function,
     entry: Block,
     nodes: &[Node],
     conditions: &[(NodeId, NodeId)],
-) -> Value {
+) -> (Value, Vec<Inst>) {
     // Only the nodes the conditions use (failed proofs left others behind).
     let mut used = vec![false; nodes.len()];
     for &(x, y) in conditions {
@@ -254,8 +292,8 @@ fn materialise(
         ok = b.binary(BinaryOp::And, ok, holds);
     }
     let made = b.into_insts();
-    f.blocks[entry].insts.extend(made);
-    ok
+    f.blocks[entry].insts.extend(made.iter().copied());
+    (ok, made)
 }
 
 /// Copies `start` (the entry's code, moved there) and every block but the entry (the

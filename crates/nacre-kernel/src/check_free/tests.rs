@@ -160,6 +160,38 @@ fn clamped_loads_and_guarded_stores_get_a_check_free_body() {
 }
 
 #[test]
+fn the_host_chooses_the_body_before_each_launch() {
+    let mut m = checked(stencil_like(false));
+    add_check_free_versions(&mut m, CheckFreeOptions::default());
+    let m = verify(m).expect("the versioned kernel verifies");
+    let f = kernel(&m);
+    let entry = f.entry().unwrap();
+    // The entry only branches, on its last parameter.
+    let choice = *f.blocks[entry].params.last().unwrap();
+    assert_eq!(f.value_type(choice), Type::BOOL);
+    assert_eq!(f.signature.params.last(), Some(&Type::BOOL));
+    assert_eq!(f.blocks[entry].insts.len(), 1);
+    let t = f.terminator(entry).unwrap();
+    assert!(matches!(f.insts[t].kind, InstKind::Branch { cond, .. } if cond == choice));
+    // The host computes the choice (a conjunction) and passes it last.
+    let host = &m.module().functions[m.module().entry.unwrap()];
+    let launch = host
+        .live_insts()
+        .find_map(|d| match &d.kind {
+            InstKind::Launch(l) => Some(l.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(launch.args.len(), f.signature.params.len());
+    let last = *launch.args.last().unwrap();
+    assert_eq!(host.value_type(last), Type::BOOL);
+    assert!(matches!(
+        host.defining_inst(last),
+        Some(InstKind::Binary(BinaryOp::And, ..))
+    ));
+}
+
+#[test]
 fn an_index_read_from_memory_keeps_its_check_in_both_bodies() {
     let mut m = checked(stencil_like(true));
     assert_eq!(
