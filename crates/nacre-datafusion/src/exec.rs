@@ -86,6 +86,26 @@ impl NacreAggregateExec {
     pub fn placement(&self) -> &Placement {
         &self.placement
     }
+
+    /// The DataFusion subtree it replaced (same output; partitions the compiled code declines
+    /// run through it).
+    pub fn fallback(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.fallback
+    }
+
+    /// The compile options of its pipeline.
+    pub fn options(&self) -> &nacre::Options {
+        &self.options
+    }
+}
+
+/// Partitions computed by compiled pipelines in this process, on any device.
+static COMPILED_PARTITIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many partitions compiled pipelines have computed in this process (on the CPU or a
+/// device; not those that ran through DataFusion's operators).
+pub fn compiled_partitions() -> usize {
+    COMPILED_PARTITIONS.load(Ordering::Relaxed)
 }
 
 /// Runs partition `partition` where `placement` says: its partial aggregate, or `None` for
@@ -174,10 +194,13 @@ impl ExecutionPlan for NacreAggregateExec {
         let work = async move {
             let result = run(&pipeline, &options, &placement, partition, &on_device)?;
             let stream: SendableRecordBatchStream = match result {
-                Some(batch) => Box::pin(RecordBatchStreamAdapter::new(
-                    schema,
-                    futures::stream::iter([Ok(batch)]),
-                )),
+                Some(batch) => {
+                    COMPILED_PARTITIONS.fetch_add(1, Ordering::Relaxed);
+                    Box::pin(RecordBatchStreamAdapter::new(
+                        schema,
+                        futures::stream::iter([Ok(batch)]),
+                    ))
+                }
                 None => {
                     fallbacks.fetch_add(1, Ordering::Relaxed);
                     fallback.execute(partition, context)?

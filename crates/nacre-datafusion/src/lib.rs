@@ -21,7 +21,8 @@
 //! [`codegen::kernel`]), [`compile`] caches compiled pipelines per shape, [`run`] is the
 //! host side of a call on the CPU and [`device`] on a GPU, [`config`] says where a pipeline
 //! runs, [`exec`] is the operator, [`rule`] the rule; [`tpch`] generates TPC-H tables in
-//! memory for tests and benchmarks.
+//! memory for tests and benchmarks. `distributed` (the default feature of that name) runs
+//! compiled pipelines on the workers of datafusion-distributed.
 
 #![warn(missing_docs)]
 
@@ -29,6 +30,8 @@ pub mod codegen;
 pub mod compile;
 pub mod config;
 pub mod device;
+#[cfg(feature = "distributed")]
+pub mod distributed;
 pub mod error;
 pub mod exec;
 pub mod expr;
@@ -40,7 +43,7 @@ pub mod types;
 
 pub use config::{NacreConfig, Placement};
 pub use error::{Decline, Error};
-pub use exec::NacreAggregateExec;
+pub use exec::{compiled_partitions, NacreAggregateExec};
 pub use rule::NacreRule;
 
 use datafusion::execution::session_state::SessionStateBuilder;
