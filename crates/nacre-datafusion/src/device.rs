@@ -13,7 +13,8 @@
 //! **Groups.** A row's group is `Σ code_k · stride_k` over the key columns: direct indexing,
 //! no hash table, for up to [`MAX_GROUPS`] key combinations. Pipelines whose keys are not
 //! plain columns, with more combinations, or with 128-bit minimum or maximum run on the CPU
-//! instead ([`device_plan`], [`Outcome::Host`]).
+//! instead ([`device_plan`], [`Outcome::Host`]), as do partitions with nulls in the columns
+//! a pipeline reads (the CPU's code reads their validity).
 
 use crate::codegen::kernel::{self, KernelLayout, Strategy, BLOCK};
 use crate::codegen::{STATUS_OVERFLOW, STATUS_UNSUPPORTED};
@@ -58,7 +59,7 @@ pub fn device_plan(p: &Program) -> Result<(), String> {
 pub enum Outcome {
     /// The partial aggregate.
     Done(RecordBatch),
-    /// Data the compiled code does not compute with (nulls, long string keys, NaN or -0.0
+    /// Data the compiled code does not compute with (long string keys, NaN or -0.0
     /// compared): DataFusion runs the partition.
     DataFusion,
     /// The pipeline or this partition does not suit the device (the reason): the CPU
@@ -576,8 +577,8 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
     if let Err(why) = device_plan(&p.program) {
         return Ok(Outcome::Host(why));
     }
-    if !p.runs_partition(partition) {
-        return Ok(Outcome::DataFusion);
+    if p.nulls(partition).iter().any(|&n| n) {
+        return Ok(Outcome::Host("nulls in the partition".into()));
     }
     let program = &p.program;
     let batches = p
@@ -590,7 +591,7 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
         let columns = if program.keys.is_empty() {
             ungrouped_output(program, &Banks::identities(program, 1))?
         } else {
-            grouped_output(p, &Banks::identities(program, 1), &[], |_, _| [0, 0])?
+            grouped_output(program, &Banks::identities(program, 1), &[], |_, _| [0, 0])?
         };
         return Ok(Outcome::Done(RecordBatch::try_new(
             p.schema.clone(),
@@ -668,7 +669,7 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
         let present: Vec<usize> = (0..groups)
             .filter(|&g| host.i64[g * program.banks[0]] > 0)
             .collect();
-        grouped_output(p, &host, &present, decode)?
+        grouped_output(program, &host, &present, decode)?
     };
     note_run([launched - started, finished - launched, finished.elapsed()]);
     Ok(Outcome::Done(RecordBatch::try_new(

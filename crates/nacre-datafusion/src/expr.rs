@@ -97,9 +97,7 @@ pub enum Expr {
         /// The target type.
         ty: ColType,
     },
-    /// `expr IS NULL` (or `IS NOT NULL`): a constant, as pipelines run only over partitions
-    /// without nulls in the columns they read (`expr` is kept so that its columns count as
-    /// read).
+    /// `expr IS NULL` (or `IS NOT NULL`); never null itself.
     IsNull {
         /// The value.
         expr: Arc<Expr>,
@@ -135,6 +133,22 @@ impl Expr {
             | Expr::Cast { expr: e, .. }
             | Expr::LikePrefix { expr: e, .. }
             | Expr::IsNull { expr: e, .. } => e.visit(f),
+        }
+    }
+
+    /// Whether the expression can be SQL's NULL when the scanned columns `nullable` says can
+    /// hold nulls: a column that can, and every operator of such an operand but `IS NULL`.
+    pub fn may_be_null(&self, nullable: &[bool]) -> bool {
+        match self {
+            Expr::Column { index, .. } => nullable.get(*index).copied().unwrap_or(false),
+            Expr::Literal { .. } | Expr::IsNull { .. } => false,
+            Expr::Arith { left, right, .. }
+            | Expr::Compare { left, right, .. }
+            | Expr::And(left, right)
+            | Expr::Or(left, right) => left.may_be_null(nullable) || right.may_be_null(nullable),
+            Expr::Not(e) | Expr::Cast { expr: e, .. } | Expr::LikePrefix { expr: e, .. } => {
+                e.may_be_null(nullable)
+            }
         }
     }
 

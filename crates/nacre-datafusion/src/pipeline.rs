@@ -65,6 +65,11 @@ pub struct StateCol {
     pub acc: Acc,
     /// Its Arrow type (DataFusion's state type).
     pub ty: DataType,
+    /// Where the aggregate's argument can be null: the count of the rows whose argument is
+    /// not, which makes the state (a sum, minimum, maximum, or either state of an average)
+    /// SQL's NULL where it is zero. `None`: a count is never NULL, other states only where
+    /// no row passed (without keys).
+    pub present: Option<Acc>,
 }
 
 /// An aggregate of the pipeline.
@@ -106,6 +111,9 @@ pub struct Program {
     pub accs: Vec<AccSpec>,
     /// Accumulators in each bank: `i64`, `i128`, `f64`.
     pub banks: [usize; 3],
+    /// For each scanned column, whether the data it runs over holds nulls there (the code
+    /// then reads the column's validity; a variant per pattern, see [`Program::with_nulls`]).
+    pub nullable: Vec<bool>,
 }
 
 /// An accumulator and what it folds.
@@ -113,7 +121,8 @@ pub struct Program {
 pub struct AccSpec {
     /// The accumulator.
     pub acc: Acc,
-    /// Its argument (`None` for a count).
+    /// Its argument: a sum's, minimum's or maximum's value; for a count, the value whose
+    /// non-null rows it counts (`None`: every row that passes the filter).
     pub arg: Option<Arc<Expr>>,
 }
 
@@ -143,6 +152,62 @@ impl Program {
     pub fn accs(&self) -> impl Iterator<Item = Acc> + '_ {
         self.accs.iter().map(|a| a.acc)
     }
+
+    /// The program for data with nulls in the scanned columns `nullable` says, with SQL's
+    /// three-valued logic: a row passes a filter that is true (not NULL), aggregates skip
+    /// null arguments (a count of the non-null ones per aggregate, which makes a sum,
+    /// minimum or maximum of none NULL), `count(x)` counts the non-null `x`. Declines null
+    /// group keys and more accumulators than a bank holds.
+    pub fn with_nulls(&self, nullable: Vec<bool>) -> Result<Program, Decline> {
+        if self.keys.iter().any(|k| k.may_be_null(&nullable)) {
+            return Err(Decline::Plan("group keys with nulls".into()));
+        }
+        let mut p = self.clone();
+        for a in &mut p.aggs {
+            let Some(arg) = a.arg.as_ref().filter(|e| e.may_be_null(&nullable)) else {
+                continue;
+            };
+            // A cast is null where its operand is: `x`, `x as bigint` and `x as double`
+            // share one count.
+            let mut counted = arg;
+            while let Expr::Cast { expr, .. } = &**counted {
+                counted = expr;
+            }
+            let present = accumulator(
+                &mut p.accs,
+                AccKind::Count,
+                Repr::I64,
+                Some(counted.clone()),
+            );
+            for s in &mut a.states {
+                if s.acc.kind == AccKind::Count {
+                    s.acc = present;
+                }
+                // An average of no value is NULL in both states (DataFusion's grouped
+                // average merges a zero count as a value: 0 / 0); `count(x)` is a count.
+                if a.func != AggFunc::Count {
+                    s.present = Some(present);
+                }
+            }
+        }
+        p.banks = banks(&p.accs)?;
+        p.nullable = nullable;
+        Ok(p)
+    }
+}
+
+/// The accumulators in each bank, at most [`MAX_ACCS`].
+fn banks(accs: &[AccSpec]) -> Result<[usize; 3], Decline> {
+    let mut banks = [0; 3];
+    for a in accs {
+        banks[bank(a.acc.repr)] += 1;
+    }
+    if banks.iter().any(|&n| n > MAX_ACCS) {
+        return Err(Decline::Plan(format!(
+            "more than {MAX_ACCS} accumulators of one type"
+        )));
+    }
+    Ok(banks)
 }
 
 /// A program and its data (see the module docs).
@@ -193,15 +258,7 @@ impl Pipeline {
             .iter()
             .map(|a| aggregate(a, &schema, &inputs, &mut accs))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut banks = [0; 3];
-        for a in &accs {
-            banks[bank(a.acc.repr)] += 1;
-        }
-        if banks.iter().any(|&n| n > MAX_ACCS) {
-            return Err(Decline::Plan(format!(
-                "more than {MAX_ACCS} accumulators of one type"
-            )));
-        }
+        let banks = banks(&accs)?;
         let program = Program {
             columns: scan.columns.iter().map(|c| c.1).collect(),
             filter,
@@ -209,6 +266,7 @@ impl Pipeline {
             aggs,
             accs,
             banks,
+            nullable: vec![false; scan.columns.len()],
         };
         let p = Pipeline {
             scan,
@@ -235,22 +293,37 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Whether the compiled code can run partition `partition`: no nulls in the columns it
-    /// reads (checked per batch, without reading the data). Otherwise DataFusion runs it.
-    pub fn runs_partition(&self, partition: usize) -> bool {
+    /// For each scanned column, whether partition `partition` holds nulls in it (where the
+    /// program reads it; from the batches' null counts, without reading the data).
+    pub fn nulls(&self, partition: usize) -> Vec<bool> {
         let batches = self
             .scan
             .partitions
             .get(partition)
             .map_or(&[][..], Vec::as_slice);
-        batches.iter().all(|b| {
-            self.scan
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| self.program.reads(*k))
-                .all(|(_, &(col, _))| b.column(col).logical_null_count() == 0)
-        })
+        self.scan
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(k, &(col, _))| {
+                self.program.reads(k)
+                    && batches
+                        .iter()
+                        .any(|b| b.column(col).logical_null_count() > 0)
+            })
+            .collect()
+    }
+
+    /// The program that runs partition `partition`: the pipeline's, or its variant for the
+    /// nulls the partition holds ([`Program::with_nulls`]); `Err` where no variant computes
+    /// it (DataFusion runs it).
+    pub fn program_for(&self, partition: usize) -> Result<Arc<Program>, Decline> {
+        let nulls = self.nulls(partition);
+        if nulls.iter().any(|&n| n) {
+            Ok(Arc::new(self.program.with_nulls(nulls)?))
+        } else {
+            Ok(self.program.clone())
+        }
     }
 }
 
@@ -426,6 +499,7 @@ fn aggregate(
         states.push(StateCol {
             acc: accumulator(accs, kind, repr, input),
             ty,
+            present: None,
         });
     }
     Ok(Aggregate { func, arg, states })

@@ -5,7 +5,7 @@
 use crate::codegen::{hash_words, identity_bits, FrameLayout, STATUS_OVERFLOW, STATUS_UNSUPPORTED};
 use crate::compile::PipelineFn;
 use crate::error::Error;
-use crate::pipeline::{bank, Acc, AccKind, Pipeline, Program, MAX_ACCS};
+use crate::pipeline::{bank, Acc, AccKind, Pipeline, Program, StateCol, MAX_ACCS};
 use crate::types::{ColType, Repr};
 use datafusion::arrow::array::{
     Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
@@ -23,40 +23,38 @@ const FIRST_CAPACITY: usize = 256;
 /// The most slots a group table grows to.
 const MAX_CAPACITY: usize = 1 << 30;
 
-/// Runs the pipeline over partition `partition` and gives its partial aggregate, or `None`
-/// where the partition holds data the compiled code does not compute with (nulls, long
-/// string keys: see [`Pipeline::runs_partition`]), which DataFusion then runs.
+/// Runs `program` (the pipeline's, or its variant for the partition's nulls:
+/// [`Pipeline::program_for`]), compiled as `f`, over partition `partition` and gives its
+/// partial aggregate, or `None` where the partition holds data the compiled code does not
+/// compute with (string keys over 12 bytes, NaN or -0.0 compared), which DataFusion then
+/// runs.
 pub fn run_partition(
     p: &Pipeline,
+    program: &Program,
     f: &PipelineFn,
     partition: usize,
 ) -> Result<Option<RecordBatch>, Error> {
-    if !p.runs_partition(partition) {
-        return Ok(None);
-    }
-
     let batches = p
         .scan
         .partitions
         .get(partition)
         .map_or(&[][..], Vec::as_slice);
-    let program = &p.program;
     let mut status = 0u64;
     let columns = if program.keys.is_empty() {
         let mut banks = Banks::identities(program, 1);
         for b in batches {
-            let columns = readable(p, b)?;
-            let mut frame = frame(p, &columns, &mut banks, &mut status);
+            let data = BatchData::of(p, program, b)?;
+            let mut frame = frame(program, &data, &mut banks, &mut status);
             call(f, &mut frame, 0, b.num_rows())?;
         }
         ungrouped_output(program, &banks)?
     } else {
         let mut table = GroupTable::new(program, FIRST_CAPACITY);
         for b in batches {
-            let columns = readable(p, b)?;
+            let data = BatchData::of(p, program, b)?;
             let mut start = 0;
             while start < b.num_rows() {
-                let mut frame = frame(p, &columns, &mut table.banks, &mut status);
+                let mut frame = frame(program, &data, &mut table.banks, &mut status);
                 table.fill_frame(
                     &mut frame,
                     FrameLayout {
@@ -69,7 +67,7 @@ pub fn run_partition(
                 }
             }
         }
-        table.output(p)?
+        table.output(program)?
     };
     if status & STATUS_UNSUPPORTED != 0 {
         return Ok(None);
@@ -102,23 +100,47 @@ pub(crate) fn readable_column(p: &Pipeline, b: &RecordBatch, k: usize) -> Result
     }
 }
 
-/// The scanned columns of a batch as pipelines read them ([`readable_column`]); the frame
-/// points into them, so they live through the call.
-fn readable(p: &Pipeline, b: &RecordBatch) -> Result<Vec<ArrayRef>, Error> {
-    (0..p.scan.columns.len())
-        .map(|k| readable_column(p, b, k))
-        .collect()
+/// What the frame of a batch points into, so it lives through the call: the scanned columns
+/// as pipelines read them ([`readable_column`]) and, for those the program reads as
+/// nullable, a validity byte per row.
+struct BatchData {
+    columns: Vec<ArrayRef>,
+    validity: Vec<Option<Vec<u8>>>,
 }
 
-/// A frame with the batch's columns (as [`readable`] gives them), the banks and the status
-/// word.
-fn frame(p: &Pipeline, columns: &[ArrayRef], banks: &mut Banks, status: &mut u64) -> Vec<u64> {
+impl BatchData {
+    fn of(p: &Pipeline, program: &Program, b: &RecordBatch) -> Result<BatchData, Error> {
+        let columns = (0..p.scan.columns.len())
+            .map(|k| readable_column(p, b, k))
+            .collect::<Result<Vec<_>, _>>()?;
+        let validity = columns
+            .iter()
+            .zip(&program.nullable)
+            .map(|(a, &nullable)| nullable.then(|| validity_bytes(a.as_ref())))
+            .collect();
+        Ok(BatchData { columns, validity })
+    }
+}
+
+/// A byte per row of `a`: 1 where the value is not null.
+fn validity_bytes(a: &dyn Array) -> Vec<u8> {
+    match a.logical_nulls() {
+        Some(nulls) => nulls.iter().map(u8::from).collect(),
+        None => vec![1; a.len()],
+    }
+}
+
+/// A frame with the batch's columns and validity, the banks and the status word.
+fn frame(program: &Program, data: &BatchData, banks: &mut Banks, status: &mut u64) -> Vec<u64> {
     let l = FrameLayout {
-        columns: p.program.columns.len(),
+        columns: program.columns.len(),
     };
     let mut frame = vec![0u64; l.words()];
-    for (k, &(_, ty)) in p.scan.columns.iter().enumerate() {
-        frame[k] = column_address(columns[k].as_ref(), ty);
+    for (k, &ty) in program.columns.iter().enumerate() {
+        frame[k] = column_address(data.columns[k].as_ref(), ty);
+        if let Some(v) = &data.validity[k] {
+            frame[l.validity(k)] = v.as_ptr() as u64;
+        }
     }
     frame[l.bank(0)] = banks.i64.as_mut_ptr() as u64;
     frame[l.bank(1)] = banks.i128.as_mut_ptr() as u64;
@@ -266,16 +288,26 @@ fn array(ty: &DataType, values: &[Option<Scalar>]) -> Result<ArrayRef, Error> {
 /// The one-row output of a program without keys: SQL's NULL for the sum, minimum and
 /// maximum of no rows.
 pub(crate) fn ungrouped_output(p: &Program, banks: &Banks) -> Result<Vec<ArrayRef>, Error> {
-    let rows = banks.i64[0];
     p.aggs
         .iter()
         .flat_map(|a| &a.states)
         .map(|s| {
             let v = banks.get(s.acc, s.acc.slot);
-            let v = (rows > 0 || s.acc.kind == AccKind::Count).then_some(v);
-            array(&s.ty, &[v])
+            array(
+                &s.ty,
+                &[present(p, s, banks, 0, banks.i64[0] > 0).then_some(v)],
+            )
         })
         .collect()
+}
+
+/// Whether state `s` of group `g` is a value rather than SQL's NULL (see
+/// [`StateCol::present`]; `rows`: whether any row passed).
+fn present(p: &Program, s: &StateCol, banks: &Banks, g: usize, rows: bool) -> bool {
+    match s.present {
+        Some(count) => banks.i64[acc_index(p, count, g)] > 0,
+        None => s.acc.kind == AccKind::Count || rows,
+    }
 }
 
 /// The group table of one partition: keys, used flags and accumulators.
@@ -343,39 +375,42 @@ impl GroupTable {
     }
 
     /// The keys, then the accumulators, of every group.
-    fn output(&self, p: &Pipeline) -> Result<Vec<ArrayRef>, Error> {
+    fn output(&self, program: &Program) -> Result<Vec<ArrayRef>, Error> {
         let slots: Vec<usize> = self.slots().collect();
         let mut first_word = Vec::new();
         let mut word = 0;
-        for k in &p.program.keys {
+        for k in &program.keys {
             first_word.push(word);
             word += k.ty().repr().key_words();
         }
         let key = |s: usize, k: usize| {
             let at = s * self.words + first_word[k];
-            let last = p.program.keys[k].ty().repr().key_words() - 1;
+            let last = program.keys[k].ty().repr().key_words() - 1;
             [self.keys[at], self.keys[at + last]]
         };
-        grouped_output(p, &self.banks, &slots, key)
+        grouped_output(program, &self.banks, &slots, key)
     }
 }
 
 /// The output columns of the groups in `slots`: each key (`key(slot, k)` gives key `k`'s
 /// words: one-word keys twice), then every aggregate state.
 pub(crate) fn grouped_output(
-    p: &Pipeline,
+    program: &Program,
     banks: &Banks,
     slots: &[usize],
     key: impl Fn(usize, usize) -> [u64; 2],
 ) -> Result<Vec<ArrayRef>, Error> {
     let mut out = Vec::new();
-    for (k, e) in p.program.keys.iter().enumerate() {
+    for (k, e) in program.keys.iter().enumerate() {
         out.push(key_array(e.ty(), slots.iter().map(|&s| key(s, k)))?);
     }
-    for s in p.program.aggs.iter().flat_map(|a| &a.states) {
+    for s in program.aggs.iter().flat_map(|a| &a.states) {
         let values: Vec<_> = slots
             .iter()
-            .map(|&g| Some(banks.get(s.acc, acc_index(&p.program, s.acc, g))))
+            .map(|&g| {
+                let v = banks.get(s.acc, acc_index(program, s.acc, g));
+                present(program, s, banks, g, true).then_some(v)
+            })
             .collect();
         out.push(array(&s.ty, &values)?);
     }

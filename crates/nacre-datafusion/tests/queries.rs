@@ -255,6 +255,94 @@ async fn random_tables(device: &str) {
     }
 }
 
+/// A random table whose columns hold about one null in five (`k`, a small key, none).
+fn nullable_table(
+    rows: usize,
+    seed: u64,
+    partitions: usize,
+) -> (Arc<Schema>, Vec<Vec<RecordBatch>>) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int32, false),
+        Field::new("i", DataType::Int32, true),
+        Field::new("j", DataType::Int64, true),
+        Field::new("f", DataType::Float64, true),
+        Field::new("m", DataType::Decimal128(12, 3), true),
+        Field::new("s", DataType::Utf8View, true),
+    ]));
+    let mut state = seed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let words = ["a", "bb", "ccc"];
+    let parts = (0..partitions)
+        .map(|_| {
+            let (mut k, mut i, mut j, mut f, mut m, mut s) =
+                (vec![], vec![], vec![], vec![], vec![], vec![]);
+            for _ in 0..rows / partitions {
+                let mut null = || next() % 5 == 0;
+                let (ni, nj, nf, nm, ns) = (null(), null(), null(), null(), null());
+                k.push((next() % 4) as i32);
+                i.push((!ni).then(|| (next() % 200) as i32 - 100));
+                j.push((!nj).then(|| (next() % 1000) as i64 - 500));
+                f.push((!nf).then(|| (next() % 10_000) as f64 / 8.0));
+                m.push((!nm).then(|| next() as i128 % 1_000_000 - 500_000));
+                s.push((!ns).then(|| words[(next() % 3) as usize]));
+            }
+            let cols: Vec<Arc<dyn Array>> = vec![
+                Arc::new(Int32Array::from(k)),
+                Arc::new(Int32Array::from(i)),
+                Arc::new(Int64Array::from(j)),
+                Arc::new(Float64Array::from(f)),
+                Arc::new(
+                    Decimal128Array::from(m)
+                        .with_precision_and_scale(12, 3)
+                        .expect("decimal"),
+                ),
+                Arc::new(StringViewArray::from(s)),
+            ];
+            vec![RecordBatch::try_new(schema.clone(), cols).expect("batch")]
+        })
+        .collect();
+    (schema, parts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nulls_follow_three_valued_logic_in_compiled_code() {
+    for seed in 1..4 {
+        let (schema, parts) = nullable_table(4000, seed, PARTITIONS);
+        let register = |ctx: &SessionContext| {
+            let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
+            ctx.register_table("t", Arc::new(t)).expect("registered");
+        };
+        let c = contexts(register).await;
+        let compiled = [
+            // Null arguments skipped; count(x) counts the non-null ones.
+            "select k, count(*), count(i), sum(i), min(j), max(m), avg(m), avg(i), count(s) \
+             from t group by k order by k",
+            // A comparison with NULL is NULL: the row does not pass; OR and AND by Kleene.
+            "select k, count(*), sum(j) from t where i > 0 or j < 100 group by k order by k",
+            "select count(*), sum(i), max(j) from t where not (i > 10) and m > 0",
+            "select k, count(*), sum(m) from t where s = 'bb' or s is null group by k order by k",
+            "select count(*), sum(j * 2 + i), min(m - 1) from t where i is not null and not (s in ('a', 'ccc'))",
+            "select k, sum(f), count(f) from t where f is null or f > 100 group by k order by k",
+            // Every argument NULL: NULL sums, minimums and averages, zero counts.
+            "select k, sum(i), min(i), max(m), avg(i), count(i), count(*) from t \
+             where i is null group by k order by k",
+            "select sum(i), min(m), avg(j), count(i), count(*) from t where i is null",
+            "select sum(i), count(*) from t where i < -1000",
+        ];
+        for sql in compiled {
+            assert_eq!(fallbacks(&c, sql).await, 0, "compiled: {sql}");
+        }
+        // Null group keys: DataFusion runs the partitions.
+        let sql = "select i, count(*), sum(j) from t group by i order by i limit 20";
+        assert_eq!(fallbacks(&c, sql).await, PARTITIONS, "{sql}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overflow_is_an_error_as_in_datafusion() {
     let schema = Arc::new(Schema::new(vec![Field::new(
@@ -320,7 +408,7 @@ async fn fallbacks(c: &Contexts, sql: &str) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn partitions_with_nulls_or_long_keys_run_in_datafusion() {
+async fn partitions_with_null_or_long_keys_run_in_datafusion() {
     let schema = Arc::new(Schema::new(vec![
         Field::new("k", DataType::Utf8View, true),
         Field::new("v", DataType::Int64, true),
@@ -340,10 +428,12 @@ async fn partitions_with_nulls_or_long_keys_run_in_datafusion() {
         (
             batch(vec![Some("a"), None], vec![Some(5), Some(6)]),
             "a null key",
+            1,
         ),
         (
             batch(vec![Some("a"), Some("b")], vec![None, Some(6)]),
-            "a null value",
+            "a null value (compiled with three-valued logic)",
+            0,
         ),
         (
             batch(
@@ -351,9 +441,10 @@ async fn partitions_with_nulls_or_long_keys_run_in_datafusion() {
                 vec![Some(5), Some(6)],
             ),
             "a long key",
+            1,
         ),
     ];
-    for (other, what) in cases {
+    for (other, what, left) in cases {
         let parts = vec![vec![clean.clone()], vec![other]];
         let register = |ctx: &SessionContext| {
             let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
@@ -363,8 +454,8 @@ async fn partitions_with_nulls_or_long_keys_run_in_datafusion() {
         let sql = "select k, sum(v), count(v), count(*) from t group by k order by k";
         assert_eq!(
             fallbacks(&c, sql).await,
-            1,
-            "{what}: the other partition is compiled"
+            left,
+            "{what}: partitions left to DataFusion"
         );
     }
     // Clean partitions only: nothing falls back.

@@ -31,7 +31,6 @@ use nacre::gpu::{
     block_dim_x, global_id_x, global_size_x, shared_array, sync_threads, thread_idx_x,
 };
 use nacre::{select, Ptr, Val};
-use std::collections::HashMap;
 
 /// Threads per block of a pipeline kernel.
 pub const BLOCK: u32 = 256;
@@ -274,13 +273,9 @@ fn row_contribution(
     i: Val<u64>,
     flags: (Val<bool>, Val<bool>),
 ) -> (Contribution, (Val<bool>, Val<bool>)) {
-    let mut row = Row {
-        cols,
-        i,
-        memo: HashMap::new(),
-        overflow: flags.0,
-        invalid: flags.1,
-    };
+    // Kernels run programs without nulls (`device::run_partition` leaves partitions with
+    // nulls to the CPU).
+    let mut row = Row::new(cols, &[], i, flags);
     let c = contribution(p, &mut row);
     (c, (row.overflow, row.invalid))
 }
@@ -297,6 +292,7 @@ fn fold_groups(
         let mine = Contribution {
             pass: c.pass & group.eq(g as u64),
             args: c.args.clone(),
+            valid: c.valid.clone(),
         };
         *b = fold(p, *b, &mine);
     }

@@ -67,9 +67,14 @@ impl FrameLayout {
     pub fn capacity(self) -> usize {
         self.columns + 7
     }
+    /// The word holding the address of scanned column `k`'s validity, a byte per row (1:
+    /// not null), where the program reads it as nullable ([`Program::nullable`]).
+    pub fn validity(self, k: usize) -> usize {
+        self.columns + 8 + k
+    }
     /// Words in all.
     pub fn words(self) -> usize {
-        self.columns + 8
+        2 * self.columns + 8
     }
 }
 
@@ -94,11 +99,18 @@ enum Col {
     View(Ptr<u64>),
 }
 
-/// Evaluates expressions for one row, each shared node once.
+/// Evaluates expressions for one row, each shared node once, with SQL's three-valued logic
+/// where columns can be null.
 struct Row<'a> {
     cols: &'a [Col],
+    /// Each column's validity, where it can be null.
+    validity: &'a [Option<Ptr<u8>>],
     i: Val<u64>,
     memo: HashMap<*const Expr, V>,
+    valid_memo: HashMap<*const Expr, Option<Val<bool>>>,
+    /// Whether the operands of the node being computed are all non-null (`None`: they
+    /// cannot be null): what garbage in a null slot computes must not count.
+    mask: Option<Val<bool>>,
     /// An arithmetic overflow (an error, as in DataFusion).
     overflow: Val<bool>,
     /// Data the program does not compute as DataFusion would: a NaN or negative zero
@@ -115,6 +127,16 @@ fn ptr_at<T: nacre::Element>(frame: Ptr<u64>, word: usize) -> Ptr<T> {
     // SAFETY: the host stores in this word the address of memory of `T`s that the pipeline's
     // accesses stay within (`crate::run`), and compiles pipelines unchecked.
     unsafe { Ptr::from_addr(load(frame, word)) }
+}
+
+/// The validity of each scanned column the program reads as nullable.
+fn validity(p: &Program, frame: Ptr<u64>) -> Vec<Option<Ptr<u8>>> {
+    let l = FrameLayout {
+        columns: p.columns.len(),
+    };
+    (0..p.columns.len())
+        .map(|k| p.nullable[k].then(|| ptr_at::<u8>(frame, l.validity(k))))
+        .collect()
 }
 
 fn columns(p: &Program, frame: Ptr<u64>) -> Vec<Col> {
@@ -137,21 +159,108 @@ fn pow10(k: i8) -> i128 {
     10i128.pow(u32::from(k.unsigned_abs()))
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
+    /// Row `i` of columns `cols` (with `validity`), the flags carried so far.
+    fn new(
+        cols: &'a [Col],
+        validity: &'a [Option<Ptr<u8>>],
+        i: Val<u64>,
+        (overflow, invalid): (Val<bool>, Val<bool>),
+    ) -> Row<'a> {
+        Row {
+            cols,
+            validity,
+            i,
+            memo: HashMap::new(),
+            valid_memo: HashMap::new(),
+            mask: None,
+            overflow,
+            invalid,
+        }
+    }
+
     fn eval(&mut self, e: &Arc<Expr>) -> V {
         let key = Arc::as_ptr(e);
         if let Some(v) = self.memo.get(&key) {
             return *v;
         }
+        let operands = match **e {
+            Expr::And(..) | Expr::Or(..) => None,
+            _ => self.valid(e),
+        };
+        let outer = std::mem::replace(&mut self.mask, operands);
         let v = self.compute(e);
+        self.mask = outer;
         self.memo.insert(key, v);
         v
+    }
+
+    /// Whether `e` is not null in this row (`None`: it never is), by SQL's three-valued
+    /// logic: `AND` is false where either side is false, `OR` true where either is true,
+    /// `IS NULL` never null, every other operator null where an operand is.
+    fn valid(&mut self, e: &Arc<Expr>) -> Option<Val<bool>> {
+        let key = Arc::as_ptr(e);
+        if let Some(v) = self.valid_memo.get(&key) {
+            return *v;
+        }
+        let v = self.compute_valid(e);
+        self.valid_memo.insert(key, v);
+        v
+    }
+
+    fn compute_valid(&mut self, e: &Expr) -> Option<Val<bool>> {
+        let both = |a: Option<Val<bool>>, b: Option<Val<bool>>| match (a, b) {
+            (Some(a), Some(b)) => Some(a & b),
+            (a, b) => a.or(b),
+        };
+        match e {
+            Expr::Column { index, .. } => {
+                let bytes = self.validity.get(*index).copied().flatten();
+                bytes.map(|v| v.load(self.i).ne(0u8))
+            }
+            Expr::Literal { .. } | Expr::IsNull { .. } => None,
+            Expr::Arith { left, right, .. } | Expr::Compare { left, right, .. } => {
+                let (l, r) = (self.valid(left), self.valid(right));
+                both(l, r)
+            }
+            Expr::Not(x) | Expr::Cast { expr: x, .. } | Expr::LikePrefix { expr: x, .. } => {
+                self.valid(x)
+            }
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                let (va, vb) = (self.valid(a), self.valid(b));
+                if va.is_none() && vb.is_none() {
+                    return None;
+                }
+                let (x, y) = (self.bool(a), self.bool(b));
+                // The side that decides: false for AND, true for OR.
+                let (x, y) = if matches!(e, Expr::And(..)) {
+                    (!x, !y)
+                } else {
+                    (x, y)
+                };
+                let (va, vb) = (va.unwrap_or(Val::new(true)), vb.unwrap_or(Val::new(true)));
+                Some((va & vb) | (va & x) | (vb & y))
+            }
+        }
+    }
+
+    /// Notes an overflow of the node being computed (where its operands are not null).
+    fn note_overflow(&mut self, o: Val<bool>) {
+        self.overflow |= self.mask.map_or(o, |m| o & m);
+    }
+
+    /// Notes data the program does not compute with (where the operands are not null).
+    fn note_invalid(&mut self, x: Val<bool>) {
+        self.invalid |= self.mask.map_or(x, |m| x & m);
     }
 
     fn compute(&mut self, e: &Expr) -> V {
         match e {
             Expr::Column { index, .. } => self.column(*index),
-            Expr::IsNull { negated, .. } => V::B(Val::new(*negated)),
+            Expr::IsNull { expr, negated } => {
+                let valid = self.valid(expr).unwrap_or(Val::new(true));
+                V::B(if *negated { valid } else { !valid })
+            }
             Expr::Literal { value, ty } => literal(value, *ty),
             Expr::Arith {
                 op,
@@ -231,7 +340,7 @@ impl Row<'_> {
         let c = pow10(up);
         if digits + up as u32 > I128_DIGITS {
             let o = x.gt(i128::MAX / c) | x.lt(i128::MIN / c);
-            self.overflow |= o;
+            self.note_overflow(o);
         }
         x.wrapping_mul(c)
     }
@@ -263,7 +372,7 @@ impl Row<'_> {
                     _ => (a.wrapping_mul(b), Some(mul_overflows(a, b))),
                 };
                 if let Some(o) = o {
-                    self.overflow |= o;
+                    self.note_overflow(o);
                 }
                 V::I128(y)
             }
@@ -291,7 +400,7 @@ impl Row<'_> {
             (V::F64(a), V::F64(b)) => {
                 // Arrow orders floats totally (NaN greatest, -0 below +0); IEEE agrees elsewhere.
                 let odd = |x: Val<f64>| x.is_nan() | (x.eq(0.0) & x.is_sign_negative());
-                self.invalid |= odd(a) | odd(b);
+                self.note_invalid(odd(a) | odd(b));
                 cmp(op, a, b)
             }
             (V::I32(a), V::I32(b)) => cmp(op, a, b),
@@ -324,7 +433,7 @@ impl Row<'_> {
             // Arrow's cast fails where the value does not fit the target's precision.
             let shift = i32::from(to.scale()) - i32::from(from.scale());
             if e.digits() as i32 + shift.max(0) + 1 > i32::from(precision) {
-                self.overflow |= !within_digits(y, u32::from(precision));
+                self.note_overflow(!within_digits(y, u32::from(precision)));
             }
         }
         y
@@ -481,15 +590,21 @@ type Banks = (
     [Val<f64>; MAX_ACCS],
 );
 
-/// One row's contribution: the filter's verdict and each accumulator's argument.
+/// One row's contribution: the filter's verdict, each accumulator's argument and whether
+/// that is not null (`None`: it cannot be).
 struct Contribution {
     pass: Val<bool>,
     args: Vec<Option<V>>,
+    valid: Vec<Option<Val<bool>>>,
 }
 
 fn contribution(p: &Program, row: &mut Row<'_>) -> Contribution {
+    // A row passes where the filter is true, not NULL.
     let pass = match &p.filter {
-        Some(f) => row.bool(f),
+        Some(f) => {
+            let holds = row.bool(f);
+            row.valid(f).map_or(holds, |v| holds & v)
+        }
         None => Val::new(true),
     };
     // What the filter rejects is not computed by DataFusion: its overflows don't count.
@@ -500,8 +615,13 @@ fn contribution(p: &Program, row: &mut Row<'_>) -> Contribution {
         .iter()
         .map(|a| a.arg.as_ref().map(|e| row.eval(e)))
         .collect();
+    let valid = p
+        .accs
+        .iter()
+        .map(|a| a.arg.as_ref().and_then(|e| row.valid(e)))
+        .collect();
     row.overflow = before | (row.overflow & pass);
-    Contribution { pass, args }
+    Contribution { pass, args, valid }
 }
 
 fn combine_i64(kind: AccKind, acc: Val<i64>, v: Val<i64>) -> Val<i64> {
@@ -528,31 +648,31 @@ fn combine_f64(kind: AccKind, acc: Val<f64>, v: Val<f64>) -> Val<f64> {
     }
 }
 
-/// Folds one row into the carried banks, masked by the filter.
+/// Folds one row into the carried banks, masked by the filter and by null arguments.
 fn fold(p: &Program, mut banks: Banks, c: &Contribution) -> Banks {
-    let one = c.pass.cast::<i64>();
-    for (a, arg) in p.accs.iter().zip(&c.args) {
+    for ((a, arg), valid) in p.accs.iter().zip(&c.args).zip(&c.valid) {
         let Acc { kind, repr, slot } = a.acc;
+        let take = valid.map_or(c.pass, |v| c.pass & v);
         match (kind, repr) {
-            (AccKind::Count, _) => banks.0[slot] += one,
+            (AccKind::Count, _) => banks.0[slot] += take.cast::<i64>(),
             (_, Repr::I64) => {
                 let v = to_i64(arg.expect("argument"));
                 let acc = banks.0[slot];
-                banks.0[slot] = select(c.pass, combine_i64(kind, acc, v), acc);
+                banks.0[slot] = select(take, combine_i64(kind, acc, v), acc);
             }
             (_, Repr::I128) => {
                 let V::I128(v) = arg.expect("argument") else {
                     unreachable!()
                 };
                 let acc = banks.1[slot];
-                banks.1[slot] = select(c.pass, combine_i128(kind, acc, v), acc);
+                banks.1[slot] = select(take, combine_i128(kind, acc, v), acc);
             }
             _ => {
                 let V::F64(v) = arg.expect("argument") else {
                     unreachable!()
                 };
                 let acc = banks.2[slot];
-                banks.2[slot] = select(c.pass, combine_f64(kind, acc, v), acc);
+                banks.2[slot] = select(take, combine_f64(kind, acc, v), acc);
             }
         }
     }
@@ -604,17 +724,12 @@ pub fn run_ungrouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64
         columns: p.columns.len(),
     };
     let cols = columns(p, frame);
+    let valid = validity(p, frame);
     let mut banks = read_banks(frame, l);
     let mut overflow = Val::new(false);
     let mut invalid = Val::new(false);
     for i in start..end {
-        let mut row = Row {
-            cols: &cols,
-            i,
-            memo: HashMap::new(),
-            overflow,
-            invalid,
-        };
+        let mut row = Row::new(&cols, &valid, i, (overflow, invalid));
         let c = contribution(p, &mut row);
         overflow = row.overflow;
         invalid = row.invalid;
@@ -670,7 +785,7 @@ impl Table {
     /// accumulator `k` of bank `b` of slot `s` at `s * banks[b] + k`).
     fn update(&self, p: &Program, slot: Val<u64>, c: &Contribution) {
         let base: [Val<u64>; 3] = std::array::from_fn(|b| slot * p.banks[b] as u64);
-        for (a, arg) in p.accs.iter().zip(&c.args) {
+        for ((a, arg), &valid) in p.accs.iter().zip(&c.args).zip(&c.valid) {
             let Acc {
                 kind,
                 repr,
@@ -680,32 +795,36 @@ impl Table {
             match (kind, repr) {
                 (AccKind::Count, _) => {
                     let ptr = self.banks.0;
-                    ptr.store(at, ptr.load(at) + 1i64);
+                    let one = valid.map_or(Val::new(1i64), |v| v.cast::<i64>());
+                    ptr.store(at, ptr.load(at) + one);
                 }
                 (_, Repr::I64) => {
-                    let ptr = self.banks.0;
-                    ptr.store(
-                        at,
-                        combine_i64(kind, ptr.load(at), to_i64(arg.expect("argument"))),
-                    );
+                    let (ptr, v) = (self.banks.0, to_i64(arg.expect("argument")));
+                    let old = ptr.load(at);
+                    ptr.store(at, unless_null(valid, combine_i64(kind, old, v), old));
                 }
                 (_, Repr::I128) => {
                     let V::I128(v) = arg.expect("argument") else {
                         unreachable!()
                     };
-                    let ptr = self.banks.1;
-                    ptr.store(at, combine_i128(kind, ptr.load(at), v));
+                    let (ptr, old) = (self.banks.1, self.banks.1.load(at));
+                    ptr.store(at, unless_null(valid, combine_i128(kind, old, v), old));
                 }
                 _ => {
                     let V::F64(v) = arg.expect("argument") else {
                         unreachable!()
                     };
-                    let ptr = self.banks.2;
-                    ptr.store(at, combine_f64(kind, ptr.load(at), v));
+                    let (ptr, old) = (self.banks.2, self.banks.2.load(at));
+                    ptr.store(at, unless_null(valid, combine_f64(kind, old, v), old));
                 }
             }
         }
     }
+}
+
+/// `new`, or `old` where the argument is null (`valid` false).
+fn unless_null<T: nacre::Scalar>(valid: Option<Val<bool>>, new: Val<T>, old: Val<T>) -> Val<T> {
+    valid.map_or(new, |v| select(v, new, old))
 }
 
 /// The words of a row's group key, and whether a string key is too long to be held whole in
@@ -758,6 +877,7 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
         columns: p.columns.len(),
     };
     let cols = columns(p, frame);
+    let valid = validity(p, frame);
     let t = Table::load(frame, l);
     let count_ptr = ptr_at::<u64>(frame, l.count());
     let mut count = count_ptr.load(0u64);
@@ -765,13 +885,7 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
     let mut unsupported = Val::new(false);
     let mut i = start;
     while i < end {
-        let mut row = Row {
-            cols: &cols,
-            i,
-            memo: HashMap::new(),
-            overflow,
-            invalid: unsupported,
-        };
+        let mut row = Row::new(&cols, &valid, i, (overflow, unsupported));
         let c = contribution(p, &mut row);
         let before = row.overflow;
         row.overflow = Val::new(false);
