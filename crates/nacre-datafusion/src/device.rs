@@ -591,7 +591,7 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
         let columns = if program.keys.is_empty() {
             ungrouped_output(program, &Banks::identities(program, 1))?
         } else {
-            grouped_output(program, &Banks::identities(program, 1), &[], |_, _| [0, 0])?
+            grouped_output(program, &Banks::identities(program, 1), &[], |_, _| None)?
         };
         return Ok(Outcome::Done(RecordBatch::try_new(
             p.schema.clone(),
@@ -665,7 +665,8 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
     let columns = if program.keys.is_empty() {
         ungrouped_output(program, &host)?
     } else {
-        let decode = |g: usize, k: usize| keys[k].values[(g / strides[k]) % keys[k].values.len()];
+        let decode =
+            |g: usize, k: usize| Some(keys[k].values[(g / strides[k]) % keys[k].values.len()]);
         let present: Vec<usize> = (0..groups)
             .filter(|&g| host.i64[g * program.banks[0]] > 0)
             .collect();

@@ -1,8 +1,8 @@
 //! [`NacreAggregateExec`]: the DataFusion operator that runs a compiled pipeline in place of
 //! a partial aggregation and everything below it, one call per partition, as many
 //! partitions as the scan had. It keeps the subtree it replaced: a partition whose data the
-//! compiled code does not compute with (nulls in group keys, string keys longer than their
-//! views) runs through it, as without Nacre. Where the session asks for a GPU ([`Placement`]), each
+//! compiled code does not compute with (string keys longer than their views, NaN or -0.0
+//! compared) runs through it, as without Nacre. Where the session asks for a GPU ([`Placement`]), each
 //! partition runs as a kernel there ([`crate::device`]), or on the CPU where the device
 //! declines the partition or fails.
 

@@ -132,9 +132,16 @@ impl Program {
         format!("{self:?}")
     }
 
-    /// The 64-bit words of the group keys.
+    /// The 64-bit words of the group keys: each key's value, and after a key that can be
+    /// null a word saying whether it is not.
     pub fn key_words(&self) -> usize {
-        self.keys.iter().map(|k| k.ty().repr().key_words()).sum()
+        (0..self.keys.len()).map(|k| self.words_of_key(k)).sum()
+    }
+
+    /// The words of group key `k` (see [`Program::key_words`]).
+    pub fn words_of_key(&self, k: usize) -> usize {
+        let key = &self.keys[k];
+        key.ty().repr().key_words() + usize::from(key.may_be_null(&self.nullable))
     }
 
     /// Whether the program reads scanned column `k`.
@@ -156,12 +163,9 @@ impl Program {
     /// The program for data with nulls in the scanned columns `nullable` says, with SQL's
     /// three-valued logic: a row passes a filter that is true (not NULL), aggregates skip
     /// null arguments (a count of the non-null ones per aggregate, which makes a sum,
-    /// minimum or maximum of none NULL), `count(x)` counts the non-null `x`. Declines null
-    /// group keys and more accumulators than a bank holds.
+    /// minimum or maximum of none NULL), `count(x)` counts the non-null `x`, and the rows
+    /// whose group key is NULL form one group. Declines more accumulators than a bank holds.
     pub fn with_nulls(&self, nullable: Vec<bool>) -> Result<Program, Decline> {
-        if self.keys.iter().any(|k| k.may_be_null(&nullable)) {
-            return Err(Decline::Plan("group keys with nulls".into()));
-        }
         let mut p = self.clone();
         for a in &mut p.aggs {
             let Some(arg) = a.arg.as_ref().filter(|e| e.may_be_null(&nullable)) else {

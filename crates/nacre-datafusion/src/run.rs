@@ -379,26 +379,27 @@ impl GroupTable {
         let slots: Vec<usize> = self.slots().collect();
         let mut first_word = Vec::new();
         let mut word = 0;
-        for k in &program.keys {
+        for k in 0..program.keys.len() {
             first_word.push(word);
-            word += k.ty().repr().key_words();
+            word += program.words_of_key(k);
         }
         let key = |s: usize, k: usize| {
             let at = s * self.words + first_word[k];
-            let last = program.keys[k].ty().repr().key_words() - 1;
-            [self.keys[at], self.keys[at + last]]
+            let value = program.keys[k].ty().repr().key_words();
+            let not_null = value == program.words_of_key(k) || self.keys[at + value] != 0;
+            not_null.then(|| [self.keys[at], self.keys[at + value - 1]])
         };
         grouped_output(program, &self.banks, &slots, key)
     }
 }
 
 /// The output columns of the groups in `slots`: each key (`key(slot, k)` gives key `k`'s
-/// words: one-word keys twice), then every aggregate state.
+/// words, one-word keys twice, or `None` for NULL), then every aggregate state.
 pub(crate) fn grouped_output(
     program: &Program,
     banks: &Banks,
     slots: &[usize],
-    key: impl Fn(usize, usize) -> [u64; 2],
+    key: impl Fn(usize, usize) -> Option<[u64; 2]>,
 ) -> Result<Vec<ArrayRef>, Error> {
     let mut out = Vec::new();
     for (k, e) in program.keys.iter().enumerate() {
@@ -417,31 +418,42 @@ pub(crate) fn grouped_output(
     Ok(out)
 }
 
-/// The array of a group key's values, each given by its (one or two) words.
-fn key_array(ty: ColType, words: impl Iterator<Item = [u64; 2]>) -> Result<ArrayRef, Error> {
+/// The array of a group key's values, each given by its (one or two) words or `None` for
+/// NULL.
+fn key_array(
+    ty: ColType,
+    words: impl Iterator<Item = Option<[u64; 2]>>,
+) -> Result<ArrayRef, Error> {
     Ok(match ty {
         ColType::Utf8View | ColType::Utf8 | ColType::DictUtf8 => {
-            let strings: Vec<String> = words.map(view_string).collect();
-            let views: ArrayRef = Arc::new(StringViewArray::from_iter_values(strings));
+            let strings: Vec<Option<String>> = words.map(|w| w.map(view_string)).collect();
+            let views: ArrayRef = Arc::new(
+                strings
+                    .iter()
+                    .map(Option::as_deref)
+                    .collect::<StringViewArray>(),
+            );
             if ty.needs_views() {
                 cast(&views, &ty.arrow())?
             } else {
                 views
             }
         }
-        ColType::Boolean => Arc::new(words.map(|w| Some(w[0] != 0)).collect::<BooleanArray>()),
+        ColType::Boolean => Arc::new(
+            words
+                .map(|w| w.map(|w| w[0] != 0))
+                .collect::<BooleanArray>(),
+        ),
         ColType::Decimal { .. } => {
             let v: Vec<_> = words
                 .map(|w| {
-                    Some(Scalar::Wide(
-                        (u128::from(w[0]) | (u128::from(w[1]) << 64)) as i128,
-                    ))
+                    w.map(|w| Scalar::Wide((u128::from(w[0]) | (u128::from(w[1]) << 64)) as i128))
                 })
                 .collect();
             array(&ty.arrow(), &v)?
         }
         _ => {
-            let v: Vec<_> = words.map(|w| Some(Scalar::Int(w[0] as i64))).collect();
+            let v: Vec<_> = words.map(|w| w.map(|w| Scalar::Int(w[0] as i64))).collect();
             array(&ty.arrow(), &v)?
         }
     })

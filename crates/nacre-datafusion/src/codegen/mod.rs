@@ -827,25 +827,41 @@ fn unless_null<T: nacre::Scalar>(valid: Option<Val<bool>>, new: Val<T>, old: Val
     valid.map_or(new, |v| select(v, new, old))
 }
 
-/// The words of a row's group key, and whether a string key is too long to be held whole in
-/// its view (more than 12 bytes: the pipeline then leaves the partition to DataFusion).
+/// The words of a row's group key ([`Program::key_words`]), and whether a string key is too
+/// long to be held whole in its view (more than 12 bytes: the pipeline then leaves the
+/// partition to DataFusion).
 fn key_words(p: &Program, row: &mut Row<'_>) -> (Vec<Val<u64>>, Val<bool>) {
     let mut out = Vec::new();
     let mut long = Val::new(false);
     for k in &p.keys {
+        let mut words = Vec::new();
+        let mut too_long = Val::new(false);
         match row.eval(k) {
-            V::B(b) => out.push(b.cast::<u64>()),
-            V::I32(x) => out.push(x.cast::<u64>()),
-            V::I64(x) => out.push(x.cast::<u64>()),
+            V::B(b) => words.push(b.cast::<u64>()),
+            V::I32(x) => words.push(x.cast::<u64>()),
+            V::I64(x) => words.push(x.cast::<u64>()),
             V::I128(x) => {
-                out.push(x.cast::<u64>());
-                out.push((x >> 64i128).cast::<u64>());
+                words.push(x.cast::<u64>());
+                words.push((x >> 64i128).cast::<u64>());
             }
             V::F64(_) => unreachable!("float group keys are declined"),
             V::View(a, b) => {
-                long |= (a & 0xffff_ffffu64).gt(12u64);
-                out.push(a);
-                out.push(b);
+                too_long = (a & 0xffff_ffffu64).gt(12u64);
+                words.push(a);
+                words.push(b);
+            }
+        }
+        // A key that can be null: its words zeroed where it is (every NULL one group), then
+        // whether it is not.
+        match row.valid(k) {
+            Some(valid) => {
+                out.extend(words.iter().map(|&w| select(valid, w, 0u64)));
+                out.push(valid.cast::<u64>());
+                long |= too_long & valid;
+            }
+            None => {
+                out.extend(words);
+                long |= too_long;
             }
         }
     }
