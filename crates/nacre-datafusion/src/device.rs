@@ -46,6 +46,9 @@ const MAX_BLOCKS: usize = 4096;
 
 /// Why a pipeline cannot run on the device (it runs on the CPU), or `Ok` if it can.
 pub fn device_plan(p: &Program) -> Result<(), String> {
+    if p.nullable.iter().any(|&n| n) {
+        return Err("kernels do not read nulls".into());
+    }
     if !kernel::supports(p) {
         return Err("the minimum or maximum of 128-bit values has no atomic form".into());
     }

@@ -2,7 +2,8 @@
 //! a partial aggregation and everything below it, one call per partition, as many
 //! partitions as the scan had. It keeps the subtree it replaced: a partition whose data the
 //! compiled code does not compute with (string keys longer than their views, NaN or -0.0
-//! compared) runs through it, as without Nacre. Where the session asks for a GPU ([`Placement`]), each
+//! compared, nulls in more arguments than the accumulator banks can count) runs through it,
+//! as without Nacre. Where the session asks for a GPU ([`Placement`]), each
 //! partition runs as a kernel there ([`crate::device`]), or on the CPU where the device
 //! declines the partition or fails.
 
@@ -133,8 +134,12 @@ fn run(
     }
     // A partition no program variant computes, or a pipeline that fails to compile, runs in
     // DataFusion, as one that declines data.
-    let Ok(program) = pipeline.program_for(partition) else {
-        return Ok(None);
+    let program = match pipeline.program_for(partition) {
+        Ok(program) => program,
+        Err(why) => {
+            log::debug!("partition {partition} runs in DataFusion: {why}");
+            return Ok(None);
+        }
     };
     match compiled(&program, options) {
         Ok(c) => run_partition(pipeline, &program, &c.function, partition),

@@ -47,7 +47,8 @@ pub enum AccKind {
 
 /// Where an accumulator lives: one bank per representation, `i64` bank slot 0 counting the
 /// rows that passed the filter (so that an empty input gives SQL's NULL sums; `count(*)` and
-/// the counts of `avg` share it).
+/// the counts of `avg` share it, but for an argument that can be null, whose non-null rows
+/// have a count of their own: [`Program::with_nulls`]).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Acc {
     /// How it combines rows.

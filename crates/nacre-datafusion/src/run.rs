@@ -80,8 +80,9 @@ pub fn run_partition(
 
 fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<usize, Error> {
     // SAFETY: `frame` holds the addresses of the batch's columns (each with at least `end`
-    // values of the column's type) and of the accumulators, status and group table, which
-    // live until this call returns; the compiled code reads rows `start..end` only, banks
+    // values of the column's type), of their validity bytes where the program reads them
+    // (`end` bytes each, in the caller's `BatchData`) and of the accumulators, status and
+    // group table, which live until this call returns; the compiled code reads rows `start..end` only, banks
     // within their lengths (`MAX_ACCS`, or `capacity + 1` slots of the bank's accumulators) and the table
     // within its capacity (the probe ends at an empty slot: the table is at most half full).
     let r = unsafe { f.call(RawPtr::new(frame.as_mut_ptr()), start as u64, end as u64) };

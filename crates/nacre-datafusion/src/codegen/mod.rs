@@ -4,8 +4,9 @@
 //! nothing calls back into Rust.
 //!
 //! The frame is an array of `u64`s the host fills (see [`FrameLayout`]): the address of each
-//! scanned column's values, the accumulator banks, a status word and, with group keys, the
-//! group table. Without keys, the accumulators are carried in registers through the loop and
+//! scanned column's values, the accumulator banks, a status word, with group keys the group
+//! table, and the address of a validity byte per row for each column the program reads as
+//! nullable. Without keys, the accumulators are carried in registers through the loop and
 //! stored at its end. With keys, each row finds its group in an open-addressing table
 //! (linear probing over the keys' 64-bit words; [`hash_words`] is the hash) and updates
 //! that group's accumulators in memory; a row the filter rejects updates a spare slot past
