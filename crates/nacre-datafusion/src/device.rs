@@ -383,8 +383,7 @@ fn encode(e: &Engine, ty: ColType, arrays: &[ArrayRef]) -> Result<Option<Codes>,
     }))
 }
 
-/// The cached copy of column `col` of `batches` made by `make`, made now if missing.
-/// The store's map of `T`s (columns or codes).
+/// What the store caches: columns or key codes, each in its own map.
 trait Cached: Sized + Send + Sync + 'static {
     fn map(store: &mut Store) -> &mut HashMap<Key, Entry<Self>>;
 }

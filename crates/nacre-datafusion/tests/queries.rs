@@ -122,6 +122,17 @@ async fn tpch_variants_match_datafusion() {
     }
 }
 
+/// A small random generator of our own (an LCG's high bits), from `seed`.
+fn generator(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    }
+}
+
 /// A random table of every supported type (a fixed seed; a small generator of our own).
 fn random_table(rows: usize, seed: u64, partitions: usize) -> (Arc<Schema>, Vec<Vec<RecordBatch>>) {
     let schema = Arc::new(Schema::new(vec![
@@ -138,13 +149,7 @@ fn random_table(rows: usize, seed: u64, partitions: usize) -> (Arc<Schema>, Vec<
             false,
         ),
     ]));
-    let mut state = seed;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        state >> 33
-    };
+    let mut next = generator(seed);
     let words = ["a", "bb", "ccc", "dddd", "eeeeeeeeeeee"];
     let per = rows / partitions;
     let parts = (0..partitions)
@@ -269,20 +274,14 @@ fn nullable_table(
         Field::new("m", DataType::Decimal128(12, 3), true),
         Field::new("s", DataType::Utf8View, true),
     ]));
-    let mut state = seed;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        state >> 33
-    };
+    let mut next = generator(seed);
     let words = ["a", "bb", "ccc"];
     let parts = (0..partitions)
         .map(|_| {
             let (mut k, mut i, mut j, mut f, mut m, mut s) =
                 (vec![], vec![], vec![], vec![], vec![], vec![]);
             for _ in 0..rows / partitions {
-                let mut null = || next() % 5 == 0;
+                let mut null = || next().is_multiple_of(5);
                 let (ni, nj, nf, nm, ns) = (null(), null(), null(), null(), null());
                 k.push((next() % 4) as i32);
                 i.push((!ni).then(|| (next() % 200) as i32 - 100));

@@ -164,14 +164,8 @@ pub fn move_uniform_checks_to_launches(module: &mut Module) -> usize {
     if !module.bounds_checked {
         return 0;
     }
-    let kernels: Vec<FuncId> = module
-        .functions
-        .iter()
-        .filter(|(_, f)| f.kind == FuncKind::Kernel)
-        .map(|(id, _)| id)
-        .collect();
     let mut moved = 0;
-    for id in kernels {
+    for id in kernels(module) {
         let kernel = &module.functions[id];
         let checks = uniform_checks(kernel);
         if checks.is_empty() {
@@ -242,24 +236,7 @@ fn is_uniform(f: &Function, entry: Block, v: Value, depth: u32) -> bool {
 
 /// Makes `checks` of `kernel` (function `id`) before each of `f`'s launches of it.
 fn check_at_launches(f: &mut Function, id: FuncId, kernel: &Function, checks: &[Inst]) {
-    for (block, launch) in launch_sites(f, id) {
-        let InstKind::Launch(l) = &f.insts[launch].kind else {
-            continue;
-        };
-        let l = (**l).clone();
-        let mut map = launch_args(kernel, &l);
-        let mut b = FunctionBuilder::detached(f);
-        for &check in checks {
-            clone_inst(&mut b, kernel, check, &l, &mut map);
-        }
-        let made = b.into_insts();
-        let insts = &mut f.blocks[block].insts;
-        let at = insts
-            .iter()
-            .position(|&i| i == launch)
-            .expect("the launch is in its block");
-        insts.splice(at..at, made);
-    }
+    clone_before_launches(f, id, kernel, checks);
 }
 
 /// Computes `value` of `kernel` (function `id`; launch-uniform: made in its entry from
@@ -271,6 +248,24 @@ pub(crate) fn pass_at_launches(f: &mut Function, id: FuncId, kernel: &Function, 
     let ValueDef::Result(def) = kernel.values[value].def else {
         unreachable!("a launch-uniform value made in the kernel's entry")
     };
+    for (launch, results) in clone_before_launches(f, id, kernel, &[def]) {
+        let host = results[0].expect("a launch-uniform value has a result");
+        if let InstKind::Launch(l) = &mut f.insts[launch].kind {
+            l.args.push(host);
+        }
+    }
+}
+
+/// Clones `roots` of `kernel` (function `id`; launch-uniform instructions of its entry, and
+/// first what they need) into `f` right before each of its launches of the kernel, on the
+/// launch's arguments and sizes; gives each launch with the clones' results.
+fn clone_before_launches(
+    f: &mut Function,
+    id: FuncId,
+    kernel: &Function,
+    roots: &[Inst],
+) -> Vec<(Inst, Vec<Option<Value>>)> {
+    let mut out = Vec::new();
     for (block, launch) in launch_sites(f, id) {
         let InstKind::Launch(l) = &f.insts[launch].kind else {
             continue;
@@ -278,19 +273,30 @@ pub(crate) fn pass_at_launches(f: &mut Function, id: FuncId, kernel: &Function, 
         let l = (**l).clone();
         let mut map = launch_args(kernel, &l);
         let mut b = FunctionBuilder::detached(f);
-        let host = clone_inst(&mut b, kernel, def, &l, &mut map)
-            .expect("a launch-uniform value has a result");
+        let results = roots
+            .iter()
+            .map(|&r| clone_inst(&mut b, kernel, r, &l, &mut map))
+            .collect();
         let made = b.into_insts();
-        if let InstKind::Launch(l) = &mut f.insts[launch].kind {
-            l.args.push(host);
-        }
         let insts = &mut f.blocks[block].insts;
         let at = insts
             .iter()
             .position(|&i| i == launch)
             .expect("the launch is in its block");
         insts.splice(at..at, made);
+        out.push((launch, results));
     }
+    out
+}
+
+/// The kernels of `module`.
+pub(crate) fn kernels(module: &Module) -> Vec<FuncId> {
+    module
+        .functions
+        .iter()
+        .filter(|(_, f)| f.kind == FuncKind::Kernel)
+        .map(|(id, _)| id)
+        .collect()
 }
 
 /// `f`'s launches of kernel `id`, with their blocks.

@@ -32,12 +32,12 @@
 mod symbolic;
 mod widen;
 
-use crate::launch_checks::pass_at_launches;
+use crate::launch_checks::{kernels, pass_at_launches};
 use nacre_ir::analysis::DominatorTree;
 use nacre_ir::transform::copy_blocks;
 use nacre_ir::{
-    BinaryOp, Block, BlockData, CmpOp, FuncId, FuncKind, Function, FunctionBuilder, Inst, InstKind,
-    Module, Type, Value, ValueDef,
+    BinaryOp, Block, BlockData, CmpOp, FuncKind, Function, FunctionBuilder, Inst, InstKind, Module,
+    Type, Value, ValueDef,
 };
 use std::collections::HashSet;
 use symbolic::{Node, NodeId, Prover};
@@ -61,14 +61,8 @@ pub fn add_check_free_versions(module: &mut Module, options: CheckFreeOptions) -
     if !module.bounds_checked && !options.wide_indices {
         return 0;
     }
-    let kernels: Vec<FuncId> = module
-        .functions
-        .iter()
-        .filter(|(_, f)| f.kind == FuncKind::Kernel)
-        .map(|(id, _)| id)
-        .collect();
     let mut versioned = 0;
-    for id in kernels {
+    for id in kernels(module) {
         let Some(choice) = version(&mut module.functions[id], options) else {
             continue;
         };
