@@ -17,7 +17,7 @@
 //! a pipeline reads (the CPU's code reads their validity).
 
 use crate::codegen::kernel::{self, KernelLayout, Strategy, BLOCK};
-use crate::codegen::{STATUS_OVERFLOW, STATUS_UNSUPPORTED};
+use crate::codegen::{STATUS_OVERFLOW, STATUS_UNSUPPORTED, STATUS_WIDE};
 use crate::error::Error;
 use crate::expr::Expr;
 use crate::pipeline::{Pipeline, Program};
@@ -582,7 +582,26 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
     if p.nulls(partition).iter().any(|&n| n) {
         return Ok(Outcome::Host("nulls in the partition".into()));
     }
-    let program = &p.program;
+    match run_program(p, &p.program, kind, partition)? {
+        Some(outcome) => Ok(outcome),
+        // A decimal outside 64 bits in the narrow program: the wide one, which never asks
+        // again (a second ask would leave the partition to DataFusion).
+        None => Ok(
+            run_program(p, &Arc::new(p.program.wide()), kind, partition)?
+                .unwrap_or(Outcome::DataFusion),
+        ),
+    }
+}
+
+/// Runs `program` (the pipeline's, or its wide form) over partition `partition` on device
+/// `kind`; `None` where the narrow program met a decimal outside 64 bits
+/// ([`STATUS_WIDE`]).
+fn run_program(
+    p: &Pipeline,
+    program: &Arc<Program>,
+    kind: DeviceKind,
+    partition: usize,
+) -> Result<Option<Outcome>, Error> {
     let batches = p
         .scan
         .partitions
@@ -595,10 +614,10 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
         } else {
             grouped_output(program, &Banks::identities(program, 1), &[], |_, _| None)?
         };
-        return Ok(Outcome::Done(RecordBatch::try_new(
+        return Ok(Some(Outcome::Done(RecordBatch::try_new(
             p.schema.clone(),
             columns,
-        )?));
+        )?)));
     }
     let e = engine(kind)?;
     let data = load(p, &e, kind, partition)?;
@@ -609,16 +628,16 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
         .collect::<Option<Vec<&Codes>>>()
     else {
         // A long string key or too many values: as the CPU pipeline does.
-        return Ok(Outcome::DataFusion);
+        return Ok(Some(Outcome::DataFusion));
     };
     let groups = keys
         .iter()
         .try_fold(1usize, |g, k| g.checked_mul(k.values.len().max(1)))
         .filter(|&g| g <= MAX_GROUPS);
     let Some(groups) = groups else {
-        return Ok(Outcome::Host(format!(
+        return Ok(Some(Outcome::Host(format!(
             "more than {MAX_GROUPS} combinations of group key values"
-        )));
+        ))));
     };
     let strides: Vec<usize> = (0..keys.len())
         .map(|k| keys[k + 1..].iter().map(|c| c.values.len()).product())
@@ -658,8 +677,11 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
     let host = s.to_host();
     scratch.give_back(scratch_key);
     called?;
+    if status & STATUS_WIDE != 0 {
+        return Ok(None);
+    }
     if status & STATUS_UNSUPPORTED != 0 {
-        return Ok(Outcome::DataFusion);
+        return Ok(Some(Outcome::DataFusion));
     }
     if status & STATUS_OVERFLOW != 0 {
         return Err(Error::Overflow);
@@ -675,8 +697,8 @@ pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result
         grouped_output(program, &host, &present, decode)?
     };
     note_run([launched - started, finished - launched, finished.elapsed()]);
-    Ok(Outcome::Done(RecordBatch::try_new(
+    Ok(Some(Outcome::Done(RecordBatch::try_new(
         p.schema.clone(),
         columns,
-    )?))
+    )?)))
 }

@@ -12,7 +12,7 @@ use crate::config::Placement;
 use crate::device::{self, Outcome};
 use crate::error::Error;
 use crate::pipeline::Pipeline;
-use crate::run::run_partition;
+use crate::run::{run_partition, Ran};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
@@ -36,8 +36,18 @@ pub struct NacreAggregateExec {
     placement: Placement,
     properties: Arc<PlanProperties>,
     fallback: Arc<dyn ExecutionPlan>,
-    fallbacks: Arc<AtomicUsize>,
-    on_device: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
+}
+
+/// What became of the operator's partitions.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Ran through the DataFusion subtree.
+    fallbacks: AtomicUsize,
+    /// Ran as kernels on the device.
+    on_device: AtomicUsize,
+    /// Ran again on the CPU with the wide program ([`crate::pipeline::Program::narrow`]).
+    wide: AtomicUsize,
 }
 
 impl NacreAggregateExec {
@@ -63,19 +73,24 @@ impl NacreAggregateExec {
             placement,
             properties: Arc::new(properties),
             fallback,
-            fallbacks: Arc::default(),
-            on_device: Arc::default(),
+            counts: Arc::default(),
         }
     }
 
     /// How many partitions ran through the DataFusion subtree instead of compiled code.
     pub fn fallbacks(&self) -> usize {
-        self.fallbacks.load(Ordering::Relaxed)
+        self.counts.fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// How many partitions the narrow program handed to the wide one on the CPU, for a
+    /// decimal outside 64 bits ([`crate::pipeline::Program::narrow`]).
+    pub fn wide_runs(&self) -> usize {
+        self.counts.wide.load(Ordering::Relaxed)
     }
 
     /// How many partitions ran as kernels on the device ([`Placement::Kernels`]).
     pub fn device_runs(&self) -> usize {
-        self.on_device.load(Ordering::Relaxed)
+        self.counts.on_device.load(Ordering::Relaxed)
     }
 
     /// The pipeline it runs.
@@ -116,12 +131,12 @@ fn run(
     options: &nacre::Options,
     placement: &Placement,
     partition: usize,
-    on_device: &AtomicUsize,
+    counts: &Counts,
 ) -> Result<Option<RecordBatch>, Error> {
     if let Placement::Kernels(kind) = placement {
         match device::run_partition(pipeline, *kind, partition) {
             Ok(Outcome::Done(batch)) => {
-                on_device.fetch_add(1, Ordering::Relaxed);
+                counts.on_device.fetch_add(1, Ordering::Relaxed);
                 return Ok(Some(batch));
             }
             Ok(Outcome::DataFusion) => return Ok(None),
@@ -141,9 +156,21 @@ fn run(
             return Ok(None);
         }
     };
-    match compiled(&program, options) {
-        Ok(c) => run_partition(pipeline, &program, &c.function, partition),
-        Err(_) => Ok(None),
+    let mut program = program;
+    loop {
+        let Ok(c) = compiled(&program, options) else {
+            return Ok(None);
+        };
+        match run_partition(pipeline, &program, &c.function, partition)? {
+            Ran::Done(batch) => return Ok(Some(batch)),
+            Ran::DataFusion => return Ok(None),
+            // The wide program never asks again.
+            Ran::Wide if program.narrow => {
+                counts.wide.fetch_add(1, Ordering::Relaxed);
+                program = Arc::new(program.wide());
+            }
+            Ran::Wide => return Ok(None),
+        }
     }
 }
 
@@ -197,11 +224,10 @@ impl ExecutionPlan for NacreAggregateExec {
         let pipeline = self.pipeline.clone();
         let options = self.options.clone();
         let placement = self.placement.clone();
-        let (fallback, fallbacks) = (self.fallback.clone(), self.fallbacks.clone());
-        let on_device = self.on_device.clone();
+        let (fallback, counts) = (self.fallback.clone(), self.counts.clone());
         let schema = self.pipeline.schema.clone();
         let work = async move {
-            let result = run(&pipeline, &options, &placement, partition, &on_device)?;
+            let result = run(&pipeline, &options, &placement, partition, &counts)?;
             let stream: SendableRecordBatchStream = match result {
                 Some(batch) => {
                     COMPILED_PARTITIONS.fetch_add(1, Ordering::Relaxed);
@@ -211,7 +237,7 @@ impl ExecutionPlan for NacreAggregateExec {
                     ))
                 }
                 None => {
-                    fallbacks.fetch_add(1, Ordering::Relaxed);
+                    counts.fallbacks.fetch_add(1, Ordering::Relaxed);
                     fallback.execute(partition, context)?
                 }
             };

@@ -4,7 +4,7 @@
 //! partitions' states as before).
 
 use crate::error::Decline;
-use crate::expr::{lower, Expr, Input};
+use crate::expr::{lower, Expr, Input, Lit};
 use crate::types::{ColType, Repr};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -115,6 +115,11 @@ pub struct Program {
     /// For each scanned column, whether the data it runs over holds nulls there (the code
     /// then reads the column's validity; a variant per pattern, see [`Program::with_nulls`]).
     pub nullable: Vec<bool>,
+    /// Whether decimals are computed in 64 bits (see [`Program::narrowable`]): the code then
+    /// reads each decimal as an `i64` and checks every step for overflow; a value or result
+    /// outside `i64` sets [`crate::codegen::STATUS_WIDE`], and the partition runs again
+    /// with [`Program::wide`], in 128 bits. Results are the same either way.
+    pub narrow: bool,
 }
 
 /// An accumulator and what it folds.
@@ -154,6 +159,40 @@ impl Program {
             e.visit(&mut |n| found |= matches!(n, Expr::Column { index, .. } if *index == k));
         }
         found
+    }
+
+    /// Whether the program computes with decimals and every decimal constant fits an
+    /// `i64`, so that its rows can be computed in 64 bits ([`Program::narrow`]).
+    pub fn narrowable(&self) -> bool {
+        let (mut decimals, mut fits) = (false, true);
+        let args = self.aggs.iter().filter_map(|a| a.arg.as_ref());
+        for e in self.filter.iter().chain(&self.keys).chain(args) {
+            e.visit(&mut |n| {
+                if n.ty().repr() != Repr::I128 {
+                    return;
+                }
+                decimals = true;
+                if let Expr::Literal { value, ty } = n {
+                    fits &= match value {
+                        Lit::Decimal(x) => i64::try_from(*x).is_ok(),
+                        Lit::Int(x) => 10i64
+                            .checked_pow(u32::from(ty.scale().unsigned_abs()))
+                            .and_then(|c| x.checked_mul(c))
+                            .is_some(),
+                        _ => true,
+                    };
+                }
+            });
+        }
+        decimals && fits
+    }
+
+    /// The program computing decimals in 128 bits (see [`Program::narrow`]).
+    pub fn wide(&self) -> Program {
+        Program {
+            narrow: false,
+            ..self.clone()
+        }
     }
 
     /// Every accumulator, once.
@@ -272,6 +311,11 @@ impl Pipeline {
             accs,
             banks,
             nullable: vec![false; scan.columns.len()],
+            narrow: false,
+        };
+        let program = Program {
+            narrow: program.narrowable(),
+            ..program
         };
         let p = Pipeline {
             scan,

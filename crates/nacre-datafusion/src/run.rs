@@ -2,7 +2,9 @@
 //! [`crate::codegen::FrameLayout`]), calls the compiled function, grows the group table when
 //! it asks, and turns the accumulators into the partial aggregate's output batch.
 
-use crate::codegen::{hash_words, identity_bits, FrameLayout, STATUS_OVERFLOW, STATUS_UNSUPPORTED};
+use crate::codegen::{
+    hash_words, identity_bits, FrameLayout, STATUS_OVERFLOW, STATUS_UNSUPPORTED, STATUS_WIDE,
+};
 use crate::compile::PipelineFn;
 use crate::error::Error;
 use crate::pipeline::{bank, Acc, AccKind, Pipeline, Program, StateCol, MAX_ACCS};
@@ -23,17 +25,27 @@ const FIRST_CAPACITY: usize = 256;
 /// The most slots a group table grows to.
 const MAX_CAPACITY: usize = 1 << 30;
 
+/// What running a partition with a compiled program gave.
+#[derive(Debug)]
+pub enum Ran {
+    /// The partition's partial aggregate.
+    Done(RecordBatch),
+    /// Data the compiled code does not compute with (string keys over 12 bytes, NaN or -0.0
+    /// compared): DataFusion runs the partition.
+    DataFusion,
+    /// A decimal outside 64 bits in a narrow program ([`Program::narrow`]): the wide
+    /// program runs the partition.
+    Wide,
+}
+
 /// Runs `program` (the pipeline's, or its variant for the partition's nulls:
-/// [`Pipeline::program_for`]), compiled as `f`, over partition `partition` and gives its
-/// partial aggregate, or `None` where the partition holds data the compiled code does not
-/// compute with (string keys over 12 bytes, NaN or -0.0 compared), which DataFusion then
-/// runs.
+/// [`Pipeline::program_for`]), compiled as `f`, over partition `partition`.
 pub fn run_partition(
     p: &Pipeline,
     program: &Program,
     f: &PipelineFn,
     partition: usize,
-) -> Result<Option<RecordBatch>, Error> {
+) -> Result<Ran, Error> {
     let batches = p
         .scan
         .partitions
@@ -69,13 +81,16 @@ pub fn run_partition(
         }
         table.output(program)?
     };
+    if status & STATUS_WIDE != 0 {
+        return Ok(Ran::Wide);
+    }
     if status & STATUS_UNSUPPORTED != 0 {
-        return Ok(None);
+        return Ok(Ran::DataFusion);
     }
     if status & STATUS_OVERFLOW != 0 {
         return Err(Error::Overflow);
     }
-    Ok(Some(RecordBatch::try_new(p.schema.clone(), columns)?))
+    Ok(Ran::Done(RecordBatch::try_new(p.schema.clone(), columns)?))
 }
 
 fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<usize, Error> {

@@ -392,6 +392,14 @@ fn compiled_nodes(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<Arc<dyn Execution
 /// Runs `sql` with the rule, checks it against DataFusion, and gives how many partitions the
 /// compiled operator left to DataFusion.
 async fn fallbacks(c: &Contexts, sql: &str) -> usize {
+    compiled_node(c, sql)
+        .await
+        .downcast_ref::<NacreAggregateExec>()
+        .map_or(0, |n| n.fallbacks())
+}
+
+/// Runs `sql` with the rule, checks it against DataFusion, and gives its compiled operator.
+async fn compiled_node(c: &Contexts, sql: &str) -> Arc<dyn ExecutionPlan> {
     let (want, _) = run(&c.plain, sql).await;
     let plan = physical_plan(&c.nacre, sql).await;
     let batches = datafusion::physical_plan::collect(plan.clone(), c.nacre.task_ctx())
@@ -406,10 +414,72 @@ async fn fallbacks(c: &Contexts, sql: &str) -> usize {
     );
     let mut nodes = Vec::new();
     compiled_nodes(&plan, &mut nodes);
-    assert_eq!(nodes.len(), 1, "one compiled operator in {sql}");
-    nodes[0]
-        .downcast_ref::<NacreAggregateExec>()
-        .map_or(0, |n| n.fallbacks())
+    assert_eq!(
+        nodes.len(),
+        1,
+        "one compiled operator in {sql}; declined: {:?}",
+        c.rule.declined().last()
+    );
+    nodes.swap_remove(0)
+}
+
+/// Decimals are computed in 64 bits; a partition with a value or a result outside them runs
+/// again in 128 bits, with DataFusion's results either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decimals_outside_64_bits_run_again_in_128() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("m", DataType::Decimal128(30, 2), false),
+        Field::new("k", DataType::Int32, false),
+    ]));
+    let batch = |m: Vec<i128>, k: Vec<i32>| {
+        let m = Decimal128Array::from(m)
+            .with_precision_and_scale(30, 2)
+            .expect("m");
+        let cols: Vec<Arc<dyn Array>> = vec![Arc::new(m), Arc::new(Int32Array::from(k))];
+        RecordBatch::try_new(schema.clone(), cols).expect("batch")
+    };
+    let parts = vec![
+        // Values within 64 bits whose squares are not.
+        vec![batch(
+            vec![4_000_000_000, -3_000_000_000, 7, 250],
+            vec![1, 2, 1, 2],
+        )],
+        // Values outside 64 bits.
+        vec![batch(vec![10i128.pow(19), 5, -3, 349], vec![2, 1, 2, 1])],
+    ];
+    let register = |ctx: &SessionContext| {
+        let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
+        ctx.register_table("t", Arc::new(t)).expect("registered");
+    };
+    let c = contexts(register).await;
+    // (query, partitions run again in 128 bits)
+    let cases = [
+        ("select sum(m * m), min(m), max(m), count(*) from t", 2),
+        (
+            "select k, sum(m + 1.5), min(m) from t group by k order by k",
+            1,
+        ),
+        ("select m, count(*) from t group by m order by m", 1),
+        ("select count(*) from t where m > 2.5", 1),
+        (
+            "select k, sum(cast(m as decimal(38, 0))) from t group by k order by k",
+            1,
+        ),
+        ("select sum(m - 0.01) from t where k = 3", 1),
+    ];
+    for (sql, wide) in cases {
+        let node = compiled_node(&c, sql).await;
+        let node = node.downcast_ref::<NacreAggregateExec>().expect("compiled");
+        assert!(node.pipeline().program.narrow, "{sql} computed in 64 bits");
+        assert_eq!(node.wide_runs(), wide, "{sql}");
+        assert_eq!(node.fallbacks(), 0, "{sql}");
+    }
+    // A constant outside 64 bits: the program is wide from the start.
+    let sql = "select sum(m) from t where m < 100000000000000000000.00";
+    let node = compiled_node(&c, sql).await;
+    let node = node.downcast_ref::<NacreAggregateExec>().expect("compiled");
+    assert!(!node.pipeline().program.narrow, "{sql}");
+    assert_eq!(node.wide_runs(), 0, "{sql}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

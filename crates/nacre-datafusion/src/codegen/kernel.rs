@@ -20,17 +20,14 @@
 //! (exact modulo 2¹²⁸, as the CPU's wrapping sums). Minimum and maximum of 128-bit values
 //! have no atomic form: such pipelines run on the CPU ([`supports`]).
 
-use super::{
-    columns, contribution, fold, identity_bits, ptr_at, Banks, Contribution, Row, STATUS_OVERFLOW,
-    STATUS_UNSUPPORTED,
-};
+use super::{columns, contribution, fold, identity_bits, ptr_at, Banks, Contribution, Flags, Row};
 use crate::pipeline::{Acc, AccKind, Program, MAX_ACCS};
 use crate::types::Repr;
 use nacre::atomic::{Atomic, Ordering};
 use nacre::gpu::{
     block_dim_x, global_id_x, global_size_x, shared_array, sync_threads, thread_idx_x,
 };
-use nacre::{select, Ptr, Val};
+use nacre::{Ptr, Val};
 
 /// Threads per block of a pipeline kernel.
 pub const BLOCK: u32 = 256;
@@ -266,18 +263,18 @@ fn group_of(frame: Ptr<u64>, l: KernelLayout, i: Val<u64>) -> Val<u64> {
     })
 }
 
-/// Row `i`'s contribution, with the overflow and invalid flags carried so far.
+/// Row `i`'s contribution, with the flags carried so far.
 fn row_contribution(
     p: &Program,
     cols: &[super::Col],
     i: Val<u64>,
-    flags: (Val<bool>, Val<bool>),
-) -> (Contribution, (Val<bool>, Val<bool>)) {
+    flags: Flags,
+) -> (Contribution, Flags) {
     // Kernels run programs without nulls (`device::run_partition` leaves partitions with
     // nulls to the CPU).
-    let mut row = Row::new(cols, &[], i, flags);
+    let mut row = Row::new(p, cols, &[], i, flags);
     let c = contribution(p, &mut row);
-    (c, (row.overflow, row.invalid))
+    (c, row.flags())
 }
 
 /// Folds a row into the register banks of every group, masked by its filter and group.
@@ -334,21 +331,21 @@ fn flush_group(p: &Program, shared: &Accumulators, global: &Accumulators, g: Val
 /// Adds a passing row's contribution to its group's global accumulators.
 fn add_row(p: &Program, global: &Accumulators, group: Val<u64>, c: &Contribution) {
     for (a, arg) in p.accs.iter().zip(&c.args) {
-        let v = match (a.acc.kind, arg) {
-            (AccKind::Count, _) => Value::Int(Val::new(1i64)),
-            (_, Some(super::V::I128(x))) => Value::Wide(*x),
-            (_, Some(super::V::F64(x))) => Value::Float(*x),
-            (_, Some(v)) => Value::Int(super::to_i64(*v)),
-            (_, None) => unreachable!("an aggregate argument"),
+        let v = match (a.acc.kind, a.acc.repr, arg) {
+            (AccKind::Count, _, _) => Value::Int(Val::new(1i64)),
+            (_, Repr::I128, Some(v)) => Value::Wide(super::to_i128(*v)),
+            (_, _, Some(super::V::F64(x))) => Value::Float(*x),
+            (_, _, Some(v)) => Value::Int(super::to_i64(*v)),
+            (_, _, None) => unreachable!("an aggregate argument"),
         };
         global.combine(a.acc, group, v);
     }
 }
 
-/// Records the overflow and invalid flags in the status word.
+/// Records the flags raised in the status word.
 #[nacre::jit]
-fn note_status(frame: Ptr<u64>, l: KernelLayout, flags: (Val<bool>, Val<bool>)) {
-    let bits = select(flags.0, STATUS_OVERFLOW, 0u64) | select(flags.1, STATUS_UNSUPPORTED, 0u64);
+fn note_status(frame: Ptr<u64>, l: KernelLayout, flags: Flags) {
+    let bits = flags.bits();
     if bits.ne(0u64) {
         ptr_at::<u64>(frame, l.status())
             .atomic(0u64)
@@ -370,7 +367,7 @@ pub fn registers_kernel(p: &Program, groups: usize, frame: Ptr<u64>, n: Val<u64>
     let step = global_size_x().cast::<u64>();
     let mut i = global_id_x().cast::<u64>();
     let mut banks = [identity_banks(p); REGISTER_GROUPS];
-    let mut flags = (Val::new(false), Val::new(false));
+    let mut flags = Flags::clear();
     while i < n {
         let (c, f) = row_contribution(p, &cols, i, flags);
         flags = f;
@@ -395,7 +392,7 @@ pub fn atomics_kernel(p: &Program, frame: Ptr<u64>, n: Val<u64>) {
     let cols = columns(p, frame);
     let step = global_size_x().cast::<u64>();
     let mut i = global_id_x().cast::<u64>();
-    let mut flags = (Val::new(false), Val::new(false));
+    let mut flags = Flags::clear();
     while i < n {
         let (c, f) = row_contribution(p, &cols, i, flags);
         flags = f;

@@ -96,6 +96,9 @@ enum Col {
     I32(Ptr<i32>),
     I64(Ptr<i64>),
     I128(Ptr<i128>),
+    /// A decimal column read by a narrow program ([`Program::narrow`]): each value's two
+    /// 64-bit words, low then high.
+    Narrow(Ptr<i64>),
     F64(Ptr<f64>),
     View(Ptr<u64>),
 }
@@ -117,6 +120,40 @@ struct Row<'a> {
     /// Data the program does not compute as DataFusion would: a NaN or negative zero
     /// compared (DataFusion runs the partition).
     invalid: Val<bool>,
+    /// Whether decimals are computed in 64 bits ([`Program::narrow`]).
+    narrow: bool,
+    /// A decimal value or result outside `i64` in the narrow program: the partition runs
+    /// again with the wide one.
+    wide: Val<bool>,
+}
+
+/// The flags a pipeline carries from row to row (see [`Row`]).
+#[derive(Copy, Clone, nacre::Carry)]
+pub(crate) struct Flags {
+    /// An arithmetic overflow.
+    pub overflow: Val<bool>,
+    /// Data the program does not compute with.
+    pub invalid: Val<bool>,
+    /// A decimal outside 64 bits in a narrow program.
+    pub wide: Val<bool>,
+}
+
+impl Flags {
+    /// None raised.
+    pub fn clear() -> Flags {
+        Flags {
+            overflow: Val::new(false),
+            invalid: Val::new(false),
+            wide: Val::new(false),
+        }
+    }
+
+    /// The status word's bits of the flags raised.
+    pub fn bits(self) -> Val<u64> {
+        select(self.overflow, STATUS_OVERFLOW, 0u64)
+            | select(self.invalid, STATUS_UNSUPPORTED, 0u64)
+            | select(self.wide, STATUS_WIDE, 0u64)
+    }
 }
 
 fn load(frame: Ptr<u64>, word: usize) -> Val<u64> {
@@ -147,6 +184,7 @@ fn columns(p: &Program, frame: Ptr<u64>) -> Vec<Col> {
         .map(|(k, ty)| match ty.repr() {
             Repr::I32 => Col::I32(ptr_at(frame, k)),
             Repr::I64 => Col::I64(ptr_at(frame, k)),
+            Repr::I128 if p.narrow => Col::Narrow(ptr_at(frame, k)),
             Repr::I128 => Col::I128(ptr_at(frame, k)),
             Repr::F64 => Col::F64(ptr_at(frame, k)),
             Repr::View => Col::View(ptr_at(frame, k)),
@@ -161,12 +199,13 @@ fn pow10(k: i8) -> i128 {
 }
 
 impl<'a> Row<'a> {
-    /// Row `i` of columns `cols` (with `validity`), the flags carried so far.
+    /// Row `i` of columns `cols` (with `validity`) in program `p`, the flags carried so far.
     fn new(
+        p: &Program,
         cols: &'a [Col],
         validity: &'a [Option<Ptr<u8>>],
         i: Val<u64>,
-        (overflow, invalid): (Val<bool>, Val<bool>),
+        flags: Flags,
     ) -> Row<'a> {
         Row {
             cols,
@@ -175,8 +214,19 @@ impl<'a> Row<'a> {
             memo: HashMap::new(),
             valid_memo: HashMap::new(),
             mask: None,
-            overflow,
-            invalid,
+            overflow: flags.overflow,
+            invalid: flags.invalid,
+            narrow: p.narrow,
+            wide: flags.wide,
+        }
+    }
+
+    /// The flags after this row.
+    fn flags(&self) -> Flags {
+        Flags {
+            overflow: self.overflow,
+            invalid: self.invalid,
+            wide: self.wide,
         }
     }
 
@@ -255,6 +305,10 @@ impl<'a> Row<'a> {
         self.invalid |= self.mask.map_or(x, |m| x & m);
     }
 
+    fn note_wide(&mut self, x: Val<bool>) {
+        self.wide |= self.mask.map_or(x, |m| x & m);
+    }
+
     fn compute(&mut self, e: &Expr) -> V {
         match e {
             Expr::Column { index, .. } => self.column(*index),
@@ -262,7 +316,10 @@ impl<'a> Row<'a> {
                 let valid = self.valid(expr).unwrap_or(Val::new(true));
                 V::B(if *negated { valid } else { !valid })
             }
-            Expr::Literal { value, ty } => literal(value, *ty),
+            Expr::Literal { value, ty } => match literal(value, *ty) {
+                V::I128(_) if self.narrow => V::I64(Val::new(decimal_constant(value, *ty) as i64)),
+                v => v,
+            },
             Expr::Arith {
                 op,
                 left,
@@ -307,11 +364,16 @@ impl<'a> Row<'a> {
         }
     }
 
-    fn column(&self, index: usize) -> V {
+    fn column(&mut self, index: usize) -> V {
         let i = self.i;
         match self.cols[index] {
             Col::I32(p) => V::I32(p.load(i)),
             Col::I64(p) => V::I64(p.load(i)),
+            Col::Narrow(p) => {
+                let (low, high) = (p.load(i * 2u64), p.load(i * 2u64 + 1u64));
+                self.note_wide(high.ne(low >> 63i64));
+                V::I64(low)
+            }
             Col::I128(p) => V::I128(p.load(i)),
             Col::F64(p) => V::F64(p.load(i)),
             Col::View(p) => V::View(p.load(i * 2u64), p.load(i * 2u64 + 1u64)),
@@ -346,8 +408,43 @@ impl<'a> Row<'a> {
         x.wrapping_mul(c)
     }
 
+    /// `v` (of type `from`) as a 64-bit integer at `scale`, noting where it does not fit.
+    fn narrow_scaled(&mut self, v: V, from: ColType, scale: i8) -> Val<i64> {
+        let x = to_i64(v);
+        let up = scale - from.scale();
+        if up <= 0 {
+            return x;
+        }
+        match 10i64.checked_pow(up as u32) {
+            Some(c) => {
+                let (y, o) = overflowing_mul_i64(x, Val::new(c));
+                self.note_wide(o);
+                y
+            }
+            None => {
+                self.note_wide(x.ne(0i64));
+                Val::new(0i64)
+            }
+        }
+    }
+
+    /// Decimal arithmetic of a narrow program: as [`Row::arith`]'s, in 64 bits.
+    fn narrow_arith(&mut self, op: ArithOp, l: (V, &Expr), r: (V, &Expr), ty: ColType) -> V {
+        let s = if op == ArithOp::Mul { 0 } else { ty.scale() };
+        let a = self.narrow_scaled(l.0, l.1.ty(), s);
+        let b = self.narrow_scaled(r.0, r.1.ty(), s);
+        let (y, o) = match op {
+            ArithOp::Add => a.overflowing_add(b),
+            ArithOp::Sub => a.overflowing_sub(b),
+            _ => overflowing_mul_i64(a, b),
+        };
+        self.note_wide(o);
+        V::I64(y)
+    }
+
     fn arith(&mut self, op: ArithOp, l: (V, &Expr), r: (V, &Expr), ty: ColType) -> V {
         match ty.repr() {
+            Repr::I128 if self.narrow => self.narrow_arith(op, l, r, ty),
             Repr::I128 => {
                 let s = if op == ArithOp::Mul { 0 } else { ty.scale() };
                 let (dl, dr) = (l.1.digits(), r.1.digits());
@@ -414,7 +511,13 @@ impl<'a> Row<'a> {
                 }
             }
             (V::B(a), V::B(b)) => cmp(op, a, b),
-            (a, b) if matches!(a, V::I128(_)) || matches!(b, V::I128(_)) => {
+            (a, b) if self.narrow && is_decimal(l.1, r.1) => {
+                let s = l.1.ty().scale().max(r.1.ty().scale());
+                let x = self.narrow_scaled(a, l.1.ty(), s);
+                let y = self.narrow_scaled(b, r.1.ty(), s);
+                cmp(op, x, y)
+            }
+            (a, b) if is_decimal(l.1, r.1) => {
                 let s = l.1.ty().scale().max(r.1.ty().scale());
                 let x = self.wide(a, l.1.ty(), s, l.1.digits());
                 let y = self.wide(b, r.1.ty(), s, r.1.digits());
@@ -430,14 +533,37 @@ impl<'a> Row<'a> {
             return v;
         }
         let y = self.convert(v, e, to);
-        if let (ColType::Decimal { precision, .. }, V::I128(y)) = (to, y) {
+        if let ColType::Decimal { precision, .. } = to {
             // Arrow's cast fails where the value does not fit the target's precision.
             let shift = i32::from(to.scale()) - i32::from(from.scale());
             if e.digits() as i32 + shift.max(0) + 1 > i32::from(precision) {
-                self.note_overflow(!within_digits(y, u32::from(precision)));
+                self.note_overflow(!within_digits(to_i128(y), u32::from(precision)));
             }
         }
         y
+    }
+
+    /// A cast to a decimal in a narrow program: as [`Row::convert`]'s, in 64 bits.
+    fn narrow_convert(&mut self, v: V, from: ColType, to: ColType) -> V {
+        if to.scale() >= from.scale() {
+            return V::I64(self.narrow_scaled(v, from, to.scale()));
+        }
+        let x = to_i64(v);
+        let drop = (from.scale() - to.scale()) as u32;
+        let step = select(x.lt(0i64), -1i64, 1i64);
+        // Half away from zero, as Arrow's cast.
+        V::I64(match 10i64.checked_pow(drop) {
+            Some(d) => {
+                let (q, r) = (x / d, x % d);
+                q + select(r.abs().ge(d / 2), step, 0i64)
+            }
+            // |x| < 10^19: dividing by 10^19 leaves 0 or, from half of it, +-1.
+            None if drop == 19 => {
+                let half = 5 * 10i64.pow(18);
+                select(x.ge(half) | x.le(-half), step, 0i64)
+            }
+            None => Val::new(0i64),
+        })
     }
 
     fn convert(&mut self, v: V, e: &Expr, to: ColType) -> V {
@@ -445,6 +571,7 @@ impl<'a> Row<'a> {
         match to.repr() {
             Repr::I64 => V::I64(to_i64(v)),
             Repr::F64 => V::F64(to_f64(v, from)),
+            Repr::I128 if self.narrow => self.narrow_convert(v, from, to),
             Repr::I128 if to.scale() >= from.scale() => {
                 V::I128(self.wide(v, from, to.scale(), e.digits()))
             }
@@ -462,6 +589,14 @@ impl<'a> Row<'a> {
             _ => v,
         }
     }
+}
+
+/// `a * b` wrapped and whether it overflowed, through the 128-bit product (one
+/// multiplication on 64-bit targets, where `Val::overflowing_mul` divides).
+fn overflowing_mul_i64(a: Val<i64>, b: Val<i64>) -> (Val<i64>, Val<bool>) {
+    let wide = a.cast::<i128>() * b.cast::<i128>();
+    let (low, high) = (wide.cast::<i64>(), (wide >> 64i128).cast::<i64>());
+    (low, high.ne(low >> 63i64))
 }
 
 /// Whether `|x|` has at most `digits` decimal digits (`|x| <= 10^digits - 1`), with one
@@ -533,13 +668,41 @@ fn to_i64(v: V) -> Val<i64> {
     }
 }
 
+/// A number as a double; a decimal (held in 64 or 128 bits) divided by its scale.
 fn to_f64(v: V, from: ColType) -> Val<f64> {
-    match v {
-        V::F64(x) => x,
+    let unscaled = match v {
+        V::F64(x) => return x,
         V::I32(x) => x.cast::<f64>(),
         V::I64(x) => x.cast::<f64>(),
-        V::I128(x) => x.cast::<f64>() / pow10(from.scale()) as f64,
+        V::I128(x) => x.cast::<f64>(),
         _ => unreachable!("a number"),
+    };
+    if from.scale() == 0 {
+        unscaled
+    } else {
+        unscaled / pow10(from.scale()) as f64
+    }
+}
+
+/// An integer (a decimal of a narrow program in 64 bits, or of a wide one) in 128 bits.
+fn to_i128(v: V) -> Val<i128> {
+    match v {
+        V::I128(x) => x,
+        v => to_i64(v).cast::<i128>(),
+    }
+}
+
+/// Whether either operand of a comparison is a decimal.
+fn is_decimal(l: &Expr, r: &Expr) -> bool {
+    l.ty().repr() == Repr::I128 || r.ty().repr() == Repr::I128
+}
+
+/// The scaled integer of a decimal constant.
+fn decimal_constant(value: &Lit, ty: ColType) -> i128 {
+    match value {
+        Lit::Decimal(x) => *x,
+        Lit::Int(x) => i128::from(*x) * pow10(ty.scale()),
+        _ => unreachable!("a decimal constant"),
     }
 }
 
@@ -559,8 +722,9 @@ fn literal(value: &Lit, ty: ColType) -> V {
         (Lit::Bool(b), _) => V::B(Val::new(*b)),
         (Lit::Int(x), Repr::I32) => V::I32(Val::new(*x as i32)),
         (Lit::Int(x), Repr::I64) => V::I64(Val::new(*x)),
-        (Lit::Int(x), Repr::I128) => V::I128(Val::new(i128::from(*x) * pow10(ty.scale()))),
-        (Lit::Decimal(x), _) => V::I128(Val::new(*x)),
+        (Lit::Decimal(_), _) | (Lit::Int(_), Repr::I128) => {
+            V::I128(Val::new(decimal_constant(value, ty)))
+        }
         (Lit::Float(x), _) => V::F64(Val::new(*x)),
         (Lit::Int(x), _) => V::F64(Val::new(*x as f64)),
         (Lit::Str(s), _) => {
@@ -662,9 +826,7 @@ fn fold(p: &Program, mut banks: Banks, c: &Contribution) -> Banks {
                 banks.0[slot] = select(take, combine_i64(kind, acc, v), acc);
             }
             (_, Repr::I128) => {
-                let V::I128(v) = arg.expect("argument") else {
-                    unreachable!()
-                };
+                let v = to_i128(arg.expect("argument"));
                 let acc = banks.1[slot];
                 banks.1[slot] = select(take, combine_i128(kind, acc, v), acc);
             }
@@ -710,12 +872,14 @@ fn write_banks(frame: Ptr<u64>, l: FrameLayout, banks: Banks) {
 pub const STATUS_OVERFLOW: u64 = 1;
 /// The status bit of data the program cannot compute with (DataFusion runs the partition).
 pub const STATUS_UNSUPPORTED: u64 = 2;
+/// The status bit of a decimal outside 64 bits in a narrow program ([`Program::narrow`]):
+/// the partition runs again with the wide program. It overrides the other bits, which a
+/// wrapped value may have raised.
+pub const STATUS_WIDE: u64 = 4;
 
-fn note_status(frame: Ptr<u64>, l: FrameLayout, overflow: Val<bool>, unsupported: Val<bool>) {
+fn note_status(frame: Ptr<u64>, l: FrameLayout, flags: Flags) {
     let status = ptr_at::<u64>(frame, l.status());
-    let bits =
-        select(overflow, STATUS_OVERFLOW, 0u64) | select(unsupported, STATUS_UNSUPPORTED, 0u64);
-    status.store(0u64, status.load(0u64) | bits);
+    status.store(0u64, status.load(0u64) | flags.bits());
 }
 
 /// The traced function of a program without group keys.
@@ -727,17 +891,15 @@ pub fn run_ungrouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64
     let cols = columns(p, frame);
     let valid = validity(p, frame);
     let mut banks = read_banks(frame, l);
-    let mut overflow = Val::new(false);
-    let mut invalid = Val::new(false);
+    let mut flags = Flags::clear();
     for i in start..end {
-        let mut row = Row::new(&cols, &valid, i, (overflow, invalid));
+        let mut row = Row::new(p, &cols, &valid, i, flags);
         let c = contribution(p, &mut row);
-        overflow = row.overflow;
-        invalid = row.invalid;
+        flags = row.flags();
         banks = fold(p, banks, &c);
     }
     write_banks(frame, l, banks);
-    note_status(frame, l, overflow, invalid);
+    note_status(frame, l, flags);
     end
 }
 
@@ -805,9 +967,7 @@ impl Table {
                     ptr.store(at, unless_null(valid, combine_i64(kind, old, v), old));
                 }
                 (_, Repr::I128) => {
-                    let V::I128(v) = arg.expect("argument") else {
-                        unreachable!()
-                    };
+                    let v = to_i128(arg.expect("argument"));
                     let (ptr, old) = (self.banks.1, self.banks.1.load(at));
                     ptr.store(at, unless_null(valid, combine_i128(kind, old, v), old));
                 }
@@ -840,6 +1000,11 @@ fn key_words(p: &Program, row: &mut Row<'_>) -> (Vec<Val<u64>>, Val<bool>) {
         match row.eval(k) {
             V::B(b) => words.push(b.cast::<u64>()),
             V::I32(x) => words.push(x.cast::<u64>()),
+            // A decimal of a narrow program: the words of its 128 bits.
+            V::I64(x) if k.ty().repr() == Repr::I128 => {
+                words.push(x.cast::<u64>());
+                words.push((x >> 63i64).cast::<u64>());
+            }
             V::I64(x) => words.push(x.cast::<u64>()),
             V::I128(x) => {
                 words.push(x.cast::<u64>());
@@ -898,17 +1063,17 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
     let t = Table::load(frame, l);
     let count_ptr = ptr_at::<u64>(frame, l.count());
     let mut count = count_ptr.load(0u64);
-    let mut overflow = Val::new(false);
-    let mut unsupported = Val::new(false);
+    let mut flags = Flags::clear();
     let mut i = start;
     while i < end {
-        let mut row = Row::new(&cols, &valid, i, (overflow, unsupported));
+        let mut row = Row::new(p, &cols, &valid, i, flags);
         let c = contribution(p, &mut row);
         let before = row.overflow;
         row.overflow = Val::new(false);
         let (words, long) = key_words(p, &mut row);
-        overflow = before | (row.overflow & c.pass);
-        unsupported = row.invalid | long;
+        row.overflow = before | (row.overflow & c.pass);
+        row.invalid |= long;
+        flags = row.flags();
         let slot = probe(&t, &words);
         let new = t.used.load(slot).eq(0u64) & c.pass;
         if new {
@@ -922,7 +1087,7 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
         i += 1u64;
     }
     count_ptr.store(0u64, count);
-    note_status(frame, l, overflow, unsupported);
+    note_status(frame, l, flags);
     i
 }
 
