@@ -161,7 +161,7 @@ fn run(
         let Ok(c) = compiled(&program, options) else {
             return Ok(None);
         };
-        match run_partition(pipeline, &program, &c.function, partition)? {
+        match run_partition(pipeline, &program, &c.function, options, partition)? {
             Ran::Done(batch) => return Ok(Some(batch)),
             Ran::DataFusion => return Ok(None),
             // The wide program never asks again.

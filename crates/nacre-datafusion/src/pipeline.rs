@@ -120,7 +120,13 @@ pub struct Program {
     /// outside `i64` sets [`crate::codegen::STATUS_WIDE`], and the partition runs again
     /// with [`Program::wide`], in 128 bits. Results are the same either way.
     pub narrow: bool,
+    /// Group key values for direct indexing (see [`Program::with_domain`]): for each key,
+    /// its values as key words ([`Program::words_of_key`] each); `None`: a hash table.
+    pub domain: Option<Vec<Vec<Vec<u64>>>>,
 }
+
+/// The most key value combinations a program indexes directly ([`Program::with_domain`]).
+pub const MAX_DIRECT_GROUPS: usize = 256;
 
 /// An accumulator and what it folds.
 #[derive(Clone, PartialEq, Debug)]
@@ -185,6 +191,29 @@ impl Program {
             });
         }
         decimals && fits
+    }
+
+    /// The program that finds each row's group by direct indexing over `domain`, each key's
+    /// values (key words, [`Program::words_of_key`] each): a row whose key values are all
+    /// there compares them with those values (no hash, no probe) and updates the group at
+    /// `Σ index_k · stride_k` of a lookup table the host fills; the first row with another
+    /// value stops the call, and the host goes on with the hash table. `None` where the
+    /// program has no keys or the combinations exceed [`MAX_DIRECT_GROUPS`].
+    pub fn with_domain(&self, domain: Vec<Vec<Vec<u64>>>) -> Option<Program> {
+        let combinations = domain
+            .iter()
+            .try_fold(1usize, |n, values| n.checked_mul(values.len()))?;
+        let fits = domain.len() == self.keys.len()
+            && !self.keys.is_empty()
+            && (1..=MAX_DIRECT_GROUPS).contains(&combinations)
+            && domain
+                .iter()
+                .enumerate()
+                .all(|(k, values)| values.iter().all(|v| v.len() == self.words_of_key(k)));
+        fits.then(|| Program {
+            domain: Some(domain),
+            ..self.clone()
+        })
     }
 
     /// The program computing decimals in 128 bits (see [`Program::narrow`]).
@@ -312,6 +341,7 @@ impl Pipeline {
             banks,
             nullable: vec![false; scan.columns.len()],
             narrow: false,
+            domain: None,
         };
         let program = Program {
             narrow: program.narrowable(),

@@ -7,7 +7,9 @@ use crate::codegen::{
 };
 use crate::compile::PipelineFn;
 use crate::error::Error;
-use crate::pipeline::{bank, Acc, AccKind, Pipeline, Program, StateCol, MAX_ACCS};
+use crate::pipeline::{
+    bank, Acc, AccKind, Pipeline, Program, StateCol, MAX_ACCS, MAX_DIRECT_GROUPS,
+};
 use crate::types::{ColType, Repr};
 use datafusion::arrow::array::{
     Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array,
@@ -18,6 +20,8 @@ use datafusion::arrow::datatypes::{
     ArrowPrimitiveType, DataType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
 };
 use nacre::RawPtr;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The first capacity of a group table (slots; a power of two).
@@ -39,11 +43,15 @@ pub enum Ran {
 }
 
 /// Runs `program` (the pipeline's, or its variant for the partition's nulls:
-/// [`Pipeline::program_for`]), compiled as `f`, over partition `partition`.
+/// [`Pipeline::program_for`]), compiled as `f`, over partition `partition`. With group keys,
+/// the first batch whose rows form groups teaches the keys' values: where they are few, the
+/// rest runs with the program that indexes them directly ([`Program::with_domain`],
+/// compiled with `options`) until a row brings another value.
 pub fn run_partition(
     p: &Pipeline,
     program: &Program,
     f: &PipelineFn,
+    options: &nacre::Options,
     partition: usize,
 ) -> Result<Ran, Error> {
     let batches = p
@@ -61,22 +69,36 @@ pub fn run_partition(
         }
         ungrouped_output(program, &banks)?
     } else {
+        let l = FrameLayout {
+            columns: program.columns.len(),
+        };
         let mut table = GroupTable::new(program, FIRST_CAPACITY);
+        let (mut direct, mut learnt) = (None::<Direct>, false);
         for b in batches {
             let data = BatchData::of(p, program, b)?;
             let mut start = 0;
             while start < b.num_rows() {
                 let mut frame = frame(program, &data, &mut table.banks, &mut status);
-                table.fill_frame(
-                    &mut frame,
-                    FrameLayout {
-                        columns: program.columns.len(),
-                    },
-                );
+                table.fill_frame(&mut frame, l);
+                if let Some(d) = &mut direct {
+                    frame[l.lut()] = d.lut.as_mut_ptr() as u64;
+                    let from = start;
+                    start = call(&d.f, &mut frame, start, b.num_rows())?;
+                    DIRECT_ROWS.fetch_add(start - from, Ordering::Relaxed);
+                    if start < b.num_rows() {
+                        // A key value outside the domain: the hash table from here on.
+                        direct = None;
+                    }
+                    continue;
+                }
                 start = call(f, &mut frame, start, b.num_rows())?;
                 if start < b.num_rows() {
                     table = table.grow(program)?;
                 }
+            }
+            if !learnt && table.count > 0 && status == 0 {
+                learnt = true;
+                direct = Direct::learn(program, &mut table, options)?;
             }
         }
         table.output(program)?
@@ -326,6 +348,78 @@ fn present(p: &Program, s: &StateCol, banks: &Banks, g: usize, rows: bool) -> bo
     }
 }
 
+/// Rows that programs with a key domain computed.
+static DIRECT_ROWS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many rows programs with a key domain ([`Program::with_domain`]) computed in this
+/// process, in every partition so far: whether direct indexing ran.
+pub fn direct_rows() -> usize {
+    DIRECT_ROWS.load(Ordering::Relaxed)
+}
+
+/// A program with a key domain ([`Program::with_domain`]) and its lookup table: the slot of
+/// each combination of key values in the partition's group table.
+struct Direct {
+    f: Arc<PipelineFn>,
+    lut: Vec<u64>,
+}
+
+impl Direct {
+    /// The domain of the groups in `table`, where the combinations of their key values are
+    /// few: every combination gets a group (those without rows are not output), and the
+    /// program indexing them is compiled. `None` where they are many or it does not compile.
+    fn learn(
+        program: &Program,
+        table: &mut GroupTable,
+        options: &nacre::Options,
+    ) -> Result<Option<Direct>, Error> {
+        if table.count as usize > MAX_DIRECT_GROUPS {
+            return Ok(None);
+        }
+        let mut domain = Vec::new();
+        let mut first = 0;
+        for k in 0..program.keys.len() {
+            let n = program.words_of_key(k);
+            let values: BTreeSet<&[u64]> = table
+                .slots()
+                .map(|s| &table.keys[s * table.words + first..s * table.words + first + n])
+                .collect();
+            domain.push(values.into_iter().map(<[u64]>::to_vec).collect::<Vec<_>>());
+            first += n;
+        }
+        let Some(direct) = program.with_domain(domain.clone()) else {
+            return Ok(None);
+        };
+        let Ok(compiled) = crate::compile::compiled(&Arc::new(direct), options) else {
+            return Ok(None);
+        };
+        let combinations: usize = domain.iter().map(Vec::len).product();
+        while (table.count as usize + combinations) * 2 > table.capacity {
+            let t = std::mem::replace(table, GroupTable::new(program, 0));
+            *table = t.grow(program)?;
+        }
+        let lut = (0..combinations)
+            .map(|c| {
+                let mut words = Vec::with_capacity(table.words);
+                let mut rest = c;
+                let mut digits = vec![0; domain.len()];
+                for k in (0..domain.len()).rev() {
+                    digits[k] = rest % domain[k].len();
+                    rest /= domain[k].len();
+                }
+                for (k, &d) in digits.iter().enumerate() {
+                    words.extend_from_slice(&domain[k][d]);
+                }
+                table.insert(&words) as u64
+            })
+            .collect();
+        Ok(Some(Direct {
+            f: compiled.function,
+            lut,
+        }))
+    }
+}
+
 /// The group table of one partition: keys, used flags and accumulators.
 struct GroupTable {
     capacity: usize,
@@ -361,6 +455,23 @@ impl GroupTable {
         (0..self.capacity).filter(|&s| self.used[s] != 0)
     }
 
+    /// The slot of the group of key `words`, inserted if missing (the table must not be
+    /// full), probing as the compiled code does.
+    fn insert(&mut self, words: &[u64]) -> usize {
+        let (w, mask) = (self.words, self.capacity - 1);
+        let mut s = hash_words(words) as usize & mask;
+        while self.used[s] != 0 {
+            if self.keys[s * w..(s + 1) * w] == *words {
+                return s;
+            }
+            s = (s + 1) & mask;
+        }
+        self.keys[s * w..(s + 1) * w].copy_from_slice(words);
+        self.used[s] = 1;
+        self.count += 1;
+        s
+    }
+
     /// A table of twice the capacity holding the same groups.
     fn grow(self, p: &Program) -> Result<GroupTable, Error> {
         let capacity = self.capacity * 2;
@@ -390,9 +501,14 @@ impl GroupTable {
         Ok(t)
     }
 
-    /// The keys, then the accumulators, of every group.
+    /// The keys, then the accumulators, of every group some row passed into (groups of
+    /// [`Direct::learn`]'s combinations may have none).
     fn output(&self, program: &Program) -> Result<Vec<ArrayRef>, Error> {
-        let slots: Vec<usize> = self.slots().collect();
+        let rows = program.accs[0].acc;
+        let slots: Vec<usize> = self
+            .slots()
+            .filter(|&s| self.banks.i64[acc_index(program, rows, s)] > 0)
+            .collect();
         let mut first_word = Vec::new();
         let mut word = 0;
         for k in 0..program.keys.len() {

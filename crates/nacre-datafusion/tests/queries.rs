@@ -423,6 +423,60 @@ async fn compiled_node(c: &Contexts, sql: &str) -> Arc<dyn ExecutionPlan> {
     nodes.swap_remove(0)
 }
 
+/// Group keys with few values are indexed directly once a partition's first batch has shown
+/// them, and a later batch with another value goes back to the hash table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn few_key_values_are_indexed_directly() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("s", DataType::Utf8View, false),
+        Field::new("k", DataType::Int32, true),
+        Field::new("v", DataType::Int64, false),
+    ]));
+    let batch = |s: &[&str], k: &[Option<i32>], v: &[i64]| {
+        let cols: Vec<Arc<dyn Array>> = vec![
+            Arc::new(StringViewArray::from_iter_values(s.iter().copied())),
+            Arc::new(Int32Array::from(k.to_vec())),
+            Arc::new(Int64Array::from(v.to_vec())),
+        ];
+        RecordBatch::try_new(schema.clone(), cols).expect("batch")
+    };
+    let parts = vec![
+        // The domain {x, y} x {1, NULL}; then rows within it; then a value outside it.
+        vec![
+            batch(&["x", "y", "x"], &[Some(1), None, Some(1)], &[1, 2, 3]),
+            batch(
+                &["y", "y", "x", "x"],
+                &[Some(1), None, None, Some(1)],
+                &[4, 5, 6, 7],
+            ),
+            batch(&["x", "zz", "y"], &[Some(1), Some(2), None], &[8, 9, 10]),
+            batch(&["x", "y"], &[Some(3), Some(1)], &[11, 12]),
+        ],
+        // Within the domain throughout (a combination, (x, NULL), never seen).
+        vec![
+            batch(&["y"], &[Some(1)], &[13]),
+            batch(&["y", "y"], &[Some(1), None], &[14, 15]),
+        ],
+    ];
+    let register = |ctx: &SessionContext| {
+        let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
+        ctx.register_table("t", Arc::new(t)).expect("registered");
+    };
+    let c = contexts(register).await;
+    let before = nacre_datafusion::run::direct_rows();
+    for sql in [
+        "select s, k, count(*), sum(v), min(v) from t group by s, k order by s, k",
+        "select s, sum(v) from t where v <> 4 and v <> 9 group by s order by s",
+        "select k, max(v) from t where v > 3 group by k order by k",
+    ] {
+        assert_eq!(fallbacks(&c, sql).await, 0, "{sql}");
+    }
+    assert!(
+        nacre_datafusion::run::direct_rows() > before,
+        "rows indexed directly"
+    );
+}
+
 /// Decimals are computed in 64 bits; a partition with a value or a result outside them runs
 /// again in 128 bits, with DataFusion's results either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

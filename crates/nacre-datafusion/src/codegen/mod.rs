@@ -73,9 +73,14 @@ impl FrameLayout {
     pub fn validity(self, k: usize) -> usize {
         self.columns + 8 + k
     }
+    /// The word holding the address of the lookup table of a program with a key domain
+    /// ([`Program::with_domain`]): the slot of each combination of key values.
+    pub fn lut(self) -> usize {
+        2 * self.columns + 8
+    }
     /// Words in all.
     pub fn words(self) -> usize {
-        2 * self.columns + 8
+        2 * self.columns + 9
     }
 }
 
@@ -1091,10 +1096,77 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
     i
 }
 
+/// The index of a row's key values in `domain` (`Σ index_k · stride_k`, the last key's
+/// stride 1), and whether they are all there: each key's words compared with each of its
+/// values, the words every value shares once.
+fn domain_index(domain: &[Vec<Vec<u64>>], words: &[Val<u64>]) -> (Val<u64>, Val<bool>) {
+    let mut index = Val::new(0u64);
+    let mut found = Val::new(true);
+    let mut first = 0;
+    for values in domain {
+        let n = values.first().map_or(0, Vec::len);
+        let key = &words[first..first + n];
+        first += n;
+        let shared = |j: usize| values.iter().all(|v| v[j] == values[0][j]);
+        let mut hit = Val::new(false);
+        let mut at = Val::new(0u64);
+        for (x, v) in values.iter().enumerate() {
+            let same = (0..n)
+                .filter(|&j| !shared(j))
+                .fold(Val::new(true), |eq, j| eq & key[j].eq(v[j]));
+            hit |= same;
+            at = select(same, x as u64, at);
+        }
+        for j in (0..n).filter(|&j| shared(j)) {
+            found &= key[j].eq(values[0][j]);
+        }
+        found &= hit;
+        index = index * values.len() as u64 + at;
+    }
+    (index, found)
+}
+
+/// The traced function of a program with a key domain ([`Program::with_domain`]): as
+/// [`run_grouped`], each row's group from the lookup table at its key values' index; it
+/// stops at the first row whose key values are not in the domain.
+#[nacre::jit]
+pub fn run_direct(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) -> Val<u64> {
+    let domain = p.domain.as_deref().unwrap_or_default();
+    let l = FrameLayout {
+        columns: p.columns.len(),
+    };
+    let cols = columns(p, frame);
+    let valid = validity(p, frame);
+    let t = Table::load(frame, l);
+    let lut = ptr_at::<u64>(frame, l.lut());
+    let mut flags = Flags::clear();
+    let mut i = start;
+    while i < end {
+        let mut row = Row::new(p, &cols, &valid, i, flags);
+        let c = contribution(p, &mut row);
+        let before = row.overflow;
+        row.overflow = Val::new(false);
+        // A string key in the domain is held whole in its view: not too long.
+        let (words, _) = key_words(p, &mut row);
+        row.overflow = before | (row.overflow & c.pass);
+        let (index, found) = domain_index(domain, &words);
+        if !found {
+            break;
+        }
+        flags = row.flags();
+        t.update(p, select(c.pass, lut.load(index), t.capacity), &c);
+        i += 1u64;
+    }
+    note_status(frame, l, flags);
+    i
+}
+
 /// Which traced function a program compiles to.
 pub fn run(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) -> Val<u64> {
     if p.keys.is_empty() {
         run_ungrouped(p, frame, start, end)
+    } else if p.domain.is_some() {
+        run_direct(p, frame, start, end)
     } else {
         run_grouped(p, frame, start, end)
     }
