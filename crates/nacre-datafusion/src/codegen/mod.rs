@@ -438,9 +438,15 @@ impl<'a> Row<'a> {
         let s = if op == ArithOp::Mul { 0 } else { ty.scale() };
         let a = self.narrow_scaled(l.0, l.1.ty(), s);
         let b = self.narrow_scaled(r.0, r.1.ty(), s);
-        let (y, o) = match op {
-            ArithOp::Add => a.overflowing_add(b),
-            ArithOp::Sub => a.overflowing_sub(b),
+        let (y, o) = match (op, constant(l.1, s), constant(r.1, s)) {
+            // With a constant, the other operand's range where the result fits: one or two
+            // comparisons.
+            (ArithOp::Add, _, Some(c)) => (a.wrapping_add(b), outside(a, c.addend_range())),
+            (ArithOp::Add, Some(c), _) => (a.wrapping_add(b), outside(b, c.addend_range())),
+            (ArithOp::Sub, _, Some(c)) => (a.wrapping_sub(b), outside(a, c.minuend_range())),
+            (ArithOp::Sub, Some(c), _) => (a.wrapping_sub(b), outside(b, c.subtrahend_range())),
+            (ArithOp::Add, ..) => a.overflowing_add(b),
+            (ArithOp::Sub, ..) => a.overflowing_sub(b),
             _ => overflowing_mul_i64(a, b),
         };
         self.note_wide(o);
@@ -593,6 +599,54 @@ impl<'a> Row<'a> {
             }
             _ => v,
         }
+    }
+}
+
+/// A decimal constant scaled to `scale`, where it fits 64 bits.
+fn constant(e: &Expr, scale: i8) -> Option<Constant> {
+    let Expr::Literal { value, ty } = e else {
+        return None;
+    };
+    let up = u32::try_from(scale - ty.scale()).ok()?;
+    let c = decimal_constant(value, *ty).checked_mul(10i128.checked_pow(up)?)?;
+    i64::try_from(c).ok().map(|c| Constant(i128::from(c)))
+}
+
+/// A 64-bit constant operand, and where the other operand keeps a sum or difference within
+/// 64 bits.
+#[derive(Copy, Clone)]
+struct Constant(i128);
+
+impl Constant {
+    /// The `x` with `x + c` within 64 bits.
+    fn addend_range(self) -> (i128, i128) {
+        (i128::from(i64::MIN) - self.0, i128::from(i64::MAX) - self.0)
+    }
+    /// The `x` with `x - c` within 64 bits.
+    fn minuend_range(self) -> (i128, i128) {
+        (i128::from(i64::MIN) + self.0, i128::from(i64::MAX) + self.0)
+    }
+    /// The `x` with `c - x` within 64 bits.
+    fn subtrahend_range(self) -> (i128, i128) {
+        (self.0 - i128::from(i64::MAX), self.0 - i128::from(i64::MIN))
+    }
+}
+
+/// Whether `x` is outside `[lo, hi]` (the sides beyond 64 bits not compared).
+fn outside(x: Val<i64>, (lo, hi): (i128, i128)) -> Val<bool> {
+    let below = i64::try_from(lo)
+        .ok()
+        .filter(|&lo| lo > i64::MIN)
+        .map(|lo| x.lt(lo));
+    let above = i64::try_from(hi)
+        .ok()
+        .filter(|&hi| hi < i64::MAX)
+        .map(|hi| x.gt(hi));
+    match (below, above) {
+        (Some(b), Some(a)) => b | a,
+        (Some(b), None) => b,
+        (None, Some(a)) => a,
+        (None, None) => Val::new(false),
     }
 }
 
@@ -1096,28 +1150,34 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
     i
 }
 
-/// The index of a row's key values in `domain` (`Σ index_k · stride_k`, the last key's
+/// The index of a row's key values in `p`'s domain (`Σ index_k · stride_k`, the last key's
 /// stride 1), and whether they are all there: each key's words compared with each of its
-/// values, the words every value shares once.
-fn domain_index(domain: &[Vec<Vec<u64>>], words: &[Val<u64>]) -> (Val<u64>, Val<bool>) {
+/// values, the words every value shares once. A string key whose values are all at most
+/// 4 bytes long is told by its first word (length and bytes) alone.
+fn domain_index(p: &Program, words: &[Val<u64>]) -> (Val<u64>, Val<bool>) {
+    let domain = p.domain.as_deref().unwrap_or_default();
     let mut index = Val::new(0u64);
     let mut found = Val::new(true);
     let mut first = 0;
-    for values in domain {
+    for (values, key_expr) in domain.iter().zip(&p.keys) {
         let n = values.first().map_or(0, Vec::len);
         let key = &words[first..first + n];
         first += n;
+        let short =
+            key_expr.ty().repr() == Repr::View && values.iter().all(|v| v[0] & 0xffff_ffff <= 4);
+        let compared = |j: &usize| !(short && *j == 1);
         let shared = |j: usize| values.iter().all(|v| v[j] == values[0][j]);
         let mut hit = Val::new(false);
         let mut at = Val::new(0u64);
         for (x, v) in values.iter().enumerate() {
             let same = (0..n)
+                .filter(compared)
                 .filter(|&j| !shared(j))
                 .fold(Val::new(true), |eq, j| eq & key[j].eq(v[j]));
             hit |= same;
             at = select(same, x as u64, at);
         }
-        for j in (0..n).filter(|&j| shared(j)) {
+        for j in (0..n).filter(compared).filter(|&j| shared(j)) {
             found &= key[j].eq(values[0][j]);
         }
         found &= hit;
@@ -1131,7 +1191,6 @@ fn domain_index(domain: &[Vec<Vec<u64>>], words: &[Val<u64>]) -> (Val<u64>, Val<
 /// stops at the first row whose key values are not in the domain.
 #[nacre::jit]
 pub fn run_direct(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) -> Val<u64> {
-    let domain = p.domain.as_deref().unwrap_or_default();
     let l = FrameLayout {
         columns: p.columns.len(),
     };
@@ -1149,7 +1208,7 @@ pub fn run_direct(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) 
         // A string key in the domain is held whole in its view: not too long.
         let (words, _) = key_words(p, &mut row);
         row.overflow = before | (row.overflow & c.pass);
-        let (index, found) = domain_index(domain, &words);
+        let (index, found) = domain_index(p, &words);
         if !found {
             break;
         }
@@ -1238,6 +1297,46 @@ mod tests {
         for (k, o) in out.iter().enumerate() {
             let (a, b) = (pairs[2 * k], pairs[2 * k + 1]);
             assert_eq!(*o != 0, a.overflowing_mul(b).1, "{a} * {b}");
+        }
+    }
+
+    #[test]
+    fn constant_ranges_agree_with_checked_arithmetic() {
+        let edges = [
+            i64::MIN,
+            i64::MIN + 1,
+            -100,
+            -1,
+            0,
+            1,
+            99,
+            100,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let within = |x: i64, (lo, hi): (i128, i128)| (lo..=hi).contains(&i128::from(x));
+        for c in edges {
+            let k = Constant(i128::from(c));
+            for x in edges
+                .iter()
+                .flat_map(|&e| [e, e.wrapping_add(c), e.wrapping_sub(c)])
+            {
+                assert_eq!(
+                    within(x, k.addend_range()),
+                    x.checked_add(c).is_some(),
+                    "{x} + {c}"
+                );
+                assert_eq!(
+                    within(x, k.minuend_range()),
+                    x.checked_sub(c).is_some(),
+                    "{x} - {c}"
+                );
+                assert_eq!(
+                    within(x, k.subtrahend_range()),
+                    c.checked_sub(x).is_some(),
+                    "{c} - {x}"
+                );
+            }
         }
     }
 
