@@ -1,6 +1,7 @@
 //! The host side of a compiled pipeline: fills the frame of each batch (see
 //! [`crate::codegen::FrameLayout`]), calls the compiled function, grows the group table when
-//! it asks, and turns the accumulators into the partial aggregate's output batch.
+//! it asks, switches to direct indexing once a batch has shown few key values,
+//! and turns the accumulators into the partial aggregate's output batch.
 
 use crate::codegen::{
     hash_words, identity_bits, FrameLayout, STATUS_OVERFLOW, STATUS_UNSUPPORTED, STATUS_WIDE,
@@ -118,10 +119,13 @@ pub fn run_partition(
 fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<usize, Error> {
     // SAFETY: `frame` holds the addresses of the batch's columns (each with at least `end`
     // values of the column's type), of their validity bytes where the program reads them
-    // (`end` bytes each, in the caller's `BatchData`) and of the accumulators, status and
-    // group table, which live until this call returns; the compiled code reads rows `start..end` only, banks
-    // within their lengths (`MAX_ACCS`, or `capacity + 1` slots of the bank's accumulators) and the table
-    // within its capacity (the probe ends at an empty slot: the table is at most half full).
+    // (`end` bytes each, in the caller's `BatchData`), of the accumulators, status and group
+    // table and, for a program with a key domain, of its lookup table (`Direct::lut`: one
+    // slot below the capacity per combination of the domain's values), all alive until this
+    // call returns; the compiled code reads rows `start..end` only, banks within their
+    // lengths (`MAX_ACCS`, or `capacity + 1` slots of the bank's accumulators), the table
+    // within its capacity (the probe ends at an empty slot: the table is at most half full)
+    // and the lookup table at the index of key values found in the domain.
     let r = unsafe { f.call(RawPtr::new(frame.as_mut_ptr()), start as u64, end as u64) };
     Ok(r? as usize)
 }

@@ -11,7 +11,14 @@
 //! (linear probing over the keys' 64-bit words; [`hash_words`] is the hash) and updates
 //! that group's accumulators in memory; a row the filter rejects updates a spare slot past
 //! the table instead. The function returns the row it stopped at: `end`, or earlier when the
-//! table is half full, so that the host grows it and calls again.
+//! table is half full, so that the host grows it and calls again. A program with a key
+//! domain ([`Program::with_domain`]) compares each row's keys with the domain's values and
+//! takes its slot from a lookup table instead of hashing and probing; it stops at the first
+//! row whose key values are not there.
+//!
+//! A narrow program ([`Program::narrow`]) holds decimals in 64 bits: each column value is
+//! checked to fit as it is read and each step as it is computed, and a value that does not
+//! fit raises [`STATUS_WIDE`] (the host then runs the partition with the 128-bit program).
 
 pub mod kernel;
 
