@@ -134,9 +134,10 @@ struct Row<'a> {
     invalid: Val<bool>,
     /// Whether decimals are computed in 64 bits ([`Program::narrow`]).
     narrow: bool,
-    /// A decimal value or result outside `i64` in the narrow program: the partition runs
-    /// again with the wide one.
-    wide: Val<bool>,
+    /// Nonzero after a decimal value or result outside `i64` in the narrow program (the
+    /// partition runs again with the wide one): the checks' bits are OR-ed in, one
+    /// instruction each.
+    wide: Val<u64>,
 }
 
 /// The flags a pipeline carries from row to row (see [`Row`]).
@@ -146,8 +147,8 @@ pub(crate) struct Flags {
     pub overflow: Val<bool>,
     /// Data the program does not compute with.
     pub invalid: Val<bool>,
-    /// A decimal outside 64 bits in a narrow program.
-    pub wide: Val<bool>,
+    /// Nonzero after a decimal outside 64 bits in a narrow program.
+    pub wide: Val<u64>,
 }
 
 impl Flags {
@@ -156,7 +157,7 @@ impl Flags {
         Flags {
             overflow: Val::new(false),
             invalid: Val::new(false),
-            wide: Val::new(false),
+            wide: Val::new(0u64),
         }
     }
 
@@ -164,7 +165,7 @@ impl Flags {
     pub fn bits(self) -> Val<u64> {
         select(self.overflow, STATUS_OVERFLOW, 0u64)
             | select(self.invalid, STATUS_UNSUPPORTED, 0u64)
-            | select(self.wide, STATUS_WIDE, 0u64)
+            | select(self.wide.ne(0u64), STATUS_WIDE, 0u64)
     }
 }
 
@@ -318,7 +319,12 @@ impl<'a> Row<'a> {
     }
 
     fn note_wide(&mut self, x: Val<bool>) {
-        self.wide |= self.mask.map_or(x, |m| x & m);
+        self.note_wide_bits(x.cast::<u64>());
+    }
+
+    /// Notes a check whose bits are nonzero where a value does not fit 64 bits.
+    fn note_wide_bits(&mut self, bits: Val<u64>) {
+        self.wide |= self.mask.map_or(bits, |m| select(m, bits, 0u64));
     }
 
     fn compute(&mut self, e: &Expr) -> V {
@@ -383,7 +389,7 @@ impl<'a> Row<'a> {
             Col::I64(p) => V::I64(p.load(i)),
             Col::Narrow(p) => {
                 let (low, high) = (p.load(i * 2u64), p.load(i * 2u64 + 1u64));
-                self.note_wide(high.ne(low >> 63i64));
+                self.note_wide_bits((high ^ (low >> 63i64)).cast::<u64>());
                 V::I64(low)
             }
             Col::I128(p) => V::I128(p.load(i)),
@@ -430,7 +436,7 @@ impl<'a> Row<'a> {
         match 10i64.checked_pow(up as u32) {
             Some(c) => {
                 let (y, o) = overflowing_mul_i64(x, Val::new(c));
-                self.note_wide(o);
+                self.note_wide_bits(o);
                 y
             }
             None => {
@@ -454,7 +460,11 @@ impl<'a> Row<'a> {
             (ArithOp::Sub, Some(c), _) => (a.wrapping_sub(b), outside(b, c.subtrahend_range())),
             (ArithOp::Add, ..) => a.overflowing_add(b),
             (ArithOp::Sub, ..) => a.overflowing_sub(b),
-            _ => overflowing_mul_i64(a, b),
+            _ => {
+                let (y, bits) = overflowing_mul_i64(a, b);
+                self.note_wide_bits(bits);
+                return V::I64(y);
+            }
         };
         self.note_wide(o);
         V::I64(y)
@@ -657,12 +667,13 @@ fn outside(x: Val<i64>, (lo, hi): (i128, i128)) -> Val<bool> {
     }
 }
 
-/// `a * b` wrapped and whether it overflowed, through the 128-bit product (one
-/// multiplication on 64-bit targets, where `Val::overflowing_mul` divides).
-fn overflowing_mul_i64(a: Val<i64>, b: Val<i64>) -> (Val<i64>, Val<bool>) {
+/// `a * b` wrapped, and bits that are nonzero where it overflowed (the high word of the
+/// 128-bit product against the low word's sign: one multiplication on 64-bit targets, where
+/// `Val::overflowing_mul` divides).
+fn overflowing_mul_i64(a: Val<i64>, b: Val<i64>) -> (Val<i64>, Val<u64>) {
     let wide = a.cast::<i128>() * b.cast::<i128>();
     let (low, high) = (wide.cast::<i64>(), (wide >> 64i128).cast::<i64>());
-    (low, high.ne(low >> 63i64))
+    (low, (high ^ (low >> 63i64)).cast::<u64>())
 }
 
 /// Whether `|x|` has at most `digits` decimal digits (`|x| <= 10^digits - 1`), with one
