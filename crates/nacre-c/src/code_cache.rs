@@ -196,7 +196,7 @@ fn compiler_identity(compiler: &str) -> Option<String> {
 }
 
 /// The file `command` runs: itself if it names a path, else the first match in `PATH`.
-fn resolve(command: &str) -> Option<PathBuf> {
+pub(crate) fn resolve(command: &str) -> Option<PathBuf> {
     let path = Path::new(command);
     if path.components().count() > 1 {
         return path.is_file().then(|| path.to_path_buf());
@@ -251,6 +251,8 @@ mod tests {
         );
         assert_eq!(compiler_identity("nacre-no-such-compiler"), None);
         assert_eq!(compiler_identity("/nonexistent/cc"), None);
+        assert!(crate::compiler_available("cc"));
+        assert!(!crate::compiler_available("nacre-no-such-compiler"));
     }
 
     #[test]

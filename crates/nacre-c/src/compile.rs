@@ -74,6 +74,12 @@ const TUNING_CANDIDATES: &[&[&str]] = &[
 const TUNING_PROBE: &str =
     "void nacre_probe(float *a, const float *b, int n) { for (int i = 0; i < n; i++) a[i] += 2.0f * b[i]; }\n";
 
+/// Whether `compiler` names a file in `PATH` (or is a path to one): a compiler
+/// [`COptions::compiler`] can name.
+pub fn compiler_available(compiler: &str) -> bool {
+    crate::code_cache::resolve(compiler).is_some()
+}
+
 /// The flags every compilation with `compiler` starts with: `-O2`, then the first of
 /// `-march=native -fvect-cost-model=dynamic` (GCC), `-march=native` (Clang on x86) and
 /// `-mcpu=native` (Clang on Arm) with which `compiler` compiles a small loop (none if it

@@ -56,7 +56,7 @@ pub mod stack_check;
 mod tests;
 
 pub use code_cache::{CodeCacheStats, CACHE_DIR_ENV};
-pub use compile::{tuning_flags, COptions};
+pub use compile::{compiler_available, tuning_flags, COptions};
 pub use dialect::{
     CDialect, Dialect, KernelHead, KernelParam, KernelPrototype, LoopGuard, StructuredCDialect,
 };

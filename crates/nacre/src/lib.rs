@@ -56,6 +56,8 @@ pub use nacre_trace::{
 pub use nacre_trace::{Arith, Bits, Float, HostValue, Int, Integer, IntoVal, Num, Scalar, Signed};
 
 pub use nacre_backend::{Backend, BackendError, Linkage};
+/// Whether a C compiler command ([`COptions::compiler`]) is installed.
+pub use nacre_c::compiler_available as c_compiler_available;
 
 /// The C backend's folder of compiled libraries kept between processes
 /// ([`COptions::cache_dir`]) and its counters.
