@@ -32,7 +32,7 @@ const MAX_CAPACITY: usize = 1 << 30;
 
 /// What running a partition with a compiled program gave.
 #[derive(Debug)]
-pub enum Ran {
+pub(crate) enum Ran {
     /// The partition's partial aggregate.
     Done(RecordBatch),
     /// Data the compiled code does not compute with (string keys over 12 bytes, NaN or -0.0
@@ -47,8 +47,9 @@ pub enum Ran {
 /// [`Pipeline::program_for`]), compiled as `f`, over partition `partition`. With group keys,
 /// the first batch whose rows form groups teaches the keys' values: where they are few, the
 /// rest runs with the program that indexes them directly ([`Program::with_domain`],
-/// compiled with `options`) until a row brings another value.
-pub fn run_partition(
+/// compiled with `options`) until a row brings another value. Crate-private: `f` must be
+/// `program`'s compiled code (`crate::compile::compiled`), which the frames it gets assume.
+pub(crate) fn run_partition(
     p: &Pipeline,
     program: &Program,
     f: &PipelineFn,
@@ -483,15 +484,9 @@ impl GroupTable {
             return Err(Error::TooManyGroups(MAX_CAPACITY / 2));
         }
         let mut t = GroupTable::new(p, capacity);
-        let (w, mask) = (self.words, capacity - 1);
+        let w = self.words;
         for s in self.slots() {
-            let key = &self.keys[s * w..(s + 1) * w];
-            let mut to = hash_words(key) as usize & mask;
-            while t.used[to] != 0 {
-                to = (to + 1) & mask;
-            }
-            t.keys[to * w..(to + 1) * w].copy_from_slice(key);
-            t.used[to] = 1;
+            let to = t.insert(&self.keys[s * w..(s + 1) * w]);
             for acc in p.accs() {
                 let (from, at) = (acc_index(p, acc, s), acc_index(p, acc, to));
                 match bank(acc.repr) {
@@ -501,7 +496,6 @@ impl GroupTable {
                 }
             }
         }
-        t.count = self.count;
         Ok(t)
     }
 

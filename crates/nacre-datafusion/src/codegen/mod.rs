@@ -1129,6 +1129,25 @@ fn probe(t: &Table, words: &[Val<u64>]) -> Val<u64> {
     slot
 }
 
+/// Row `i`'s contribution, its group key words, whether a string key is too long to be held
+/// whole in its view, and the flags after the row (a key's overflow counted where the row
+/// passes the filter).
+fn keyed_row(
+    p: &Program,
+    cols: &[Col],
+    valid: &[Option<Ptr<u8>>],
+    i: Val<u64>,
+    flags: Flags,
+) -> (Contribution, Vec<Val<u64>>, Val<bool>, Flags) {
+    let mut row = Row::new(p, cols, valid, i, flags);
+    let c = contribution(p, &mut row);
+    let before = row.overflow;
+    row.overflow = Val::new(false);
+    let (words, long) = key_words(p, &mut row);
+    row.overflow = before | (row.overflow & c.pass);
+    (c, words, long, row.flags())
+}
+
 /// The traced function of a program with group keys.
 #[nacre::jit]
 pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) -> Val<u64> {
@@ -1143,14 +1162,11 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
     let mut flags = Flags::clear();
     let mut i = start;
     while i < end {
-        let mut row = Row::new(p, &cols, &valid, i, flags);
-        let c = contribution(p, &mut row);
-        let before = row.overflow;
-        row.overflow = Val::new(false);
-        let (words, long) = key_words(p, &mut row);
-        row.overflow = before | (row.overflow & c.pass);
-        row.invalid |= long;
-        flags = row.flags();
+        let (c, words, long, after) = keyed_row(p, &cols, &valid, i, flags);
+        flags = Flags {
+            invalid: after.invalid | long,
+            ..after
+        };
         let slot = probe(&t, &words);
         let new = t.used.load(slot).eq(0u64) & c.pass;
         if new {
@@ -1219,18 +1235,13 @@ pub fn run_direct(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) 
     let mut flags = Flags::clear();
     let mut i = start;
     while i < end {
-        let mut row = Row::new(p, &cols, &valid, i, flags);
-        let c = contribution(p, &mut row);
-        let before = row.overflow;
-        row.overflow = Val::new(false);
         // A string key in the domain is held whole in its view: not too long.
-        let (words, _) = key_words(p, &mut row);
-        row.overflow = before | (row.overflow & c.pass);
+        let (c, words, _, after) = keyed_row(p, &cols, &valid, i, flags);
         let (index, found) = domain_index(p, &words);
         if !found {
             break;
         }
-        flags = row.flags();
+        flags = after;
         t.update(p, select(c.pass, lut.load(index), t.capacity), &c);
         i += 1u64;
     }
