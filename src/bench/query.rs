@@ -9,7 +9,10 @@
 //! With `--device cuda` (or `cpu-kernels`), the same queries also run with
 //! `SET nacre.device = '<device>'`: `query_nacre_cuda_*` warm (partitions already in device
 //! memory, kernels compiled), `query_nacre_cuda_cold_*` the first run (loading and
-//! compiling), and `query_load_cuda_*` the one-time load into device memory alone.
+//! compiling), and `query_load_cuda_*` the one-time load into device memory alone. Beside
+//! them, `query_datafusion_exec_*` and `query_nacre_cuda_exec_*` time executing a physical
+//! plan made once (DataFusion alone and with kernels): the query without SQL parsing and
+//! planning, which take milliseconds and weigh on short GPU queries.
 
 use super::measure::{measure, Config, Stats};
 use super::report::{self, Results};
@@ -249,16 +252,48 @@ async fn on_device(
     let before = nacre_datafusion::device::run_stats();
     let s = sample(cfg, &rt, ctx, sql);
     let after = nacre_datafusion::device::run_stats();
-    let runs = (after.partitions - before.partitions).max(1) as u32;
+    let runs = (after.launches - before.launches).max(1) as u32;
     let us = |a: Duration, b: Duration| (a - b).as_secs_f64() * 1e6 / f64::from(runs);
     let detail = format!(
-        ", per partition: setup {:.0} us, kernel call {:.0} us, output {:.0} us",
+        ", per launch: setup {:.0} us, kernel call {:.0} us, output {:.0} us",
         us(after.setup, before.setup),
         us(after.kernel, before.kernel),
         us(after.output, before.output)
     );
     results.record(&rows[2], s, &detail);
+    let planned = [
+        (format!("query_datafusion_exec_{name}"), plain),
+        (format!("query_nacre_{device}_exec_{name}"), ctx),
+    ];
+    for (row, ctx) in planned {
+        if results.wants(&row) {
+            let s = sample_planned(cfg, &rt, ctx, sql, &want).await?;
+            results.record(&row, s, ", planned once");
+        }
+    }
     Ok(())
+}
+
+/// Times executing the physical plan of `sql` on `ctx`, made once and reset before each run
+/// (checked against `want`).
+async fn sample_planned(
+    cfg: &Config,
+    rt: &tokio::runtime::Handle,
+    ctx: &SessionContext,
+    sql: &str,
+    want: &[RecordBatch],
+) -> Result<Stats> {
+    let plan = ctx.sql(sql).await?.create_physical_plan().await?;
+    // A plan's operators keep the state of their last run (repartitions): reset, as to run
+    // a prepared plan again.
+    let run = || async {
+        let plan = datafusion::physical_plan::execution_plan::reset_plan_states(plan.clone())?;
+        datafusion::physical_plan::collect(plan, ctx.task_ctx()).await
+    };
+    check_same(&format!("{sql} planned once"), &run().await?, want)?;
+    Ok(measure(cfg, || {
+        tokio::task::block_in_place(|| rt.block_on(run()).map(|b| b.len()).unwrap_or(0))
+    }))
 }
 
 /// Ratios of each query's rows to the fused loop and to DataFusion, with the targets.
@@ -282,7 +317,7 @@ fn print_ratios(rows: &[report::Row]) {
             let Some(device) = k
                 .strip_prefix("query_nacre_")
                 .and_then(|r| r.strip_suffix(&format!("_{name}")))
-                .filter(|d| !d.ends_with("cold"))
+                .filter(|d| !d.ends_with("cold") && !d.ends_with("exec"))
             else {
                 continue;
             };
@@ -291,6 +326,14 @@ fn print_ratios(rows: &[report::Row]) {
                 "{name}: nacre on {device} {x:.1}x faster than DataFusion alone (target 10x: {})",
                 if x >= 10.0 { "PASS" } else { "MISS" }
             );
+            if let (Some(a), Some(b)) =
+                (get("datafusion_exec"), get(&format!("nacre_{device}_exec")))
+            {
+                println!(
+                    "{name}: executing a plan made once, nacre on {device} {:.1}x faster than DataFusion alone",
+                    a / b
+                );
+            }
         }
         if let Some(c) = get("compile") {
             let ms = c / 1e6;

@@ -1,10 +1,16 @@
-//! The host side of pipelines on a GPU: partitions loaded into device memory once, group
-//! keys encoded as dense codes, one kernel launch per partition (see
+//! The host side of pipelines on a GPU: tables loaded into device memory once, group keys
+//! encoded as dense codes, one kernel launch for the whole table (see
 //! [`crate::codegen::kernel`]), and the accumulators turned into the partial aggregate's
 //! output batch.
 //!
-//! **Loading.** A scanned column of a partition is copied once into one array of the
-//! engine's device (managed memory on CUDA), all batches end to end, and kept for later
+//! **One launch per table.** A GPU is one device however many partitions DataFusion runs:
+//! launching a kernel per partition made the partitions' launches, waits and transfers
+//! contend for it, and each paid them in full. So every partition of the scan runs in one
+//! launch ([`run_table`]): the operator's first partition gives the whole table's partial
+//! aggregate and the others none ([`crate::exec`]).
+//!
+//! **Loading.** A scanned column is copied once into one array of the engine's device
+//! (managed memory on CUDA), every partition's batches end to end, and kept for later
 //! queries (keyed by the Arrow arrays it was copied from, which the cache holds, so the key
 //! is never reused while the copy lives). A group key column is encoded as `u32` codes in
 //! the order values first appear, with its distinct values kept for the output. What
@@ -13,8 +19,8 @@
 //! **Groups.** A row's group is `Σ code_k · stride_k` over the key columns: direct indexing,
 //! no hash table, for up to [`MAX_GROUPS`] key combinations. Pipelines whose keys are not
 //! plain columns, with more combinations, or with 128-bit minimum or maximum run on the CPU
-//! instead ([`device_plan`], [`Outcome::Host`]), as do partitions with nulls in the columns
-//! a pipeline reads (the CPU's code reads their validity).
+//! instead ([`device_plan`], [`Outcome::Host`]), as do tables with nulls in the columns
+//! a pipeline reads (the CPU's code reads their validity; [`table_plan`]).
 
 use crate::codegen::kernel::{self, KernelLayout, Strategy, BLOCK};
 use crate::codegen::{STATUS_OVERFLOW, STATUS_UNSUPPORTED, STATUS_WIDE};
@@ -39,7 +45,7 @@ use std::time::{Duration, Instant};
 
 /// The most key combinations a pipeline on the device indexes directly.
 pub const MAX_GROUPS: usize = 1 << 16;
-/// Rows each thread takes at least (fewer blocks for small partitions).
+/// Rows each thread takes at least (fewer blocks for small tables).
 const ROWS_PER_THREAD: usize = 16;
 /// The most blocks of one launch.
 const MAX_BLOCKS: usize = 4096;
@@ -58,15 +64,27 @@ pub fn device_plan(p: &Program) -> Result<(), String> {
     Ok(())
 }
 
-/// What running a partition on the device gave.
+/// Why the pipeline cannot run over its whole table on the device (every partition then
+/// runs on the CPU), or `Ok` if it can: [`device_plan`], and no nulls in the columns it
+/// reads. Reads the batches' null counts only.
+pub fn table_plan(p: &Pipeline) -> Result<(), String> {
+    device_plan(&p.program)?;
+    let partitions = p.scan.partitions.len();
+    if (0..partitions).any(|q| p.nulls(q).iter().any(|&n| n)) {
+        return Err("nulls in the table".into());
+    }
+    Ok(())
+}
+
+/// What running the whole table on the device gave.
 pub enum Outcome {
-    /// The partial aggregate.
+    /// The partial aggregate of every partition.
     Done(RecordBatch),
     /// Data the compiled code does not compute with (long string keys, NaN or -0.0
-    /// compared): DataFusion runs the partition.
+    /// compared): DataFusion runs the partitions.
     DataFusion,
-    /// The pipeline or this partition does not suit the device (the reason): the CPU
-    /// pipeline runs it.
+    /// The table does not suit the device (the reason): the CPU pipeline runs the
+    /// partitions.
     Host(String),
 }
 
@@ -139,7 +157,7 @@ pub fn launcher(
     }
 }
 
-/// A scanned column of a partition in device memory.
+/// A scanned column of the table in device memory.
 enum Column {
     I32(Array<i32>),
     I64(Array<i64>),
@@ -186,7 +204,7 @@ struct Entry<T> {
 }
 
 /// What a copy is keyed by: the device, the addresses of the column's arrays in the
-/// partition's batches, and what was made of them.
+/// table's batches, and what was made of them.
 type Key = (DeviceKind, Vec<usize>, &'static str);
 
 struct Store {
@@ -224,7 +242,7 @@ pub fn load_stats() -> LoadStats {
     }
 }
 
-/// Frees every partition copied to a device and the launches' reused memory, and resets
+/// Frees every table copied to a device and the launches' reused memory, and resets
 /// [`load_stats`] and [`run_stats`].
 pub fn clear() {
     let mut s = store().lock().unwrap_or_else(|e| e.into_inner());
@@ -233,6 +251,7 @@ pub fn clear() {
     LOADED_BYTES.store(0, Ordering::Relaxed);
     LOAD_NANOS.store(0, Ordering::Relaxed);
     RUNS.store(0, Ordering::Relaxed);
+    RUN_PARTITIONS.store(0, Ordering::Relaxed);
     for slot in &RUN_NANOS {
         slot.store(0, Ordering::Relaxed);
     }
@@ -244,11 +263,14 @@ pub fn clear() {
 
 static RUN_NANOS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 static RUNS: AtomicU64 = AtomicU64::new(0);
+static RUN_PARTITIONS: AtomicU64 = AtomicU64::new(0);
 
-/// Where the time of the partitions run on a device went, summed over them.
+/// Where the time of the launches on a device went, summed over them.
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
 pub struct RunStats {
-    /// Partitions run.
+    /// Launches run (one per table and query).
+    pub launches: u64,
+    /// Partitions those launches computed.
     pub partitions: u64,
     /// Preparing each launch: accumulators reset, frame filled, memory prefetched.
     pub setup: Duration,
@@ -258,19 +280,21 @@ pub struct RunStats {
     pub output: Duration,
 }
 
-/// The time of the partitions run so far (see [`RunStats`]); [`clear`] resets it.
+/// The time of the launches run so far (see [`RunStats`]); [`clear`] resets it.
 pub fn run_stats() -> RunStats {
     let ns = |i: usize| Duration::from_nanos(RUN_NANOS[i].load(Ordering::Relaxed));
     RunStats {
-        partitions: RUNS.load(Ordering::Relaxed),
+        launches: RUNS.load(Ordering::Relaxed),
+        partitions: RUN_PARTITIONS.load(Ordering::Relaxed),
         setup: ns(0),
         kernel: ns(1),
         output: ns(2),
     }
 }
 
-fn note_run(times: [Duration; 3]) {
+fn note_run(partitions: usize, times: [Duration; 3]) {
     RUNS.fetch_add(1, Ordering::Relaxed);
+    RUN_PARTITIONS.fetch_add(partitions as u64, Ordering::Relaxed);
     for (slot, t) in RUN_NANOS.iter().zip(times) {
         slot.fetch_add(t.as_nanos() as u64, Ordering::Relaxed);
     }
@@ -401,7 +425,7 @@ impl Cached for Option<Codes> {
 }
 
 /// The cached copy of column `col` of `batches` made by `make`, made now if missing (without
-/// holding the store, so that partitions load in parallel).
+/// holding the store).
 fn cached<T: Cached>(
     key: (DeviceKind, &'static str),
     batches: &[RecordBatch],
@@ -430,20 +454,16 @@ fn cached<T: Cached>(
     Ok(entry.value.clone())
 }
 
-/// A partition in device memory: the columns the program reads (by scanned column) and
-/// the codes of its keys.
+/// A table in device memory: the columns the program reads (by scanned column) and the
+/// codes of its keys.
 struct Loaded {
     columns: Vec<Option<Arc<Column>>>,
     keys: Vec<Arc<Option<Codes>>>,
     rows: usize,
 }
 
-fn load(p: &Pipeline, e: &Engine, kind: DeviceKind, partition: usize) -> Result<Loaded, Error> {
-    let batches = p
-        .scan
-        .partitions
-        .get(partition)
-        .map_or(&[][..], Vec::as_slice);
+fn load(p: &Pipeline, e: &Engine, kind: DeviceKind) -> Result<Loaded, Error> {
+    let batches = &table(p)[..];
     let mut columns = Vec::new();
     for (k, &(col, ty)) in p.scan.columns.iter().enumerate() {
         if !p.program.reads(k) {
@@ -574,53 +594,56 @@ impl Scratch {
     }
 }
 
-/// Runs the pipeline over partition `partition` on device `kind` (see the module docs).
-pub fn run_partition(p: &Pipeline, kind: DeviceKind, partition: usize) -> Result<Outcome, Error> {
-    if let Err(why) = device_plan(&p.program) {
+/// Every batch of the pipeline's scan, partition after partition.
+fn table(p: &Pipeline) -> Vec<RecordBatch> {
+    p.scan.partitions.iter().flatten().cloned().collect()
+}
+
+/// The partial aggregate of no rows: every accumulator at its identity, no group (what
+/// DataFusion's partial aggregate gives for an empty partition).
+pub fn empty_output(p: &Pipeline) -> Result<RecordBatch, Error> {
+    let program = &p.program;
+    let columns = if program.keys.is_empty() {
+        ungrouped_output(program, &Banks::identities(program, 1))?
+    } else {
+        grouped_output(program, &Banks::identities(program, 1), &[], |_, _| None)?
+    };
+    Ok(RecordBatch::try_new(p.schema.clone(), columns)?)
+}
+
+/// Runs the pipeline over every partition of its scan in one launch on device `kind` (see
+/// the module docs): the whole table's partial aggregate.
+pub fn run_table(p: &Pipeline, kind: DeviceKind) -> Result<Outcome, Error> {
+    if let Err(why) = table_plan(p) {
         return Ok(Outcome::Host(why));
     }
-    if p.nulls(partition).iter().any(|&n| n) {
-        return Ok(Outcome::Host("nulls in the partition".into()));
-    }
-    match run_program(p, &p.program, kind, partition)? {
+    match run_program(p, &p.program, kind)? {
         Some(outcome) => Ok(outcome),
         // A decimal outside 64 bits in the narrow program: the wide one, which never asks
-        // again (a second ask would leave the partition to DataFusion).
-        None => Ok(
-            run_program(p, &Arc::new(p.program.wide()), kind, partition)?
-                .unwrap_or(Outcome::DataFusion),
-        ),
+        // again (a second ask would leave the table to DataFusion).
+        None => {
+            Ok(run_program(p, &Arc::new(p.program.wide()), kind)?.unwrap_or(Outcome::DataFusion))
+        }
     }
 }
 
-/// Runs `program` (the pipeline's, or its wide form) over partition `partition` on device
-/// `kind`; `None` where the narrow program met a decimal outside 64 bits
-/// ([`STATUS_WIDE`]).
+/// Runs `program` (the pipeline's, or its wide form) over the table on device `kind`;
+/// `None` where the narrow program met a decimal outside 64 bits ([`STATUS_WIDE`]).
 fn run_program(
     p: &Pipeline,
     program: &Arc<Program>,
     kind: DeviceKind,
-    partition: usize,
 ) -> Result<Option<Outcome>, Error> {
-    let batches = p
-        .scan
+    if p.scan
         .partitions
-        .get(partition)
-        .map_or(&[][..], Vec::as_slice);
-    if batches.iter().all(|b| b.num_rows() == 0) {
-        // No rows: every accumulator at its identity, no group.
-        let columns = if program.keys.is_empty() {
-            ungrouped_output(program, &Banks::identities(program, 1))?
-        } else {
-            grouped_output(program, &Banks::identities(program, 1), &[], |_, _| None)?
-        };
-        return Ok(Some(Outcome::Done(RecordBatch::try_new(
-            p.schema.clone(),
-            columns,
-        )?)));
+        .iter()
+        .flatten()
+        .all(|b| b.num_rows() == 0)
+    {
+        return Ok(Some(Outcome::Done(empty_output(p)?)));
     }
     let e = engine(kind)?;
-    let data = load(p, &e, kind, partition)?;
+    let data = load(p, &e, kind)?;
     let Some(keys) = data
         .keys
         .iter()
@@ -696,7 +719,11 @@ fn run_program(
             .collect();
         grouped_output(program, &host, &present, decode)?
     };
-    note_run([launched - started, finished - launched, finished.elapsed()]);
+    let partitions = p.scan.partitions.len();
+    note_run(
+        partitions,
+        [launched - started, finished - launched, finished.elapsed()],
+    );
     Ok(Some(Outcome::Done(RecordBatch::try_new(
         p.schema.clone(),
         columns,

@@ -3,9 +3,11 @@
 //! partitions as the scan had. It keeps the subtree it replaced: a partition whose data the
 //! compiled code does not compute with (string keys longer than their views, NaN or -0.0
 //! compared, nulls in more arguments than the accumulator banks can count) runs through it,
-//! as without Nacre. Where the session asks for a GPU ([`Placement`]), each
-//! partition runs as a kernel there ([`crate::device`]), or on the CPU where the device
-//! declines the partition or fails.
+//! as without Nacre. Where the session asks for a GPU ([`Placement`]), the whole table runs
+//! as one kernel launch there ([`crate::device`]): the first partition's stream gives the
+//! table's partial aggregate and the others give that of no rows. Where the device declines
+//! the table or fails, the partitions run on the CPU (all of them in the first partition's
+//! stream, once the others have given theirs).
 
 use crate::compile::compiled;
 use crate::config::Placement;
@@ -15,7 +17,7 @@ use crate::pipeline::Pipeline;
 use crate::run::{run_partition, Ran};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -23,7 +25,8 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
+use nacre::DeviceKind;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -124,29 +127,65 @@ pub fn compiled_partitions() -> usize {
     COMPILED_PARTITIONS.load(Ordering::Relaxed)
 }
 
-/// Runs partition `partition` where `placement` says: its partial aggregate, or `None` for
-/// DataFusion to run it.
+/// The partitions whose output partition `partition`'s stream gives.
+enum Share {
+    /// Its own, on the CPU.
+    Own,
+    /// The whole table's, as one launch on a device (partition 0).
+    Table(DeviceKind),
+    /// None: partition 0 gives the whole table's.
+    Nothing,
+}
+
+impl Share {
+    fn of(pipeline: &Pipeline, placement: &Placement, partition: usize) -> Share {
+        let Placement::Kernels(kind) = placement else {
+            return Share::Own;
+        };
+        match device::table_plan(pipeline) {
+            Ok(()) if partition == 0 => Share::Table(*kind),
+            Ok(()) => Share::Nothing,
+            Err(_) => Share::Own,
+        }
+    }
+}
+
+/// The whole table's partial aggregate from one launch on device `kind`, or `None` where the
+/// device declines it or fails (the partitions then run on the CPU).
+fn run_table(
+    pipeline: &Pipeline,
+    kind: DeviceKind,
+    counts: &Counts,
+) -> Result<Option<RecordBatch>, Error> {
+    match device::run_table(pipeline, kind) {
+        Ok(Outcome::Done(batch)) => {
+            let partitions = pipeline.scan.partitions.len();
+            counts.on_device.fetch_add(partitions, Ordering::Relaxed);
+            COMPILED_PARTITIONS.fetch_add(partitions, Ordering::Relaxed);
+            Ok(Some(batch))
+        }
+        Ok(Outcome::DataFusion) => Ok(None),
+        Ok(Outcome::Host(why)) => {
+            log::debug!("the table runs on the CPU: {why}");
+            Ok(None)
+        }
+        Err(Error::Overflow) => Err(Error::Overflow),
+        Err(e) => {
+            let on = Placement::Kernels(kind);
+            log::warn!("a compiled pipeline failed on {on} ({e}); it runs on the CPU");
+            Ok(None)
+        }
+    }
+}
+
+/// Runs partition `partition` on the CPU: its partial aggregate, or `None` for DataFusion
+/// to run it.
 fn run(
     pipeline: &Pipeline,
     options: &nacre::Options,
-    placement: &Placement,
     partition: usize,
     counts: &Counts,
 ) -> Result<Option<RecordBatch>, Error> {
-    if let Placement::Kernels(kind) = placement {
-        match device::run_partition(pipeline, *kind, partition) {
-            Ok(Outcome::Done(batch)) => {
-                counts.on_device.fetch_add(1, Ordering::Relaxed);
-                return Ok(Some(batch));
-            }
-            Ok(Outcome::DataFusion) => return Ok(None),
-            Ok(Outcome::Host(_)) => {}
-            Err(Error::Overflow) => return Err(Error::Overflow),
-            Err(e) => {
-                log::warn!("a compiled pipeline failed on {placement} ({e}); it runs on the CPU")
-            }
-        }
-    }
     // A partition no program variant computes, or a pipeline that fails to compile, runs in
     // DataFusion, as one that declines data.
     let program = match pipeline.program_for(partition) {
@@ -162,7 +201,10 @@ fn run(
             return Ok(None);
         };
         match run_partition(pipeline, &program, &c.function, options, partition)? {
-            Ran::Done(batch) => return Ok(Some(batch)),
+            Ran::Done(batch) => {
+                COMPILED_PARTITIONS.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(batch));
+            }
             Ran::DataFusion => return Ok(None),
             // The wide program never asks again.
             Ran::Wide if program.narrow => {
@@ -171,6 +213,48 @@ fn run(
             }
             Ran::Wide => return Ok(None),
         }
+    }
+}
+
+/// What running the operator's partitions needs.
+struct Partitions {
+    pipeline: Arc<Pipeline>,
+    options: nacre::Options,
+    fallback: Arc<dyn ExecutionPlan>,
+    counts: Arc<Counts>,
+    context: Arc<TaskContext>,
+}
+
+impl Partitions {
+    /// A stream of one batch.
+    fn batch(&self, batch: RecordBatch) -> SendableRecordBatchStream {
+        Box::pin(RecordBatchStreamAdapter::new(
+            self.pipeline.schema.clone(),
+            futures::stream::iter([Ok(batch)]),
+        ))
+    }
+
+    /// Partition `partition` on the CPU, or through the DataFusion subtree.
+    fn on_cpu(&self, partition: usize) -> Result<SendableRecordBatchStream> {
+        match run(&self.pipeline, &self.options, partition, &self.counts)? {
+            Some(batch) => Ok(self.batch(batch)),
+            None => {
+                self.counts.fallbacks.fetch_add(1, Ordering::Relaxed);
+                self.fallback.execute(partition, self.context.clone())
+            }
+        }
+    }
+
+    /// Every partition on the CPU, one after the other in one stream (the device declined
+    /// the table after the other partitions gave nothing).
+    fn all_on_cpu(&self) -> Result<SendableRecordBatchStream> {
+        let streams = (0..self.pipeline.scan.partitions.len())
+            .map(|q| self.on_cpu(q))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.pipeline.schema.clone(),
+            futures::stream::iter(streams).flatten(),
+        )))
     }
 }
 
@@ -221,27 +305,23 @@ impl ExecutionPlan for NacreAggregateExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let pipeline = self.pipeline.clone();
-        let options = self.options.clone();
-        let placement = self.placement.clone();
-        let (fallback, counts) = (self.fallback.clone(), self.counts.clone());
-        let schema = self.pipeline.schema.clone();
+        let this = Partitions {
+            pipeline: self.pipeline.clone(),
+            options: self.options.clone(),
+            fallback: self.fallback.clone(),
+            counts: self.counts.clone(),
+            context,
+        };
+        let share = Share::of(&self.pipeline, &self.placement, partition);
         let work = async move {
-            let result = run(&pipeline, &options, &placement, partition, &counts)?;
-            let stream: SendableRecordBatchStream = match result {
-                Some(batch) => {
-                    COMPILED_PARTITIONS.fetch_add(1, Ordering::Relaxed);
-                    Box::pin(RecordBatchStreamAdapter::new(
-                        schema,
-                        futures::stream::iter([Ok(batch)]),
-                    ))
-                }
-                None => {
-                    counts.fallbacks.fetch_add(1, Ordering::Relaxed);
-                    fallback.execute(partition, context)?
-                }
-            };
-            Ok::<_, DataFusionError>(stream)
+            match share {
+                Share::Own => this.on_cpu(partition),
+                Share::Nothing => Ok(this.batch(device::empty_output(&this.pipeline)?)),
+                Share::Table(kind) => match run_table(&this.pipeline, kind, &this.counts)? {
+                    Some(batch) => Ok(this.batch(batch)),
+                    None => this.all_on_cpu(),
+                },
+            }
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.pipeline.schema.clone(),

@@ -573,6 +573,7 @@ async fn partitions_with_long_string_keys_run_in_datafusion() {
             1,
         ),
     ];
+    let sql = "select k, sum(v), count(v), count(*) from t group by k order by k";
     for (other, what, left) in cases {
         let parts = vec![vec![clean.clone()], vec![other]];
         let register = |ctx: &SessionContext| {
@@ -580,24 +581,40 @@ async fn partitions_with_long_string_keys_run_in_datafusion() {
             ctx.register_table("t", Arc::new(t)).expect("registered");
         };
         let c = contexts(register).await;
-        let sql = "select k, sum(v), count(v), count(*) from t group by k order by k";
         assert_eq!(
             fallbacks(&c, sql).await,
             left,
             "{what}: partitions left to DataFusion"
         );
+        // As kernels: the table runs in one launch unless it holds nulls (then each
+        // partition on the CPU, as above) or a long key (the launch declines the table and
+        // its first partition's stream runs every partition on the CPU).
+        let c = contexts_on("cpu-kernels", register).await;
+        let node = compiled_node(&c, sql).await;
+        let node = node.downcast_ref::<NacreAggregateExec>().expect("compiled");
+        assert_eq!(
+            node.fallbacks(),
+            left,
+            "{what} as kernels: left to DataFusion"
+        );
+        assert_eq!(
+            node.device_runs(),
+            0,
+            "{what} as kernels: computed on the device"
+        );
     }
-    // Clean partitions only: nothing falls back.
+    // Clean partitions only: nothing falls back, and as kernels both partitions run in the
+    // first one's launch.
     let parts = vec![vec![clean.clone()], vec![clean]];
     let register = |ctx: &SessionContext| {
         let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
         ctx.register_table("t", Arc::new(t)).expect("registered");
     };
     let c = contexts(register).await;
-    assert_eq!(
-        fallbacks(&c, "select k, sum(v) from t group by k order by k").await,
-        0
-    );
+    assert_eq!(fallbacks(&c, sql).await, 0);
+    let c = contexts_on("cpu-kernels", register).await;
+    assert_eq!(fallbacks(&c, sql).await, 0);
+    assert_eq!(device_runs(&c.nacre, sql).await, 2);
 }
 
 /// Cases where the compiled code must not compute what DataFusion would compute differently.
