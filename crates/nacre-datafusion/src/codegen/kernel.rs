@@ -9,9 +9,12 @@
 //!
 //! - [`Strategy::Registers`] (at most [`REGISTER_GROUPS`] groups, and the one group of an
 //!   aggregation without keys): each thread carries every group's accumulators in registers,
-//!   the filter and the group both masks; at the end the threads of a block combine theirs
-//!   with block-scoped atomics in shared memory, and one thread per accumulator adds the
-//!   block's to the global accumulators with device-scoped atomics.
+//!   the filter and the group both masks; at the end each warp combines its lanes' values
+//!   with warp reductions (a 128-bit sum as three 64-bit sums that cannot wrap), the first
+//!   lane of each warp adds the warp's to the block's accumulators in shared memory with
+//!   block-scoped atomics, and one thread per group adds the block's to the global
+//!   accumulators with device-scoped atomics. (Every lane adding its own in shared memory
+//!   serialised 256 atomics a block on each address: it cost Q1 more than its rows.)
 //! - [`Strategy::Atomics`] (more groups): a row that passes the filter adds to its group's
 //!   global accumulators with device-scoped atomics.
 //!
@@ -25,7 +28,8 @@ use crate::pipeline::{Acc, AccKind, Program, MAX_ACCS};
 use crate::types::Repr;
 use nacre::atomic::{Atomic, Ordering};
 use nacre::gpu::{
-    block_dim_x, global_id_x, global_size_x, shared_array, sync_threads, thread_idx_x,
+    block_dim_x, global_id_x, global_size_x, lane_id, shared_array, sync_threads, thread_idx_x,
+    warp_max, warp_min, warp_sum,
 };
 use nacre::{Ptr, Val};
 
@@ -225,6 +229,29 @@ impl Value {
         }
     }
 
+    /// The combination of every lane's value of `acc` in the warp (sums added, minima and
+    /// maxima taken), in every lane. A 128-bit sum is exact modulo 2¹²⁸ from three 64-bit
+    /// sums: the low word's two halves (32 lanes of 32 bits cannot wrap 64) and the high word.
+    fn over_warp(self, acc: Acc) -> Value {
+        match self {
+            Value::Int(v) => Value::Int(match acc.kind {
+                AccKind::Min => warp_min(v),
+                AccKind::Max => warp_max(v),
+                _ => warp_sum(v),
+            }),
+            // Float minimum and maximum are declined (`pipeline`): sums only.
+            Value::Float(v) => Value::Float(warp_sum(v)),
+            Value::Wide(v) => {
+                let lo = v.cast::<u64>();
+                let hi = (v >> 64i128).cast::<u64>();
+                let low = warp_sum(lo & 0xffff_ffffu64).cast::<i128>();
+                let mid = warp_sum(lo >> 32u64).cast::<i128>();
+                let high = warp_sum(hi).cast::<i128>();
+                Value::Wide(low.wrapping_add(mid << 32i128).wrapping_add(high << 64i128))
+            }
+        }
+    }
+
     /// Whether this is the identity of `acc` (nothing to add).
     fn is_identity(self, acc: Acc) -> Val<bool> {
         let bits = identity_bits(acc);
@@ -305,11 +332,22 @@ fn combine_unless_identity(to: &Accumulators, acc: Acc, group: Val<u64>, v: Valu
     }
 }
 
-/// Adds a thread's register banks to the block's shared accumulators.
+/// Adds `v` (the warp's) to an accumulator from the warp's first lane, unless it is the
+/// identity.
+#[nacre::jit]
+fn combine_from_first_lane(to: &Accumulators, acc: Acc, group: Val<u64>, v: Value) {
+    if lane_id().eq(0u32) {
+        combine_unless_identity(to, acc, group, v);
+    }
+}
+
+/// Adds the register banks of a warp's threads to the block's shared accumulators (every
+/// thread of the block calls it: warp reductions).
 fn add_registers(p: &Program, shared: &Accumulators, banks: &[Banks], groups: usize) {
     for (g, b) in banks.iter().enumerate().take(groups) {
         for acc in p.accs() {
-            combine_unless_identity(shared, acc, Val::new(g as u64), Value::of(b, acc));
+            let v = Value::of(b, acc).over_warp(acc);
+            combine_from_first_lane(shared, acc, Val::new(g as u64), v);
         }
     }
 }
