@@ -4,7 +4,9 @@
 //! warm: compiled code cached; `query_nacre_cold_*`: the first run, with compiling), and by a
 //! hand-fused single-pass Rust loop over the same Arrow arrays (`query_fused_rust_*`, one
 //! thread per partition: what compiled code can reach), with the first tier's compile time
-//! (`query_compile_*`). Every result is checked against DataFusion's before timing.
+//! (`query_compile_*`), and the planning alone (`query_plan_datafusion_*`,
+//! `query_plan_nacre_*`: SQL to an optimised physical plan). Every result is checked
+//! against DataFusion's before timing.
 //!
 //! With `--device cuda` (or `cpu-kernels`), the same queries also run with
 //! `SET nacre.device = '<device>'`: `query_nacre_cuda_*` warm (partitions already in device
@@ -91,7 +93,15 @@ pub fn run(args: &QueryArgs) -> Result<()> {
     };
     let mut results = Results::new(args.filter.clone());
     for (name, sql) in tpch::QUERIES {
-        let rows = ["compile", "nacre_cold", "datafusion", "nacre", "fused_rust"];
+        let rows = [
+            "compile",
+            "nacre_cold",
+            "datafusion",
+            "nacre",
+            "fused_rust",
+            "plan_datafusion",
+            "plan_nacre",
+        ];
         let wanted = |k: &&str| {
             let row = format!("query_{k}_{name}");
             args.filter.is_empty() || args.filter.iter().any(|f| row.contains(f.as_str()))
@@ -143,6 +153,14 @@ fn single(d: Duration) -> Stats {
         samples: 1,
         batch: 1,
     }
+}
+
+/// The physical plan of `sql` (parsed, planned and optimised, the rule included).
+async fn plan(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Result<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+    Ok(ctx.sql(sql).await?.create_physical_plan().await?)
 }
 
 async fn collect(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
@@ -205,6 +223,15 @@ async fn query(
     if results.wants(&nacre_name) {
         let s = sample(cfg, &rt, nacre, sql);
         results.record(&nacre_name, s, "");
+    }
+    for (row, ctx) in [("datafusion", plain), ("nacre", nacre)] {
+        let row = format!("query_plan_{row}_{name}");
+        if results.wants(&row) {
+            let s = measure(cfg, || {
+                tokio::task::block_in_place(|| rt.block_on(plan(ctx, sql)).map_or(0, |_| 1))
+            });
+            results.record(&row, s, ", SQL to physical plan");
+        }
     }
     let fused_name = format!("query_fused_rust_{name}");
     if results.wants(&fused_name) {

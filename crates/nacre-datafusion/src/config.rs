@@ -18,8 +18,8 @@ extensions_options! {
     /// Nacre's session options, under the prefix `nacre`.
     pub struct NacreConfig {
         /// Where compiled pipelines run: `cpu` (a fused loop per partition on the CPU cores;
-        /// the default), `cuda` (a kernel per partition on the GPU, the partitions loaded into
-        /// its memory once; on the CPU, with a warning, where CUDA is not usable), `auto`
+        /// the default), `cuda` (one kernel launch over every partition on the GPU, the
+        /// table loaded into its memory once; on the CPU, with a warning, where CUDA is not usable), `auto`
         /// (CUDA where usable, else the CPU) or `cpu-kernels` (the GPU's kernels on Nacre's
         /// CPU kernel runtime: how they are tested without a GPU).
         pub device: String, default = "cpu".to_string()
@@ -35,7 +35,7 @@ impl ConfigExtension for NacreConfig {
 pub enum Placement {
     /// A fused loop per partition on the CPU; with why not on the device asked for.
     Cpu(Option<String>),
-    /// A kernel per partition on a device.
+    /// One kernel launch over every partition on a device.
     Kernels(DeviceKind),
 }
 

@@ -13,8 +13,8 @@
 //! let ctx = nacre_datafusion::session_context(SessionConfig::new());
 //! ```
 //!
-//! On a GPU, `SET nacre.device = 'cuda'` ([`NacreConfig`]) runs each partition as one CUDA
-//! kernel over its columns, loaded into device memory once.
+//! On a GPU, `SET nacre.device = 'cuda'` ([`NacreConfig`]) runs each pipeline as one CUDA
+//! kernel launch over the whole table's columns, loaded into device memory once.
 //!
 //! The modules follow one query: [`pipeline`] lowers the DataFusion subtree (with [`expr`]
 //! and [`types`]), [`codegen`] is the traced code (the CPU's loop, and the GPU's kernel in

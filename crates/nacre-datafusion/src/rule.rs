@@ -10,13 +10,15 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::Result;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use std::sync::{Arc, Mutex};
 
 /// Replaces every partial aggregation that reads in-memory batches through filters and
 /// projections Nacre understands by a [`NacreAggregateExec`]; the rest of the plan (the
-/// final aggregation, sorts, joins, ...) stays DataFusion's. Subtrees it does not understand
-/// stay as they are; [`NacreRule::declined`] says why.
+/// final aggregation, sorts, joins, ...) stays DataFusion's. A single-stage aggregation
+/// (DataFusion's plan for one input partition) is split as DataFusion splits a parallel
+/// one: the partial aggregation, compiled, under a final one. Subtrees it does not
+/// understand stay as they are; [`NacreRule::declined`] says why.
 #[derive(Debug, Default)]
 pub struct NacreRule {
     options: nacre::Options,
@@ -46,16 +48,32 @@ impl NacreRule {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
-        let Some(agg) = plan
-            .downcast_ref::<AggregateExec>()
-            .filter(|a| *a.mode() == AggregateMode::Partial)
-        else {
+        let Some(agg) = plan.downcast_ref::<AggregateExec>() else {
             return Ok(Transformed::no(plan));
         };
+        let replaced = match agg.mode() {
+            AggregateMode::Partial => self.compile(&plan, agg, config)?,
+            AggregateMode::Single => self.split(agg, config)?,
+            _ => None,
+        };
+        Ok(match replaced {
+            Some(new) => Transformed::yes(new),
+            None => Transformed::no(plan),
+        })
+    }
+
+    /// The compiled form of the partial aggregation `agg` (the node `plan`), or `None` with
+    /// the reason noted.
+    fn compile(
+        &self,
+        plan: &Arc<dyn ExecutionPlan>,
+        agg: &AggregateExec,
+        config: &ConfigOptions,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
         match Pipeline::from_partial_aggregate(agg) {
             Ok(p) => {
                 let placement = Placement::choose(config, &p.program)?;
-                Ok(Transformed::yes(Arc::new(NacreAggregateExec::new(
+                Ok(Some(Arc::new(NacreAggregateExec::new(
                     p,
                     self.options.clone(),
                     placement,
@@ -63,13 +81,57 @@ impl NacreRule {
                 ))))
             }
             Err(why) => {
-                self.declined
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(why);
-                Ok(Transformed::no(plan))
+                self.decline(why);
+                Ok(None)
             }
         }
+    }
+
+    /// The single-stage aggregation `agg` as a final aggregation over its partial one,
+    /// compiled; `None` (with the reason noted) where the partial one is not compiled.
+    fn split(
+        &self,
+        agg: &AggregateExec,
+        config: &ConfigOptions,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let partial: Arc<dyn ExecutionPlan> = Arc::new(AggregateExec::try_new(
+            AggregateMode::Partial,
+            agg.group_expr().clone(),
+            agg.aggr_expr().to_vec(),
+            agg.filter_expr().to_vec(),
+            agg.input().clone(),
+            agg.input_schema(),
+        )?);
+        let Some(partial_agg) = partial.downcast_ref::<AggregateExec>() else {
+            return Ok(None);
+        };
+        let Some(compiled) = self.compile(&partial, partial_agg, config)? else {
+            return Ok(None);
+        };
+        if compiled.output_partitioning().partition_count() != 1 {
+            // A single-stage aggregation reads one partition, and so does its final one.
+            self.decline(Decline::Plan(
+                "a single-stage aggregation over partitions".into(),
+            ));
+            return Ok(None);
+        }
+        let last = AggregateExec::try_new(
+            AggregateMode::Final,
+            agg.group_expr().as_final(),
+            agg.aggr_expr().to_vec(),
+            agg.filter_expr().to_vec(),
+            compiled,
+            agg.input_schema(),
+        )?
+        .with_limit_options(agg.limit_options());
+        Ok(Some(Arc::new(last)))
+    }
+
+    fn decline(&self, why: Decline) {
+        self.declined
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(why);
     }
 }
 

@@ -92,6 +92,33 @@ async fn tpch_queries_match_datafusion() {
     }
 }
 
+/// With one partition DataFusion plans one single-stage aggregation; the rule splits it into
+/// a compiled partial aggregation under a final one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_stage_aggregations_are_split_and_compiled() {
+    let data = tpch::lineitem(0.01, 1).expect("generated");
+    let c = contexts(|ctx| tpch::register(ctx, data.clone()).expect("registered")).await;
+    for ctx in [&c.plain, &c.nacre] {
+        ctx.sql("SET datafusion.execution.target_partitions = 1")
+            .await
+            .expect("set");
+    }
+    let grouped_with_limit = "select l_returnflag, l_linestatus, count(*), sum(l_quantity) \
+        from lineitem group by l_returnflag, l_linestatus order by 3 desc limit 2";
+    let plain_plan = physical_plan(&c.plain, grouped_with_limit).await;
+    let text = displayable(plain_plan.as_ref()).indent(true).to_string();
+    assert!(text.contains("mode=Single"), "{text}");
+    for sql in [tpch::QUERIES[0].1, tpch::QUERIES[1].1, grouped_with_limit] {
+        same(&c, sql, true).await;
+        let plan = physical_plan(&c.nacre, sql).await;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        assert!(
+            text.contains("mode=Final") && text.contains("NacreAggregateExec"),
+            "{text}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tpch_variants_match_datafusion() {
     let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
