@@ -29,7 +29,7 @@ use futures::{StreamExt, TryStreamExt};
 use nacre::DeviceKind;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Runs a [`Pipeline`] compiled by Nacre (see the module docs).
 #[derive(Debug)]
@@ -40,6 +40,9 @@ pub struct NacreAggregateExec {
     properties: Arc<PlanProperties>,
     fallback: Arc<dyn ExecutionPlan>,
     counts: Arc<Counts>,
+    /// Whether the table runs on the device in one launch ([`device::table_plan`]), asked
+    /// once: every partition's stream asks, and it reads every batch's null counts.
+    whole_table: OnceLock<bool>,
 }
 
 /// What became of the operator's partitions.
@@ -77,6 +80,7 @@ impl NacreAggregateExec {
             properties: Arc::new(properties),
             fallback,
             counts: Arc::default(),
+            whole_table: OnceLock::new(),
         }
     }
 
@@ -137,15 +141,19 @@ enum Share {
     Nothing,
 }
 
-impl Share {
-    fn of(pipeline: &Pipeline, placement: &Placement, partition: usize) -> Share {
-        let Placement::Kernels(kind) = placement else {
+impl NacreAggregateExec {
+    /// What partition `partition`'s stream gives.
+    fn share(&self, partition: usize) -> Share {
+        let Placement::Kernels(kind) = self.placement else {
             return Share::Own;
         };
-        match device::table_plan(pipeline) {
-            Ok(()) if partition == 0 => Share::Table(*kind),
-            Ok(()) => Share::Nothing,
-            Err(_) => Share::Own,
+        let whole_table = *self
+            .whole_table
+            .get_or_init(|| device::table_plan(&self.pipeline).is_ok());
+        match (whole_table, partition) {
+            (true, 0) => Share::Table(kind),
+            (true, _) => Share::Nothing,
+            (false, _) => Share::Own,
         }
     }
 }
@@ -312,7 +320,7 @@ impl ExecutionPlan for NacreAggregateExec {
             counts: self.counts.clone(),
             context,
         };
-        let share = Share::of(&self.pipeline, &self.placement, partition);
+        let share = self.share(partition);
         let work = async move {
             match share {
                 Share::Own => this.on_cpu(partition),
