@@ -12,12 +12,14 @@
 //! **Loading.** A scanned column is copied once into one array of the engine's device
 //! (managed memory on CUDA), every partition's batches end to end, and kept for later
 //! queries (keyed by the Arrow arrays it was copied from, which the cache holds, so the key
-//! is never reused while the copy lives). A group key column is encoded as `u32` codes in
-//! the order values first appear, with its distinct values kept for the output. What
-//! loading cost is counted in [`load_stats`]; [`clear`] frees every copy.
+//! is never reused while the copy lives). The group key columns are encoded together: each
+//! row's combination of key values as a `u32` code, in the order combinations first appear,
+//! with each combination's values kept for the output. What loading cost is counted in
+//! [`load_stats`]; [`clear`] frees every copy.
 //!
-//! **Groups.** A row's group is `Σ code_k · stride_k` over the key columns: direct indexing,
-//! no hash table, for up to [`MAX_GROUPS`] key combinations. Pipelines whose keys are not
+//! **Groups.** A row's group is its code: direct indexing, no hash table, for up to
+//! [`MAX_GROUPS`] combinations, and only those that occur (Q1's 3 return flags and 2 line
+//! statuses make 4, not 6: fewer accumulators per thread). Pipelines whose keys are not
 //! plain columns, with more combinations, or with 128-bit minimum or maximum run on the CPU
 //! instead ([`device_plan`], [`Outcome::Host`]), as do tables with nulls in the columns
 //! a pipeline reads (the CPU's code reads their validity; [`table_plan`]).
@@ -189,11 +191,20 @@ impl Column {
     }
 }
 
-/// A group key column encoded: a code per row, and the key words of each code's value (as
-/// the CPU's group table holds them: one-word keys twice).
+/// The group key columns encoded: a code per row, and for each code its combination's key
+/// words, key by key (as the CPU's group table holds them: one-word keys twice).
 struct Codes {
     codes: Array<u32>,
-    values: Vec<[u64; 2]>,
+    values: Vec<Vec<[u64; 2]>>,
+}
+
+/// What encoding the key columns gave.
+enum Encoded {
+    Codes(Codes),
+    /// A string key longer than its view: DataFusion runs the table.
+    LongString,
+    /// More than [`MAX_GROUPS`] combinations: the CPU runs the table.
+    TooMany,
 }
 
 /// A cached copy and the Arrow arrays it was made from (held so that their addresses, the
@@ -209,7 +220,7 @@ type Key = (DeviceKind, Vec<usize>, &'static str);
 
 struct Store {
     columns: HashMap<Key, Entry<Column>>,
-    codes: HashMap<Key, Entry<Option<Codes>>>,
+    codes: HashMap<Key, Entry<Encoded>>,
 }
 
 fn store() -> &'static Mutex<Store> {
@@ -384,24 +395,37 @@ fn key_words(ty: ColType, arrays: &[ArrayRef]) -> Result<Vec<Option<[u64; 2]>>, 
     })
 }
 
-/// Encodes a key column; `None` where a value cannot be a key here (a long string) or there
-/// are more than [`MAX_GROUPS`] values.
-fn encode(e: &Engine, ty: ColType, arrays: &[ArrayRef]) -> Result<Option<Codes>, Error> {
-    let mut index: HashMap<[u64; 2], u32> = HashMap::new();
+/// Encodes the combinations of the key columns (`keys[k]`: key `k`'s type and arrays).
+fn encode(e: &Engine, keys: &[(ColType, &[ArrayRef])]) -> Result<Encoded, Error> {
+    let words = keys
+        .iter()
+        .map(|&(ty, arrays)| key_words(ty, arrays))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows = words.first().map_or(0, Vec::len);
+    let mut index: HashMap<Vec<[u64; 2]>, u32> = HashMap::new();
     let mut values = Vec::new();
-    let mut codes = Vec::new();
-    for w in key_words(ty, arrays)? {
-        let Some(w) = w else { return Ok(None) };
-        let code = *index.entry(w).or_insert_with(|| {
-            values.push(w);
-            values.len() as u32 - 1
-        });
-        if values.len() > MAX_GROUPS {
-            return Ok(None);
+    let mut codes = Vec::with_capacity(rows);
+    let mut row = Vec::with_capacity(keys.len());
+    for r in 0..rows {
+        row.clear();
+        for key in &words {
+            let Some(w) = key[r] else {
+                return Ok(Encoded::LongString);
+            };
+            row.push(w);
         }
+        let code = match index.get(&row[..]) {
+            Some(&code) => code,
+            None if values.len() == MAX_GROUPS => return Ok(Encoded::TooMany),
+            None => {
+                values.push(row.clone());
+                index.insert(row.clone(), values.len() as u32 - 1);
+                values.len() as u32 - 1
+            }
+        };
         codes.push(code);
     }
-    Ok(Some(Codes {
+    Ok(Encoded::Codes(Codes {
         codes: on_device(e, &codes)?,
         values,
     }))
@@ -418,21 +442,24 @@ impl Cached for Column {
     }
 }
 
-impl Cached for Option<Codes> {
+impl Cached for Encoded {
     fn map(store: &mut Store) -> &mut HashMap<Key, Entry<Self>> {
         &mut store.codes
     }
 }
 
-/// The cached copy of column `col` of `batches` made by `make`, made now if missing (without
-/// holding the store).
+/// The cached copy of columns `cols` of `batches` made by `make` (from their arrays, column
+/// after column), made now if missing (without holding the store).
 fn cached<T: Cached>(
     key: (DeviceKind, &'static str),
     batches: &[RecordBatch],
-    col: usize,
+    cols: &[usize],
     make: impl FnOnce(&[ArrayRef]) -> Result<(T, usize), Error>,
 ) -> Result<Arc<T>, Error> {
-    let arrays: Vec<ArrayRef> = batches.iter().map(|b| b.column(col).clone()).collect();
+    let arrays: Vec<ArrayRef> = cols
+        .iter()
+        .flat_map(|&col| batches.iter().map(move |b| b.column(col).clone()))
+        .collect();
     let addresses = arrays
         .iter()
         .map(|a| Arc::as_ptr(a) as *const u8 as usize)
@@ -455,10 +482,10 @@ fn cached<T: Cached>(
 }
 
 /// A table in device memory: the columns the program reads (by scanned column) and the
-/// codes of its keys.
+/// codes of its key combinations (`None` without keys).
 struct Loaded {
     columns: Vec<Option<Arc<Column>>>,
-    keys: Vec<Arc<Option<Codes>>>,
+    keys: Option<Arc<Encoded>>,
     rows: usize,
 }
 
@@ -470,26 +497,40 @@ fn load(p: &Pipeline, e: &Engine, kind: DeviceKind) -> Result<Loaded, Error> {
             columns.push(None);
             continue;
         }
-        let c = cached((kind, "values"), batches, col, |arrays| {
+        let c = cached((kind, "values"), batches, &[col], |arrays| {
             let c = load_column(e, ty, arrays)?;
             let bytes = c.bytes();
             Ok((c, bytes))
         })?;
         columns.push(Some(c));
     }
-    let mut keys = Vec::new();
-    for k in &p.program.keys {
-        let Expr::Column { index, ty } = **k else {
-            unreachable!("device_plan admits column keys only")
-        };
-        let col = p.scan.columns[index].0;
-        let codes = cached((kind, "codes"), batches, col, |arrays| {
-            let codes = encode(e, ty, arrays)?;
-            let bytes = codes.as_ref().map_or(0, |c| c.codes.bytes());
-            Ok((codes, bytes))
-        })?;
-        keys.push(codes);
-    }
+    let keys: Vec<(usize, ColType)> = p
+        .program
+        .keys
+        .iter()
+        .map(|k| match **k {
+            Expr::Column { index, ty } => (p.scan.columns[index].0, ty),
+            _ => unreachable!("device_plan admits column keys only"),
+        })
+        .collect();
+    let cols: Vec<usize> = keys.iter().map(|k| k.0).collect();
+    let keys = if keys.is_empty() {
+        None
+    } else {
+        Some(cached((kind, "codes"), batches, &cols, |arrays| {
+            let per_key: Vec<(ColType, &[ArrayRef])> = keys
+                .iter()
+                .zip(arrays.chunks(batches.len().max(1)))
+                .map(|(k, a)| (k.1, a))
+                .collect();
+            let encoded = encode(e, &per_key)?;
+            let bytes = match &encoded {
+                Encoded::Codes(c) => c.codes.bytes(),
+                _ => 0,
+            };
+            Ok((encoded, bytes))
+        })?)
+    };
     Ok(Loaded {
         columns,
         keys,
@@ -644,27 +685,18 @@ fn run_program(
     }
     let e = engine(kind)?;
     let data = load(p, &e, kind)?;
-    let Some(keys) = data
-        .keys
-        .iter()
-        .map(|k| k.as_ref().as_ref())
-        .collect::<Option<Vec<&Codes>>>()
-    else {
-        // A long string key or too many values: as the CPU pipeline does.
-        return Ok(Some(Outcome::DataFusion));
+    let keys = match data.keys.as_deref() {
+        None => None,
+        Some(Encoded::Codes(c)) => Some(c),
+        // As the CPU pipeline does.
+        Some(Encoded::LongString) => return Ok(Some(Outcome::DataFusion)),
+        Some(Encoded::TooMany) => {
+            return Ok(Some(Outcome::Host(format!(
+                "more than {MAX_GROUPS} combinations of group key values"
+            ))))
+        }
     };
-    let groups = keys
-        .iter()
-        .try_fold(1usize, |g, k| g.checked_mul(k.values.len().max(1)))
-        .filter(|&g| g <= MAX_GROUPS);
-    let Some(groups) = groups else {
-        return Ok(Some(Outcome::Host(format!(
-            "more than {MAX_GROUPS} combinations of group key values"
-        ))));
-    };
-    let strides: Vec<usize> = (0..keys.len())
-        .map(|k| keys[k + 1..].iter().map(|c| c.values.len()).product())
-        .collect();
+    let groups = keys.map_or(1, |k| k.values.len().max(1));
 
     let started = Instant::now();
     let l = KernelLayout::of(program);
@@ -675,10 +707,7 @@ fn run_program(
     for (k, c) in data.columns.iter().enumerate() {
         frame[k] = c.as_ref().map_or(0, |c| c.address());
     }
-    for (k, codes) in keys.iter().enumerate() {
-        frame[l.codes(k)] = codes.codes.as_ptr() as u64;
-        frame[l.stride(k)] = strides[k] as u64;
-    }
+    frame[l.codes()] = keys.map_or(0, |k| k.codes.as_ptr() as u64);
     frame[l.bank(0)] = s.ints.as_ptr() as u64;
     frame[l.bank(1)] = s.wide.as_ptr() as u64;
     frame[l.bank(2)] = s.floats.as_ptr() as u64;
@@ -690,8 +719,9 @@ fn run_program(
     let threads = data.rows.div_ceil(ROWS_PER_THREAD);
     let blocks = threads.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS) as u32;
     // SAFETY: the frame (device memory) holds the addresses of device arrays with `rows`
-    // values of each read column and code array, of the accumulators of `groups` groups
-    // (every group index `Σ code_k · stride_k` is below `groups`) and of the status word,
+    // values of each read column and of the code array (read only with keys), of the
+    // accumulators of `groups` groups (every code is below `groups`: `encode` gives codes
+    // below its number of combinations) and of the status word,
     // all alive until the call returns (it waits for the kernel); the kernel reads rows
     // below `rows` only.
     let called = unsafe { f.call(RawPtr::new(s.frame.as_ptr()), data.rows as u64, blocks) };
@@ -712,8 +742,8 @@ fn run_program(
     let columns = if program.keys.is_empty() {
         ungrouped_output(program, &host)?
     } else {
-        let decode =
-            |g: usize, k: usize| Some(keys[k].values[(g / strides[k]) % keys[k].values.len()]);
+        let values = keys.map_or(&[][..], |k| &k.values[..]);
+        let decode = |g: usize, k: usize| values.get(g).map(|v| v[k]);
         let present: Vec<usize> = (0..groups)
             .filter(|&g| host.i64[g * program.banks[0]] > 0)
             .collect();

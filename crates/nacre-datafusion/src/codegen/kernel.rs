@@ -2,10 +2,10 @@
 //! memory, the same row code as the CPU's (filter, projections, aggregate arguments; see the
 //! parent module) run by every thread over a grid-stride share of the rows.
 //!
-//! Groups are indexed directly: the host encodes each group key column as dense codes when
-//! it loads the partition (see [`crate::device`]), so a row's group is
-//! `Σ code_k · stride_k`, below the number of key combinations. Two strategies fold rows
-//! into groups ([`Strategy`]):
+//! Groups are indexed directly: the host encodes the combinations of key values that occur
+//! as dense codes when it loads the table (see [`crate::device`]), so a row's group is its
+//! code, below the number of combinations. Two strategies fold rows into groups
+//! ([`Strategy`]):
 //!
 //! - [`Strategy::Registers`] (at most [`REGISTER_GROUPS`] groups, and the one group of an
 //!   aggregation without keys): each thread carries every group's accumulators in registers,
@@ -33,8 +33,11 @@ use nacre::gpu::{
 };
 use nacre::{Ptr, Val};
 
-/// Threads per block of a pipeline kernel.
-pub const BLOCK: u32 = 256;
+/// Threads per block of a pipeline kernel. The registers strategy's accumulators take most
+/// of a thread's registers (153 for Q1's 4 groups), so that the registers, not the block
+/// size, limit the warps a multiprocessor holds: blocks of 128 threads let it hold 3 (12
+/// warps) where one of 256 fits once (8).
+pub const BLOCK: u32 = 128;
 /// The most groups whose accumulators a thread carries in registers.
 pub const REGISTER_GROUPS: usize = 8;
 
@@ -66,7 +69,8 @@ pub fn supports(p: &Program) -> bool {
 }
 
 /// Where things are in the frame of a kernel with `columns` scanned columns and `keys`
-/// group keys. The frame lives in device memory; the kernel reads it.
+/// group keys (their combinations encoded as one code per row). The frame lives in device
+/// memory; the kernel reads it.
 #[derive(Copy, Clone, Debug)]
 pub struct KernelLayout {
     /// Scanned columns (their addresses come first).
@@ -83,26 +87,23 @@ impl KernelLayout {
             keys: p.keys.len(),
         }
     }
-    /// The word holding the address of key `k`'s codes (a `u32` per row).
-    pub fn codes(self, k: usize) -> usize {
-        self.columns + k
-    }
-    /// The word holding key `k`'s stride in the group index.
-    pub fn stride(self, k: usize) -> usize {
-        self.columns + self.keys + k
+    /// The word holding the address of the rows' group codes (a `u32` per row; unread
+    /// without keys).
+    pub fn codes(self) -> usize {
+        self.columns
     }
     /// The word holding the address of global accumulator bank `b` (`i64`, 128-bit values
     /// as pairs of `u64`, `f64`).
     pub fn bank(self, b: usize) -> usize {
-        self.columns + 2 * self.keys + b
+        self.columns + 1 + b
     }
     /// The word holding the address of the status word.
     pub fn status(self) -> usize {
-        self.columns + 2 * self.keys + 3
+        self.columns + 4
     }
     /// Words in all.
     pub fn words(self) -> usize {
-        self.columns + 2 * self.keys + 4
+        self.columns + 5
     }
 }
 
@@ -282,12 +283,12 @@ fn identity_banks(p: &Program) -> Banks {
     banks
 }
 
-/// Row `i`'s group: `Σ code_k · stride_k`.
+/// Row `i`'s group: its code (0 without keys).
 fn group_of(frame: Ptr<u64>, l: KernelLayout, i: Val<u64>) -> Val<u64> {
-    (0..l.keys).fold(Val::new(0u64), |g, k| {
-        let codes = ptr_at::<u32>(frame, l.codes(k));
-        g + codes.load(i).cast::<u64>() * super::load(frame, l.stride(k))
-    })
+    if l.keys == 0 {
+        return Val::new(0u64);
+    }
+    ptr_at::<u32>(frame, l.codes()).load(i).cast::<u64>()
 }
 
 /// Row `i`'s contribution, with the flags carried so far.
@@ -297,7 +298,7 @@ fn row_contribution(
     i: Val<u64>,
     flags: Flags,
 ) -> (Contribution, Flags) {
-    // Kernels run programs without nulls (`device::run_partition` leaves partitions with
+    // Kernels run programs without nulls (`device::table_plan` leaves tables with
     // nulls to the CPU).
     let mut row = Row::new(p, cols, &[], i, flags);
     let c = contribution(p, &mut row);
