@@ -180,6 +180,17 @@ impl Column {
         }
     }
 
+    /// The rows it holds.
+    fn rows(&self) -> usize {
+        match self {
+            Column::I32(a) => a.len(),
+            Column::I64(a) => a.len(),
+            Column::I128(a) => a.len(),
+            Column::F64(a) => a.len(),
+            Column::Words(a) => a.len() / 2,
+        }
+    }
+
     fn bytes(&self) -> usize {
         match self {
             Column::I32(a) => a.bytes(),
@@ -214,8 +225,8 @@ struct Entry<T> {
     _arrays: Vec<ArrayRef>,
 }
 
-/// What a copy is keyed by: the device, the addresses of the column's arrays in the
-/// table's batches, and what was made of them.
+/// What a copy is keyed by: the device, how many columns and batches it was made from and
+/// the addresses of their arrays, and what was made of them.
 type Key = (DeviceKind, Vec<usize>, &'static str);
 
 struct Store {
@@ -460,9 +471,11 @@ fn cached<T: Cached>(
         .iter()
         .flat_map(|&col| batches.iter().map(move |b| b.column(col).clone()))
         .collect();
-    let addresses = arrays
-        .iter()
-        .map(|a| Arc::as_ptr(a) as *const u8 as usize)
+    // The shape first (as many columns and batches), then the arrays: one list of addresses
+    // could otherwise be two columns of one batch or one column of two.
+    let addresses = [cols.len(), batches.len()]
+        .into_iter()
+        .chain(arrays.iter().map(|a| Arc::as_ptr(a) as *const u8 as usize))
         .collect();
     let key = (key.0, addresses, key.1);
     let lock = || store().lock().unwrap_or_else(|e| e.into_inner());
@@ -697,6 +710,14 @@ fn run_program(
         }
     };
     let groups = keys.map_or(1, |k| k.values.len().max(1));
+    // The kernel reads `rows` values of every loaded array: make sure they hold them.
+    let complete = data.columns.iter().flatten().all(|c| c.rows() == data.rows)
+        && keys.is_none_or(|k| k.codes.len() == data.rows);
+    if !complete {
+        return Ok(Some(Outcome::Host(
+            "a column loaded to the device does not hold every row".into(),
+        )));
+    }
 
     let started = Instant::now();
     let l = KernelLayout::of(program);
@@ -719,7 +740,8 @@ fn run_program(
     let threads = data.rows.div_ceil(ROWS_PER_THREAD);
     let blocks = threads.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS) as u32;
     // SAFETY: the frame (device memory) holds the addresses of device arrays with `rows`
-    // values of each read column and of the code array (read only with keys), of the
+    // values of each read column and of the code array (read only with keys; both checked
+    // above), of the
     // accumulators of `groups` groups (every code is below `groups`: `encode` gives codes
     // below its number of combinations) and of the status word,
     // all alive until the call returns (it waits for the kernel); the kernel reads rows

@@ -6,8 +6,8 @@
 //! as without Nacre. Where the session asks for a GPU ([`Placement`]), the whole table runs
 //! as one kernel launch there ([`crate::device`]): the first partition's stream gives the
 //! table's partial aggregate and the others give that of no rows. Where the device declines
-//! the table or fails, the partitions run on the CPU (all of them in the first partition's
-//! stream, once the others have given theirs).
+//! the table or fails, the partitions run on the CPU: all of them in the first partition's
+//! stream (the others give nothing whatever the outcome), in parallel threads.
 
 use crate::compile::compiled;
 use crate::config::Placement;
@@ -244,7 +244,18 @@ impl Partitions {
 
     /// Partition `partition` on the CPU, or through the DataFusion subtree.
     fn on_cpu(&self, partition: usize) -> Result<SendableRecordBatchStream> {
-        match run(&self.pipeline, &self.options, partition, &self.counts)? {
+        let ran = run(&self.pipeline, &self.options, partition, &self.counts)?;
+        self.stream(partition, ran)
+    }
+
+    /// The stream of partition `partition` given what its compiled pipeline gave: its
+    /// batch, or (`None`) the DataFusion subtree's partition.
+    fn stream(
+        &self,
+        partition: usize,
+        ran: Option<RecordBatch>,
+    ) -> Result<SendableRecordBatchStream> {
+        match ran {
             Some(batch) => Ok(self.batch(batch)),
             None => {
                 self.counts.fallbacks.fetch_add(1, Ordering::Relaxed);
@@ -253,11 +264,24 @@ impl Partitions {
         }
     }
 
-    /// Every partition on the CPU, one after the other in one stream (the device declined
-    /// the table after the other partitions gave nothing).
+    /// Every partition on the CPU, each in a thread of its own, their outputs one after the
+    /// other in one stream (the device declined the table, whose other partitions give
+    /// nothing).
     fn all_on_cpu(&self) -> Result<SendableRecordBatchStream> {
-        let streams = (0..self.pipeline.scan.partitions.len())
-            .map(|q| self.on_cpu(q))
+        let partitions = self.pipeline.scan.partitions.len();
+        let ran: Vec<Result<Option<RecordBatch>, Error>> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..partitions)
+                .map(|q| s.spawn(move || run(&self.pipeline, &self.options, q, &self.counts)))
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let streams = ran
+            .into_iter()
+            .enumerate()
+            .map(|(q, r)| self.stream(q, r?))
             .collect::<Result<Vec<_>>>()?;
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.pipeline.schema.clone(),

@@ -7,7 +7,7 @@ use crate::exec::NacreAggregateExec;
 use crate::pipeline::Pipeline;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
@@ -94,14 +94,18 @@ impl NacreRule {
         agg: &AggregateExec,
         config: &ConfigOptions,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let partial: Arc<dyn ExecutionPlan> = Arc::new(AggregateExec::try_new(
+        let partial = AggregateExec::try_new(
             AggregateMode::Partial,
             agg.group_expr().clone(),
             agg.aggr_expr().to_vec(),
             agg.filter_expr().to_vec(),
             agg.input().clone(),
             agg.input_schema(),
-        )?);
+        );
+        let partial: Arc<dyn ExecutionPlan> = match partial {
+            Ok(p) => Arc::new(p),
+            Err(e) => return Ok(self.split_failed(e)),
+        };
         let Some(partial_agg) = partial.downcast_ref::<AggregateExec>() else {
             return Ok(None);
         };
@@ -122,9 +126,19 @@ impl NacreRule {
             agg.filter_expr().to_vec(),
             compiled,
             agg.input_schema(),
-        )?
-        .with_limit_options(agg.limit_options());
-        Ok(Some(Arc::new(last)))
+        );
+        match last {
+            Ok(last) => Ok(Some(Arc::new(last.with_limit_options(agg.limit_options())))),
+            Err(e) => Ok(self.split_failed(e)),
+        }
+    }
+
+    /// DataFusion refused a node of the split (the aggregation stays as it was).
+    fn split_failed(&self, e: DataFusionError) -> Option<Arc<dyn ExecutionPlan>> {
+        self.decline(Decline::Plan(format!(
+            "a single-stage aggregation DataFusion would not split: {e}"
+        )));
+        None
     }
 
     fn decline(&self, why: Decline) {

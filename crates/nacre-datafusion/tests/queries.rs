@@ -644,6 +644,41 @@ async fn partitions_with_long_string_keys_run_in_datafusion() {
     assert_eq!(device_runs(&c.nacre, sql).await, 2);
 }
 
+/// Tables sharing Arrow arrays: the device's copies are keyed by the arrays they were made
+/// from, so one column over two batches and two columns over one batch (the same array
+/// twice) must not be taken for each other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_copies_of_shared_arrays_are_told_apart() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int32, false),
+        Field::new("b", DataType::Int32, false),
+        Field::new("v", DataType::Int64, false),
+    ]));
+    let keys: Arc<dyn Array> = Arc::new(Int32Array::from(
+        (0..1000).map(|i| i % 7).collect::<Vec<_>>(),
+    ));
+    let values: Arc<dyn Array> = Arc::new(Int64Array::from((0..1000i64).collect::<Vec<_>>()));
+    let batch =
+        RecordBatch::try_new(schema.clone(), vec![keys.clone(), keys, values]).expect("batch");
+    let one = vec![vec![batch.clone()]];
+    let two = vec![vec![batch.clone()], vec![batch]];
+    let register = |ctx: &SessionContext| {
+        for (name, parts) in [("one", &one), ("two", &two)] {
+            let t = MemTable::try_new(schema.clone(), parts.clone()).expect("table");
+            ctx.register_table(name, Arc::new(t)).expect("registered");
+        }
+    };
+    let c = contexts_on("cpu-kernels", register).await;
+    for sql in [
+        "select a, b, count(*), sum(v) from one group by a, b order by a, b",
+        "select a, count(*), sum(v) from two group by a order by a",
+        "select a, b, sum(v) from two group by a, b order by a, b",
+    ] {
+        same(&c, sql, true).await;
+        assert!(device_runs(&c.nacre, sql).await > 0, "{sql}: on the device");
+    }
+}
+
 /// Cases where the compiled code must not compute what DataFusion would compute differently.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_semantics_match_datafusion() {

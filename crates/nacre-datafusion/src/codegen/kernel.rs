@@ -10,7 +10,7 @@
 //! - [`Strategy::Registers`] (at most [`REGISTER_GROUPS`] groups, and the one group of an
 //!   aggregation without keys): each thread carries every group's accumulators in registers,
 //!   the filter and the group both masks; at the end each warp combines its lanes' values
-//!   with warp reductions (a 128-bit sum as three 64-bit sums that cannot wrap), the first
+//!   with warp reductions (a 128-bit sum as three 64-bit sums, exact modulo 2¹²⁸), the first
 //!   lane of each warp adds the warp's to the block's accumulators in shared memory with
 //!   block-scoped atomics, and one thread per group adds the block's to the global
 //!   accumulators with device-scoped atomics. (Every lane adding its own in shared memory

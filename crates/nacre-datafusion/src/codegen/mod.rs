@@ -18,7 +18,8 @@
 //!
 //! A narrow program ([`Program::narrow`]) holds decimals in 64 bits: each column value is
 //! checked to fit as it is read and each step as it is computed, and a value that does not
-//! fit raises [`STATUS_WIDE`] (the host then runs the partition with the 128-bit program).
+//! fit raises [`STATUS_WIDE`] (the host then runs the partition, or on a device the table,
+//! again with the 128-bit program).
 
 pub mod kernel;
 
