@@ -310,7 +310,7 @@ async fn sample_planned(
     sql: &str,
     want: &[RecordBatch],
 ) -> Result<Stats> {
-    let plan = ctx.sql(sql).await?.create_physical_plan().await?;
+    let plan = plan(ctx, sql).await?;
     // A plan's operators keep the state of their last run (repartitions): reset, as to run
     // a prepared plan again.
     let run = || async {

@@ -6,7 +6,7 @@
 //! **One launch per table.** A GPU is one device however many partitions DataFusion runs:
 //! launching a kernel per partition made the partitions' launches, waits and transfers
 //! contend for it, and each paid them in full. So every partition of the scan runs in one
-//! launch ([`run_table`]): the operator's first partition gives the whole table's partial
+//! launch (`run_table`): the operator's first partition gives the whole table's partial
 //! aggregate and the others none ([`crate::exec`]).
 //!
 //! **Loading.** A scanned column is copied once into one array of the engine's device
@@ -21,7 +21,7 @@
 //! [`MAX_GROUPS`] combinations, and only those that occur (Q1's 3 return flags and 2 line
 //! statuses make 4, not 6: fewer accumulators per thread). Pipelines whose keys are not
 //! plain columns, with more combinations, or with 128-bit minimum or maximum run on the CPU
-//! instead ([`device_plan`], [`Outcome::Host`]), as do tables with nulls in the columns
+//! instead ([`device_plan`], `Outcome::Host`), as do tables with nulls in the columns
 //! a pipeline reads (the CPU's code reads their validity; [`table_plan`]).
 
 use crate::codegen::kernel::{self, KernelLayout, Strategy, BLOCK};
@@ -79,7 +79,7 @@ pub fn table_plan(p: &Pipeline) -> Result<(), String> {
 }
 
 /// What running the whole table on the device gave.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The partial aggregate of every partition.
     Done(RecordBatch),
     /// Data the compiled code does not compute with (long string keys, NaN or -0.0
@@ -463,7 +463,7 @@ impl Cached for Encoded {
 /// after column), made now if missing (without holding the store).
 fn cached<T: Cached>(
     key: (DeviceKind, &'static str),
-    batches: &[RecordBatch],
+    batches: &[&RecordBatch],
     cols: &[usize],
     make: impl FnOnce(&[ArrayRef]) -> Result<(T, usize), Error>,
 ) -> Result<Arc<T>, Error> {
@@ -547,7 +547,7 @@ fn load(p: &Pipeline, e: &Engine, kind: DeviceKind) -> Result<Loaded, Error> {
     Ok(Loaded {
         columns,
         keys,
-        rows: batches.iter().map(RecordBatch::num_rows).sum(),
+        rows: batches.iter().map(|b| b.num_rows()).sum(),
     })
 }
 
@@ -649,13 +649,13 @@ impl Scratch {
 }
 
 /// Every batch of the pipeline's scan, partition after partition.
-fn table(p: &Pipeline) -> Vec<RecordBatch> {
-    p.scan.partitions.iter().flatten().cloned().collect()
+fn table(p: &Pipeline) -> Vec<&RecordBatch> {
+    p.scan.partitions.iter().flatten().collect()
 }
 
 /// The partial aggregate of no rows: every accumulator at its identity, no group (what
 /// DataFusion's partial aggregate gives for an empty partition).
-pub fn empty_output(p: &Pipeline) -> Result<RecordBatch, Error> {
+pub(crate) fn empty_output(p: &Pipeline) -> Result<RecordBatch, Error> {
     let program = &p.program;
     let columns = if program.keys.is_empty() {
         ungrouped_output(program, &Banks::identities(program, 1))?
@@ -666,11 +666,9 @@ pub fn empty_output(p: &Pipeline) -> Result<RecordBatch, Error> {
 }
 
 /// Runs the pipeline over every partition of its scan in one launch on device `kind` (see
-/// the module docs): the whole table's partial aggregate.
-pub fn run_table(p: &Pipeline, kind: DeviceKind) -> Result<Outcome, Error> {
-    if let Err(why) = table_plan(p) {
-        return Ok(Outcome::Host(why));
-    }
+/// the module docs): the whole table's partial aggregate. The caller has found the table
+/// suits the device ([`table_plan`]; kernels do not read validity).
+pub(crate) fn run_table(p: &Pipeline, kind: DeviceKind) -> Result<Outcome, Error> {
     match run_program(p, &p.program, kind)? {
         Some(outcome) => Ok(outcome),
         // A decimal outside 64 bits in the narrow program: the wide one, which never asks

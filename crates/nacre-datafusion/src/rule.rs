@@ -102,14 +102,12 @@ impl NacreRule {
             agg.input().clone(),
             agg.input_schema(),
         );
-        let partial: Arc<dyn ExecutionPlan> = match partial {
+        let partial = match partial {
             Ok(p) => Arc::new(p),
             Err(e) => return Ok(self.split_failed(e)),
         };
-        let Some(partial_agg) = partial.downcast_ref::<AggregateExec>() else {
-            return Ok(None);
-        };
-        let Some(compiled) = self.compile(&partial, partial_agg, config)? else {
+        let node: Arc<dyn ExecutionPlan> = partial.clone();
+        let Some(compiled) = self.compile(&node, &partial, config)? else {
             return Ok(None);
         };
         if compiled.output_partitioning().partition_count() != 1 {
