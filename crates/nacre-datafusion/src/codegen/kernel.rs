@@ -34,9 +34,10 @@ use nacre::gpu::{
 use nacre::{Ptr, Val};
 
 /// Threads per block of a pipeline kernel. The registers strategy's accumulators take most
-/// of a thread's registers (153 for Q1's 4 groups), so that the registers, not the block
-/// size, limit the warps a multiprocessor holds: blocks of 128 threads let it hold 3 (12
-/// warps) where one of 256 fits once (8).
+/// of a thread's registers, so that the registers, not the block size, limit the warps a
+/// multiprocessor holds: Q1's kernel took 199 registers in blocks of 256 (one block, 8
+/// warps, a multiprocessor) and takes 128 in blocks of 128 (four blocks, 16 warps;
+/// Nsight Compute on an H100, `bench/results/ncu_q1_h100.txt`).
 pub const BLOCK: u32 = 128;
 /// The most groups whose accumulators a thread carries in registers.
 pub const REGISTER_GROUPS: usize = 8;
