@@ -205,10 +205,12 @@ pub trait Dialect {
         Ok(format!("{qualifier}{} *", self.scalar_type(elem)))
     }
 
-    /// Whether the target's math library lacks `f` ([`MathFn::Lib`] or [`MathFn::Lib2`]), so
-    /// that the printer calls the portable definition [`Helper::Math`] instead; a function
-    /// that has neither is refused. The default has every function.
-    fn lacks_math_function(&self, _f: MathFn) -> Result<bool, DialectError> {
+    /// Whether the printer computes `f` ([`MathFn::Lib`] or [`MathFn::Lib2`]) on `s` with
+    /// Nacre's own definition [`Helper::Math`] instead of calling the target's math library:
+    /// where the library lacks `f`, or where Nacre's definition is one the target's compiler
+    /// vectorises and the library's is an opaque call. A function that has neither is
+    /// refused. The default calls the library for every function.
+    fn math_by_helper(&self, _f: MathFn, _s: Scalar) -> Result<bool, DialectError> {
         Ok(false)
     }
 
@@ -386,6 +388,12 @@ impl Dialect for CDialect {
         }
     }
 
+    fn math_by_helper(&self, f: MathFn, s: Scalar) -> Result<bool, DialectError> {
+        // The C library's `expf` is a call the C compiler cannot vectorise (GCC vectorises
+        // library calls only under `-ffast-math`); Nacre's is branch-free arithmetic.
+        Ok(f == MathFn::Lib(nacre_ir::MathFn::Exp) && s == Scalar::F32)
+    }
+
     fn helper_definition(&self, helper: Helper) -> String {
         helpers::host_c_definition(self, "static inline ", helper)
     }
@@ -431,6 +439,10 @@ impl Dialect for StructuredCDialect {
 
     fn math_function(&self, f: MathFn, s: Scalar) -> String {
         CDialect.math_function(f, s)
+    }
+
+    fn math_by_helper(&self, f: MathFn, s: Scalar) -> Result<bool, DialectError> {
+        CDialect.math_by_helper(f, s)
     }
 
     fn helper_definition(&self, helper: Helper) -> String {

@@ -96,9 +96,9 @@ pub enum DialectError {
         target: &'static str,
     },
     /// A math-library function the target has neither in its library nor as a portable
-    /// definition ([`Dialect::lacks_math_function`]).
+    /// definition ([`Dialect::math_by_helper`]).
     ///
-    /// [`Dialect::lacks_math_function`]: crate::Dialect::lacks_math_function
+    /// [`Dialect::math_by_helper`]: crate::Dialect::math_by_helper
     #[error("the math function `{name}` ({target} has no such function; compute it on the host or use a CUDA or CPU backend)")]
     MathFunction {
         /// The function's Rust name (`erf`).

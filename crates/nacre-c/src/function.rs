@@ -438,11 +438,11 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
         self.ctx.dialect.math_function(f, s)
     }
 
-    /// The function that computes library function `f` on `s`: the target's own or, where it
-    /// lacks one, the portable helper.
+    /// The function that computes library function `f` on `s`: the target's own or, where the
+    /// dialect says so ([`crate::Dialect::math_by_helper`]), Nacre's definition.
     fn library(&mut self, f: MathFn, s: Scalar) -> Result<String, BackendError> {
-        let lacks = (self.ctx.dialect.lacks_math_function(f)).map_err(|e| self.ctx.refused(e))?;
-        Ok(if lacks {
+        let by_helper = (self.ctx.dialect.math_by_helper(f, s)).map_err(|e| self.ctx.refused(e))?;
+        Ok(if by_helper {
             self.helper(Helper::Math(f, s))
         } else {
             self.math(f, s)

@@ -40,6 +40,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// The most threads a block may have (CUDA's limit, [`LaunchLimits::TYPICAL`]).
 pub const MAX_BLOCK_THREADS: u64 = LaunchLimits::TYPICAL.max_threads_per_block as u64;
 
+// The thread loops' state layout has room for this many threads per word.
+const _: () = assert!(MAX_BLOCK_THREADS <= nacre_kernel::step::LANE_THREADS);
+
 /// Chunks of blocks per rayon worker in grid mode (some slack for load balancing).
 const CHUNKS_PER_WORKER: u64 = 4;
 
@@ -338,7 +341,7 @@ impl CpuKernel {
     ) -> Result<(), u32> {
         let info = self.info();
         with_scratch(|scratch| {
-            let state_words = info.state_words * shape.threads as usize;
+            let state_words = info.block_state_words(shape.threads);
             let (shared, state) =
                 scratch.prepare(shape.shared_bytes(info.shared_bytes), state_words);
             let mut ctx = shape.ctx(shared, state);

@@ -7,7 +7,9 @@ mod common;
 
 use common::*;
 use nacre_cpu::CpuMode;
-use nacre_ir::{BinaryOp, CmpOp, Dim, FuncId, FunctionBuilder, GpuIndex, Module, Scalar, Type};
+use nacre_ir::{
+    BinaryOp, CmpOp, Dim, FuncId, FunctionBuilder, GpuIndex, MathFn, Module, Scalar, Type, UnaryOp,
+};
 use nacre_kernel::step::StepShape;
 use nacre_runtime::Array;
 
@@ -237,11 +239,11 @@ fn values_carried_around_a_loop_with_a_barrier() {
     }
 }
 
-/// `relay(out)`: a per-thread value live across two barriers:
-/// `a = 7 tid + block; s[tid] = a; barrier; s2[tid] = s[(tid + 1) % bdim]; barrier;
-/// out[block * bdim + tid] = a + s2[(tid + 2) % bdim]`.
-fn relay() -> (Module, FuncId) {
-    let mut f = kernel("relay", &[PU32]);
+/// `relay(out, in)`: a per-thread value live across two barriers:
+/// `a = 7 tid + block` (or `in[tid] + block` when `loaded`); `s[tid] = a; barrier;
+/// s2[tid] = s[(tid + 1) % bdim]; barrier; out[block * bdim + tid] = a + s2[(tid + 2) % bdim]`.
+fn relay(loaded: bool) -> (Module, FuncId) {
+    let mut f = kernel("relay", &[PU32, PU32]);
     let mut b = FunctionBuilder::new(&mut f);
     let p = b.create_entry_block();
     let s = b.shared_alloc(Scalar::U32, 1024);
@@ -249,9 +251,13 @@ fn relay() -> (Module, FuncId) {
     let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
     let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
     let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
-    let seven = ku32(&mut b, 7);
-    let t7 = b.binary(BinaryOp::Mul, tid, seven);
-    let a = b.binary(BinaryOp::Add, t7, bid);
+    let per_thread = if loaded {
+        load_at(&mut b, p[1], tid)
+    } else {
+        let seven = ku32(&mut b, 7);
+        b.binary(BinaryOp::Mul, tid, seven)
+    };
+    let a = b.binary(BinaryOp::Add, per_thread, bid);
     store_at(&mut b, s, tid, a);
     b.barrier();
     let one = ku32(&mut b, 1);
@@ -273,36 +279,44 @@ fn relay() -> (Module, FuncId) {
 
 #[test]
 fn per_thread_values_live_across_two_barriers() {
-    let (m, id) = relay();
     let (grid, block) = (4usize, 33usize);
-    let want: Vec<u32> = (0..grid * block)
-        .map(|g| {
-            let (bid, t) = (g / block, g % block);
-            let a = |t: usize| (7 * t + bid) as u32;
-            a(t) + a((t + 3) % block)
-        })
-        .collect();
-    for backend in backends() {
-        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
-        assert_eq!(
-            kernel.info().shape,
-            StepShape::Regions {
-                loops: 3,
-                narrowed: 0
-            }
-        );
-        // `a` is recomputed from the thread's index after each barrier (see
-        // `regions::remat`); `acc` of `strided_sum` and `odd` of `live_values` keep words.
-        assert_eq!(kernel.info().state_words, 0, "`a` is recomputed");
-        let out = Array::<u32>::alloc_unified(grid * block).unwrap();
-        launch(
-            &kernel,
-            [grid as u32, 1, 1],
-            [block as u32, 1, 1],
-            &[ptr_arg(out.as_ptr())],
-        )
-        .unwrap();
-        assert_eq!(out.as_slice(), &want[..], "{}", backend.name());
+    let input: Vec<u32> = (0..block as u32).map(|t| t * t + 5).collect();
+    for loaded in [false, true] {
+        let want: Vec<u32> = (0..grid * block)
+            .map(|g| {
+                let (bid, t) = (g / block, g % block);
+                let a = |t: usize| {
+                    let per_thread = if loaded { input[t] } else { 7 * t as u32 };
+                    per_thread + bid as u32
+                };
+                a(t) + a((t + 3) % block)
+            })
+            .collect();
+        let (m, id) = relay(loaded);
+        for backend in backends() {
+            let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+            assert_eq!(
+                kernel.info().shape,
+                StepShape::Regions {
+                    loops: 3,
+                    narrowed: 0
+                }
+            );
+            // `7 tid + block` is recomputed from the thread's index after each barrier (see
+            // `regions::remat`); a loaded `a` keeps a word, which the middle thread loop
+            // neither reloads nor saves (see `regions::carry`).
+            assert_eq!(kernel.info().state_words, usize::from(loaded));
+            let out = Array::<u32>::alloc_unified(grid * block).unwrap();
+            let inp = Array::copy(&input).unwrap();
+            launch(
+                &kernel,
+                [grid as u32, 1, 1],
+                [block as u32, 1, 1],
+                &[ptr_arg(out.as_ptr()), ptr_arg(inp.as_ptr())],
+            )
+            .unwrap();
+            assert_eq!(out.as_slice(), &want[..], "{}", backend.name());
+        }
     }
 }
 
@@ -457,4 +471,113 @@ fn which_kernels_get_thread_loops() {
     );
     // No barrier, but a loop: the plain thread loop.
     assert_eq!(shape(saxpy(), CpuMode::Serial), StepShape::ThreadLoop);
+}
+
+/// `around_loop(in, out)`: work before a loop whose trip count differs between threads, then
+/// a barrier:
+///
+/// ```text
+/// v = in[g]; w = e^v + e^-v + e^(v/2) + e^(-v/2)     (only w = v when `light`)
+/// acc = w; for i in 0..tid % 3 { acc += 1 }         (a divergent loop without barriers)
+/// s[tid] = acc; barrier; out[g] = s[(tid + 1) % bdim]
+/// ```
+fn around_loop(light: bool) -> (Module, FuncId) {
+    let mut f = kernel("around_loop", &[PF32, PF32]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let s = b.shared_alloc(Scalar::F32, 1024);
+    let tid = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+    let g = global(&mut b, Dim::X);
+    let v = load_at(&mut b, p[0], g);
+    let w = if light {
+        v
+    } else {
+        let half = k(&mut b, Type::F32, 0.5f32.to_bits().into());
+        let h = b.binary(BinaryOp::Mul, v, half);
+        let terms = [v, h].map(|x| {
+            let neg = b.unary(UnaryOp::Neg, x);
+            let up = b.math(MathFn::Exp, x);
+            let down = b.math(MathFn::Exp, neg);
+            b.binary(BinaryOp::Add, up, down)
+        });
+        b.binary(BinaryOp::Add, terms[0], terms[1])
+    };
+    let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+    let i = b.append_block_param(header, Type::U32);
+    let acc = b.append_block_param(header, Type::F32);
+    let done = b.append_block_param(exit, Type::F32);
+    let zero = ku32(&mut b, 0);
+    b.jump(header, vec![zero, w]);
+    b.switch_to_block(header);
+    let three = ku32(&mut b, 3);
+    let trips = b.binary(BinaryOp::Rem, tid, three);
+    let more = b.cmp(CmpOp::Lt, i, trips);
+    b.branch(more, body, vec![], exit, vec![acc]);
+    b.switch_to_block(body);
+    let one = ku32(&mut b, 1);
+    let i1 = b.binary(BinaryOp::Add, i, one);
+    let onef = k(&mut b, Type::F32, 1f32.to_bits().into());
+    let acc1 = b.binary(BinaryOp::Add, acc, onef);
+    b.jump(header, vec![i1, acc1]);
+    b.switch_to_block(exit);
+    store_at(&mut b, s, tid, done);
+    b.barrier();
+    let bdim = b.gpu_index(GpuIndex::BlockDim, Dim::X);
+    let one = ku32(&mut b, 1);
+    let t1 = b.binary(BinaryOp::Add, tid, one);
+    let j = b.binary(BinaryOp::Rem, t1, bdim);
+    let r = load_at(&mut b, s, j);
+    let g = global(&mut b, Dim::X);
+    store_at(&mut b, p[1], g, r);
+    b.ret(None);
+    module_of(f, vec![])
+}
+
+#[test]
+fn divergent_loops_with_work_around_them_get_thread_loops_of_their_own() {
+    let (grid, block) = (3usize, 40usize);
+    let x: Vec<f32> = (0..grid * block)
+        .map(|i| (i % 17) as f32 * 0.25 - 2.0)
+        .collect();
+    for light in [false, true] {
+        let w = |v: f32| {
+            if light {
+                v
+            } else {
+                v.exp() + (-v).exp() + (0.5 * v).exp() + (-0.5 * v).exp()
+            }
+        };
+        let want: Vec<f32> = (0..grid * block)
+            .map(|g| {
+                let (bid, t) = (g / block, g % block);
+                let src = (t + 1) % block;
+                w(x[bid * block + src]) + (src % 3) as f32
+            })
+            .collect();
+        let (m, id) = around_loop(light);
+        for backend in backends() {
+            let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+            // Cut before and after the loop: the exponentials, the loop, the store, and the
+            // region after the barrier; the light kernel is not cut.
+            let loops = if light { 2 } else { 4 };
+            assert_eq!(
+                kernel.info().shape,
+                StepShape::Regions { loops, narrowed: 0 },
+                "light: {light}"
+            );
+            let input = Array::copy(&x).unwrap();
+            let out = Array::<f32>::alloc_unified(grid * block).unwrap();
+            launch(
+                &kernel,
+                [grid as u32, 1, 1],
+                [block as u32, 1, 1],
+                &[ptr_arg(input.as_ptr()), ptr_arg(out.as_ptr())],
+            )
+            .unwrap();
+            for (g, (&got, &want)) in out.as_slice().iter().zip(&want).enumerate() {
+                let close = (got - want).abs() <= 1e-5 * want.abs().max(1.0);
+                assert!(close, "{} at {g}: {got} vs {want}", backend.name());
+            }
+        }
+    }
 }

@@ -247,7 +247,7 @@ impl Dialect for MslDialect {
         }
     }
 
-    fn lacks_math_function(&self, f: MathFn) -> Result<bool, DialectError> {
+    fn math_by_helper(&self, f: MathFn, _s: Scalar) -> Result<bool, DialectError> {
         use nacre_ir::{MathFn as F, MathFn2 as F2};
         match f {
             MathFn::Lib(F::ExpM1 | F::Ln1p | F::Cbrt) | MathFn::Lib2(F2::Hypot) => Ok(true),

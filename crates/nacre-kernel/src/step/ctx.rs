@@ -13,7 +13,7 @@
 //! | 6, 7, 8 | [`GRID_DIM`] | `gridDim` x, y, z |
 //! | 9 | [`BLOCK_THREADS`] | threads per block (`blockDim` x·y·z, at least 1) |
 //! | 10 | [`SHARED_BASE`] | address of the block's shared memory ([`super::StepInfo::shared_bytes`] bytes, 16-aligned)|
-//! | 11 | [`STATE_BASE`] | address of the per-thread state area (threads × [`super::StepInfo::state_words`] words) |
+//! | 11 | [`STATE_BASE`] | address of the per-thread state area ([`super::StepInfo::block_state_words`] words) |
 //! | 12 | [`ROUND`] | 0 on a block's first round, then 1, 2, ... |
 //! | 13 | [`BARRIERS_OPEN`] | which waiting threads resume this round besides those at a yield: [`WARPS_OPEN`] and [`BARRIERS_OPEN_BIT`] (see [`open_word`]) |
 //! | 14, 15 | [`CHUNK_LO`], [`CHUNK_HI`] | collapsed step functions only: the range of the loop index to run |

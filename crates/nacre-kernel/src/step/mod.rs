@@ -33,6 +33,7 @@ pub use lower::{
     lower_kernel, step_signature, LoweredKernel, StepInfo, StepShape, MAX_SHARED_BYTES,
 };
 pub use module::step_module;
+pub use state::{LANE_STRIDE, LANE_THREADS};
 
 /// How launches run on the CPU (the lowering depends on it).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]

@@ -5,10 +5,14 @@
 //!
 //! The state machine keeps each thread's words together ([`store_slot`], [`load_slot`]); the
 //! thread loops of the region lowering keep each word's threads together ([`Lane`]): word `k`
-//! of every thread is an array of `threads` values of the value's own type at
-//! `base + 8 * k * threads`, so that consecutive threads read and write consecutive elements,
-//! which a vectorising compiler turns into vector loads and stores. Both layouts fit the same
-//! `8 * words * threads` bytes.
+//! of every thread is an array of values of the value's own type at `base + k *`
+//! [`LANE_STRIDE`], so that consecutive threads read and write consecutive elements, which a
+//! vectorising compiler turns into vector loads and stores. The arrays are a constant distance
+//! apart, not `8 * threads` bytes: a C compiler then sees that a thread loop's loads and stores
+//! of different words never overlap, and vectorises it without run-time overlap checks (GCC
+//! gives up on a loop that would need more than ten, as the softmax's thread loops did). The
+//! state machine's layout takes `8 * words * threads` bytes, the word-major one
+//! `words *` [`LANE_STRIDE`] (see [`super::StepInfo::block_state_words`]).
 
 use crate::step::ctx::addr;
 use nacre_ir::transform::{repair, Variable};
@@ -99,20 +103,28 @@ pub(crate) fn load_slot(
     }
 }
 
-/// A thread's place in the word-major state layout (module docs): the state area's address,
-/// the block's thread count and the thread's linear index, all `u64`.
+/// The most threads a block of a step function lowered to thread loops may have: those of
+/// every GPU runtime's blocks (the CPU runtime refuses larger blocks).
+pub const LANE_THREADS: u64 = 1024;
+
+/// Bytes from one word's array of the word-major layout to the next: [`LANE_THREADS`]
+/// elements of 8 bytes, and 64 bytes more, so that the arrays do not start a multiple of
+/// 4 KiB apart (where a thread loop's accesses to different words would compete for the same
+/// cache sets).
+pub const LANE_STRIDE: u64 = 8 * LANE_THREADS + 64;
+
+/// A thread's place in the word-major state layout (module docs): the state area's address
+/// and the thread's linear index, both `u64`.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Lane {
     pub(crate) base: Value,
-    pub(crate) threads: Value,
     pub(crate) t: Value,
 }
 
 impl Lane {
     /// The address of this thread's element of word `slot`, as a pointer to `elem`.
     fn element(self, em: &mut FunctionBuilder<'_>, slot: usize, elem: Scalar) -> Value {
-        let words = em.const_u64(slot as u64 * 8);
-        let start = em.binary(BinaryOp::Mul, self.threads, words);
+        let start = em.const_u64(slot as u64 * LANE_STRIDE);
         let array = em.binary(BinaryOp::Add, self.base, start);
         let size = em.const_u64(u64::from(elem.bytes()));
         let off = em.binary(BinaryOp::Mul, self.t, size);

@@ -140,7 +140,7 @@ pub struct StepInfo {
     /// element size).
     pub shared_bytes: usize,
     /// Words of state per thread: 0 without barriers and yields, else 1 (the phase) + one per
-    /// value live across a barrier or yield.
+    /// value live across a barrier or yield (the phase only for a state machine).
     pub state_words: usize,
     /// Number of barriers in the kernel (voting barriers included).
     pub barriers: u32,
@@ -153,6 +153,19 @@ pub struct StepInfo {
     pub yields: u32,
     /// How the step function runs a block.
     pub shape: StepShape,
+}
+
+impl StepInfo {
+    /// The 8-byte words of state a block of `threads` threads needs: `state_words` per thread
+    /// in a state machine's thread-major layout, `state_words` arrays
+    /// [`crate::step::LANE_STRIDE`] bytes apart in the thread loops' word-major one (see
+    /// `step::state`).
+    pub fn block_state_words(&self, threads: u64) -> usize {
+        match self.shape {
+            StepShape::Regions { .. } => self.state_words * (crate::step::LANE_STRIDE / 8) as usize,
+            StepShape::ThreadLoop | StepShape::StateMachine => self.state_words * threads as usize,
+        }
+    }
 }
 
 /// How a step function runs a block.

@@ -31,7 +31,6 @@ pub(super) fn build(
         entry_insts: Vec::new(),
         layout: Vec::new(),
         defs: BTreeMap::new(),
-        threads: None,
     };
     let zero = b.at_entry(|em| em.const_u32(0));
     let ret_zero = b.g.blocks.push(BlockData::default());
@@ -142,8 +141,6 @@ struct Builder<'a> {
     layout: Vec<Block>,
     /// For each value with several definitions: block → the definition there.
     defs: BTreeMap<Value, HashMap<Block, Value>>,
-    /// The block's thread count (`u64`), once computed in the entry.
-    threads: Option<Value>,
 }
 
 impl Builder<'_> {
@@ -375,13 +372,15 @@ impl Builder<'_> {
         carried: &Carried,
         (e_copy, seed): (Block, &HashMap<Value, Value>),
     ) -> Option<Lane> {
-        let (base, threads) = (self.input.state_base, self.threads());
+        let base = self.input.state_base;
+        let used = carry::used_in(&self.g, &l.body);
         let mut em = FunctionBuilder::detached(&mut self.g);
         let x64 = em.cast(l.x, Type::U64);
         let t = em.binary(BinaryOp::Add, l.row_base, x64);
-        let lane = Lane { base, threads, t };
+        let lane = Lane { base, t };
         let input = self.input;
-        let (lane, reloads) = carried.reload(&mut em, input, parts, (l.e, &l.body), (lane, seed));
+        let (lane, reloads) =
+            carried.reload(&mut em, input, parts, (l.e, &l.body, &used), (lane, seed));
         em.jump(e_copy, l.e_params.clone());
         let insts = em.into_insts();
         self.g.blocks[l.head].insts = insts;
@@ -392,21 +391,6 @@ impl Builder<'_> {
             self.def(v, l.head, p);
         }
         lane
-    }
-
-    /// The block's thread count as `u64`, computed once in the entry.
-    fn threads(&mut self) -> Value {
-        if let Some(t) = self.threads {
-            return t;
-        }
-        let [bdx, bdy, bdz] = self.input.dims;
-        let t = self.at_entry(|em| {
-            let [x, y, z] = [bdx, bdy, bdz].map(|d| em.cast(d, Type::U64));
-            let xy = em.binary(BinaryOp::Mul, x, y);
-            em.binary(BinaryOp::Mul, xy, z)
-        });
-        self.threads = Some(t);
-        t
     }
 
     /// Stops: save, then `next(k)` with `k` the barrier (0: the threads that return). Returns
@@ -424,7 +408,7 @@ impl Builder<'_> {
         for &p in &l.body {
             let c = copy.blocks[&p];
             if let Some(&k) = parts.waits.get(&p) {
-                let saves = carried.saves(&self.g, parts, k);
+                let saves = carried.saves(&self.g, parts, (k, &l.body));
                 self.append(c, |em| {
                     carry::save(em, lane, saves);
                     let k = em.const_u32(k as u32);

@@ -1,7 +1,13 @@
 //! Values carried across barriers (see "Regions, skeleton and thread loops" in the docs of
 //! `regions`): liveness over the parts, one state word per thread for each non-uniform value
-//! live across a barrier, its save at the barrier's stop and its reload at the head of each
-//! thread loop it is live into. Uniform values need no state: they flow in SSA form.
+//! live across a barrier, its save at the stops of the thread loop that defines it and its
+//! reload at the head of each thread loop that uses it. Uniform values need no state: they
+//! flow in SSA form.
+//!
+//! A value keeps its word from its definition to its last use, so a thread loop that a value
+//! only passes through (live into it and across its stop, neither used nor defined in it)
+//! neither reloads nor saves it: the softmax's sixteen values per thread pass through the
+//! eight thread loops of each of its block-wide reductions.
 
 use super::parts::Parts;
 use super::remat::{self, recomputable};
@@ -11,7 +17,7 @@ use crate::step::state::{Lane, SlotAlloc};
 use nacre_ir::analysis::live_in;
 use nacre_ir::FunctionBuilder;
 use nacre_ir::{Block, Function, Type, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Liveness over the parts, and the state words of the values carried across barriers.
 pub(super) struct Carried {
@@ -103,15 +109,15 @@ impl Carried {
     }
 
     /// Emits the reloads, at the head of a thread loop, of the values live into its entry
-    /// `e` (original → reload): loaded from the thread's elements of the state (`lane`), or
-    /// recomputed from the loop's thread indices (`seed`: the kernel's → the loop's). Returns
-    /// `lane` if the loop (entered at `e`, with `body`) uses the state at all.
+    /// `e` that its `body` uses (`used`, see [`used_in`]; original → reload): loaded from the
+    /// thread's elements of the state (`lane`), or recomputed from the loop's thread indices
+    /// (`seed`: the kernel's → the loop's). Returns `lane` if the loop uses the state at all.
     pub(super) fn reload(
         &self,
         em: &mut FunctionBuilder<'_>,
         input: &Input<'_>,
         parts: &Parts,
-        (e, body): (Block, &[Block]),
+        (e, body, used): (Block, &[Block], &HashSet<Value>),
         (lane, seed): (Lane, &HashMap<Value, Value>),
     ) -> (Option<Lane>, Vec<(Value, Value)>) {
         let mut reloads = Vec::new();
@@ -124,7 +130,7 @@ impl Carried {
         if !self.uses_state(parts, e, body) {
             return (None, reloads);
         }
-        for &v in self.live_at(e) {
+        for &v in self.live_at(e).iter().filter(|v| used.contains(v)) {
             if let Some(&slot) = self.slots.get(&v) {
                 let ty = em.value_type(v);
                 reloads.push((v, lane.load(em, slot, ty)));
@@ -133,13 +139,44 @@ impl Carried {
         (Some(lane), reloads)
     }
 
-    /// The values to save at barrier `k`: value, state word, type.
-    pub(super) fn saves(&self, g: &Function, parts: &Parts, k: usize) -> Vec<(Value, usize, Type)> {
+    /// The values to save at barrier `k` of the thread loop with `body`, those it defines:
+    /// value, state word, type.
+    pub(super) fn saves(
+        &self,
+        g: &Function,
+        parts: &Parts,
+        (k, body): (usize, &[Block]),
+    ) -> Vec<(Value, usize, Type)> {
+        let defined = defined_in(g, body);
         self.live_at(parts.resumes[k - 1])
             .iter()
+            .filter(|v| defined.contains(v))
             .filter_map(|&v| self.slots.get(&v).map(|&s| (v, s, g.values[v].ty)))
             .collect()
     }
+}
+
+/// The values that the instructions of `body` use.
+pub(super) fn used_in(g: &Function, body: &[Block]) -> HashSet<Value> {
+    let mut used = HashSet::new();
+    for &p in body {
+        for &i in &g.blocks[p].insts {
+            g.insts[i].kind.for_each_operand(|v| {
+                used.insert(v);
+            });
+        }
+    }
+    used
+}
+
+/// The values that `body` defines: its parts' parameters and results.
+fn defined_in(g: &Function, body: &[Block]) -> HashSet<Value> {
+    let mut defined = HashSet::new();
+    for &p in body {
+        defined.extend(g.blocks[p].params.iter().copied());
+        defined.extend(g.blocks[p].insts.iter().filter_map(|&i| g.insts[i].result));
+    }
+    defined
 }
 
 /// Emits the saves of `saves` (see [`Carried::saves`]) into the thread's elements of the

@@ -78,7 +78,9 @@
 //! # Code layout
 //!
 //! [`lower_regions`] runs the steps in order: `uniformity` (which values and blocks are
-//! uniform, and whether every barrier is), `parts` (the kernel split at barriers into parts,
+//! uniform, and whether every barrier is), `fission` (barriers added around loops whose trip
+//! count differs between threads, so that the code around them vectorises), `parts` (the
+//! kernel split at barriers into parts,
 //! the skeleton, the thread loops' entries and bodies), `carry` (the values carried across
 //! barriers: liveness, state words, their saves and reloads, with `remat` for those
 //! recomputed), `narrow` (narrowed ranges of `threadIdx.x`) and `build` (the construction of
@@ -87,6 +89,7 @@
 
 mod build;
 mod carry;
+mod fission;
 mod narrow;
 mod parts;
 mod remat;
@@ -142,6 +145,7 @@ pub(crate) struct Output {
 pub(crate) fn lower_regions(input: &Input<'_>) -> Option<Output> {
     let div = uniform_barriers(input)?;
     let mut g = input.f.clone();
+    fission::split_divergent_loops(&mut g, input.body, &div);
     let parts = split(&mut g, input.body);
     let regions = Regions::find(&g, &parts, &div, input)?;
     let carried = Carried::find(&g, &parts, &div, (&regions.entries, input))?;

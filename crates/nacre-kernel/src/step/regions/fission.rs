@@ -1,0 +1,190 @@
+//! Loop fission at divergent loops: a loop whose trip count differs between the threads of a
+//! block (its exit branch is divergent) and that has no barrier gets thread loops of its own,
+//! so that the code around it runs in thread loops that the C tier vectorises.
+//!
+//! A thread loop is vectorised across threads only when its body is straight-line code or
+//! branches the C compiler turns into selects; an inner loop whose trip count differs between
+//! threads keeps the whole thread loop scalar. The row softmax (`while j < cols` over the
+//! columns past those held in registers, zero trips at 4096 columns) lost the vectorisation of
+//! its sixteen `exp` per thread that way. Cutting the region before and after the loop, by a
+//! barrier at the end of its preheader and one at the start of its exit, leaves the code
+//! before and after in thread loops of their own; the loop runs in a third, thread after
+//! thread as before. Between two barriers any interleaving of a block's threads is a valid
+//! execution, and both barriers sit in uniform control flow (the preheader and the exit are
+//! not divergent), so the cut only picks another interleaving; PoCL's implicit loop barriers
+//! do the same for its work-group vectoriser.
+//!
+//! A cut costs a save and a reload per thread of each value live across it, so a loop is cut
+//! only when the thread code of its region around it weighs at least [`MIN_WORK`] (math
+//! functions [`MATH_WEIGHT`] each, constants and jumps nothing, other instructions one).
+
+use super::uniformity::Divergence;
+use nacre_ir::analysis::{compute_loops, LoopInfo};
+use nacre_ir::{Block, Function, Inst, InstData, InstKind};
+use std::collections::{HashMap, HashSet};
+
+/// The least weight of thread code around a divergent loop at which it is cut.
+const MIN_WORK: usize = 64;
+/// The weight of a math function (`exp`, `sqrt`, ...) in [`MIN_WORK`].
+const MATH_WEIGHT: usize = 16;
+
+/// Cuts the regions of `g` around its divergent loops that qualify (see the module docs) by
+/// inserting barriers; returns how many loops were cut.
+pub(super) fn split_divergent_loops(g: &mut Function, body: &[Block], div: &Divergence) -> usize {
+    let loops = compute_loops(g);
+    let in_body: HashSet<Block> = body.iter().copied().collect();
+    let preds = predecessors(g, body);
+    let mut cuts: Vec<(Block, Block)> = Vec::new();
+    for &h in &loops.headers {
+        if !in_body.contains(&h) || !div.blocks.contains(&h) {
+            continue;
+        }
+        let members = loop_blocks(&loops, body, h);
+        let Some((pre, exit)) = boundary(g, &preds, &members, h) else {
+            continue;
+        };
+        if !in_body.contains(&pre) || !in_body.contains(&exit) {
+            continue;
+        }
+        if div.blocks.contains(&pre) || div.blocks.contains(&exit) {
+            continue;
+        }
+        if work_around(g, &preds, &members, pre, exit) >= MIN_WORK {
+            cuts.push((pre, exit));
+        }
+    }
+    let mut at_end: HashSet<Block> = HashSet::new();
+    let mut at_start: HashSet<Block> = HashSet::new();
+    for &(pre, exit) in &cuts {
+        if at_end.insert(pre) {
+            let at = g.blocks[pre].insts.len() - 1;
+            let barrier = new_barrier(g);
+            g.blocks[pre].insts.insert(at, barrier);
+        }
+        if at_start.insert(exit) {
+            let barrier = new_barrier(g);
+            g.blocks[exit].insts.insert(0, barrier);
+        }
+    }
+    cuts.len()
+}
+
+fn new_barrier(g: &mut Function) -> Inst {
+    g.insts.push(InstData {
+        kind: InstKind::Barrier,
+        result: None,
+    })
+}
+
+/// The predecessors of each block of `body` among `body`.
+fn predecessors(g: &Function, body: &[Block]) -> HashMap<Block, Vec<Block>> {
+    let mut preds: HashMap<Block, Vec<Block>> = HashMap::new();
+    for &b in body {
+        for s in g.successors(b) {
+            preds.entry(s).or_default().push(b);
+        }
+    }
+    preds
+}
+
+/// The blocks of `body` in the loop headed by `h` (nested loops included).
+fn loop_blocks(loops: &LoopInfo, body: &[Block], h: Block) -> HashSet<Block> {
+    body.iter()
+        .copied()
+        .filter(|&b| {
+            let mut header = loops.innermost[b];
+            while let Some(x) = header {
+                if x == h {
+                    return true;
+                }
+                header = loops.parent[x];
+            }
+            false
+        })
+        .collect()
+}
+
+/// The loop's one preheader (its header's only predecessor outside it, ending in a jump) and
+/// its one exit (the only block outside it that it branches to), or `None`.
+fn boundary(
+    g: &Function,
+    preds: &HashMap<Block, Vec<Block>>,
+    members: &HashSet<Block>,
+    h: Block,
+) -> Option<(Block, Block)> {
+    let outside: Vec<Block> = preds
+        .get(&h)?
+        .iter()
+        .copied()
+        .filter(|p| !members.contains(p))
+        .collect();
+    let [pre] = outside[..] else { return None };
+    let term = g.terminator(pre)?;
+    if !matches!(g.insts[term].kind, InstKind::Jump(_)) {
+        return None;
+    }
+    let mut exits: Vec<Block> = members
+        .iter()
+        .flat_map(|&b| g.successors(b))
+        .filter(|s| !members.contains(s))
+        .collect();
+    exits.sort();
+    exits.dedup();
+    let [exit] = exits[..] else { return None };
+    Some((pre, exit))
+}
+
+/// The weight of the thread code of the loop's region outside it: backwards from the
+/// preheader and forwards from the exit, up to barriers (see the module docs).
+fn work_around(
+    g: &Function,
+    preds: &HashMap<Block, Vec<Block>>,
+    members: &HashSet<Block>,
+    pre: Block,
+    exit: Block,
+) -> usize {
+    let mut seen: HashSet<Block> = members.clone();
+    let mut work = 0;
+    let mut back = vec![pre];
+    while let Some(b) = back.pop() {
+        if !seen.insert(b) {
+            continue;
+        }
+        let insts = &g.blocks[b].insts;
+        let after_barrier = insts.iter().rposition(|&i| is_barrier(g, i));
+        let from = after_barrier.map_or(0, |k| k + 1);
+        work += weight(g, &insts[from..]);
+        if after_barrier.is_none() {
+            back.extend(preds.get(&b).into_iter().flatten().copied());
+        }
+    }
+    let mut forward = vec![exit];
+    while let Some(b) = forward.pop() {
+        if !seen.insert(b) {
+            continue;
+        }
+        let insts = &g.blocks[b].insts;
+        let barrier = insts.iter().position(|&i| is_barrier(g, i));
+        work += weight(g, &insts[..barrier.unwrap_or(insts.len())]);
+        if barrier.is_none() {
+            forward.extend(g.successors(b));
+        }
+    }
+    work
+}
+
+fn is_barrier(g: &Function, i: Inst) -> bool {
+    matches!(g.insts[i].kind, InstKind::Barrier)
+}
+
+/// The weight of `insts` in [`MIN_WORK`].
+fn weight(g: &Function, insts: &[Inst]) -> usize {
+    insts
+        .iter()
+        .map(|&i| match g.insts[i].kind {
+            InstKind::Math(..) | InstKind::Math2(..) => MATH_WEIGHT,
+            InstKind::Const(_) | InstKind::Jump(_) | InstKind::Branch { .. } => 0,
+            _ => 1,
+        })
+        .sum()
+}
