@@ -389,9 +389,9 @@ impl Dialect for CDialect {
     }
 
     fn math_by_helper(&self, f: MathFn, s: Scalar) -> Result<bool, DialectError> {
-        // The C library's `expf` is a call the C compiler cannot vectorise (GCC vectorises
-        // library calls only under `-ffast-math`); Nacre's is branch-free arithmetic.
-        Ok(f == MathFn::Lib(nacre_ir::MathFn::Exp) && s == Scalar::F32)
+        // The C library's `expf` and `tanhf` are calls the C compiler cannot vectorise
+        // around; Nacre's are branch-free arithmetic (see `vector_math`).
+        Ok(crate::vector_math::defines(f, s))
     }
 
     fn helper_definition(&self, helper: Helper) -> String {

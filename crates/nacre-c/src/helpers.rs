@@ -277,62 +277,6 @@ pub fn c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper
     }
 }
 
-/// `e^x` on `f32` without a branch or a call, so that a C compiler vectorises loops over it
-/// (the C library's `expf` is an opaque call): `x` clamped to `|x| <= 110` on its bits (past
-/// `f32`'s range either way), then in `double` `e^x = 2^k 2^r` with `k` the nearest integer to
-/// `x log2(e)` (rounded by adding `1.5 * 2^52`), `|r| <= 1/2`, `2^r` by its Taylor polynomial of
-/// degree 8 (relative error below `2e-10`) and `2^k` built in the exponent field; one rounding
-/// to `float` then gives the result within 1 ulp of the exact one, infinity past `f32`'s range
-/// and subnormals below it. A NaN is made NaN again at the end, on the bits. Integer `min` and
-/// bit operations rather than float comparisons keep compilers from branching around the
-/// clamped cases.
-pub fn exp_f32_definition(d: &(impl Dialect + ?Sized), qualifier: &str, name: &str) -> String {
-    let (u32_, u64_) = (d.scalar_type(Scalar::U32), d.scalar_type(Scalar::U64));
-    let coefficients = [
-        "1.3215486790144307e-06",
-        "1.5252733804059840e-05",
-        "1.5403530393381606e-04",
-        "1.3333558146428443e-03",
-        "9.6181291076284772e-03",
-        "5.5504108664821580e-02",
-        "2.4022650695910071e-01",
-        "6.9314718055994531e-01",
-        "1.0",
-    ];
-    let mut body = vec![
-        format!("{u32_} b, a, nan;"),
-        format!("{u64_} kb, sb;"),
-        "double z, kd, r, p, scale;".to_string(),
-        "float y;".to_string(),
-        "memcpy(&b, &x, sizeof b);".to_string(),
-        "a = b & 0x7fffffffu;".to_string(),
-        format!("nan = -({u32_})(a > 0x7f800000u);"),
-        "a = a < 0x42dc0000u ? a : 0x42dc0000u;".to_string(),
-        "b = (b & 0x80000000u) | a;".to_string(),
-        "memcpy(&x, &b, sizeof x);".to_string(),
-        "z = (double)x * 1.4426950408889634;".to_string(),
-        "kd = z + 0x1.8p52;".to_string(),
-        "memcpy(&kb, &kd, sizeof kb);".to_string(),
-        "r = z - (kd - 0x1.8p52);".to_string(),
-        "sb = (kb + 1023u) << 52;".to_string(),
-        "memcpy(&scale, &sb, sizeof scale);".to_string(),
-        format!("p = {};", coefficients[0]),
-    ];
-    body.extend(
-        coefficients[1..]
-            .iter()
-            .map(|c| format!("p = p * r + {c};")),
-    );
-    body.extend([
-        "y = (float)(p * scale);".to_string(),
-        "memcpy(&b, &y, sizeof b);".to_string(),
-        "b |= nan & 0x7fc00000u;".to_string(),
-        "memcpy(&y, &b, sizeof y);".to_string(),
-        "return y;".to_string(),
-    ]);
-    function(qualifier, &format!("float {name}(float x)"), &body)
-}
-
 /// The portable definition of [`Helper::HalfToF32`]: integer operations on the bits (the
 /// `half` crate's algorithm), NaN quieted.
 pub fn half_to_f32_definition(d: &(impl Dialect + ?Sized), qualifier: &str, s: Scalar) -> String {
@@ -404,6 +348,7 @@ pub fn f32_to_half_definition(d: &(impl Dialect + ?Sized), qualifier: &str, s: S
 /// [`nacre_ir::semantics`] does (the `half` crate uses them too). GCC's `_Float16` casts
 /// are not used: on targets with AVX-512 FP16, GCC 12 merges each scalar conversion into the
 /// previous value's register, a dependency chain that made them slower than F16C by 3×.
+/// Float `min` and `max` are selects without a branch ([`selecting_min_max`]).
 pub fn host_c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper) -> String {
     let portable = c_definition(d, qualifier, helper);
     let name = helper.name();
@@ -413,9 +358,39 @@ pub fn host_c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: H
         Helper::F32ToHalf(Scalar::F16) => format!(
             "{qualifier}{h} {name}(float f) {{ return ({h})_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }}\n"
         ),
+        Helper::Min(s @ (Scalar::F32 | Scalar::F64)) => return selecting_min_max(d, qualifier, s, false),
+        Helper::Max(s @ (Scalar::F32 | Scalar::F64)) => return selecting_min_max(d, qualifier, s, true),
         _ => return portable,
     };
     format!("#if defined(__F16C__)\n#include <immintrin.h>\n{native}#else\n{portable}#endif\n")
+}
+
+/// Rust's `min` or `max` on `f32` or `f64` (see [`Helper::Min`]) for host C, as selects and
+/// bit operations without a branch, so that C compilers vectorise loops over it (the
+/// portable definition's early returns keep GCC's thread loops scalar): the smaller or larger
+/// operand; of two equal ones the bits or'd (`min`: `-0.0` wins) or and'd (`max`: `+0.0`
+/// wins); the other operand when one is NaN, `b` when both are (as [`nacre_ir::semantics`]).
+fn selecting_min_max(d: &(impl Dialect + ?Sized), qualifier: &str, s: Scalar, max: bool) -> String {
+    let helper = if max { Helper::Max(s) } else { Helper::Min(s) };
+    let (f, u) = (d.scalar_type(s), d.scalar_type(bits_type(s)));
+    let (op, equal) = if max { ('>', '&') } else { ('<', '|') };
+    let body = [
+        format!("{f} m = a {op} b ? a : b;"),
+        format!("{u} ua, ub, um;"),
+        "memcpy(&ua, &a, sizeof ua);".to_string(),
+        "memcpy(&ub, &b, sizeof ub);".to_string(),
+        "memcpy(&um, &m, sizeof um);".to_string(),
+        format!("um = a == b ? (ua {equal} ub) : um;"),
+        "um = b != b ? ua : um;".to_string(),
+        "um = a != a ? ub : um;".to_string(),
+        "memcpy(&m, &um, sizeof m);".to_string(),
+        "return m;".to_string(),
+    ];
+    function(
+        qualifier,
+        &format!("{f} {}({f} a, {f} b)", helper.name()),
+        &body,
+    )
 }
 
 /// A helper function's text: `qualifier head {`, the body's lines indented, `}`.
@@ -437,8 +412,8 @@ fn function(qualifier: &str, head: &str, body: &[String]) -> String {
 ///   `ln(1 + x) * x / ((1 + x) - 1)`), within a few ulps of the exact result;
 /// - `cbrt` as `pow(|x|, 1/3)` with the sign of `x`, refined by one Newton step;
 /// - `hypot` as `a * sqrt(1 + (b/a)^2)` with `a` the larger magnitude (no undue overflow);
-/// - `exp` on `f32` in plain arithmetic, for C compilers to vectorise (see
-///   [`exp_f32_definition`]).
+/// - `exp` and `tanh` on `f32` in plain arithmetic, for C compilers to vectorise (see
+///   [`crate::vector_math`]).
 ///
 /// Other functions are never lacking (a dialect refuses them instead); they get a definition
 /// that calls the library function by its name.
@@ -449,8 +424,8 @@ pub fn math_definition(
     s: Scalar,
 ) -> String {
     let name = Helper::Math(f, s).name();
-    if f == MathFn::Lib(nacre_ir::MathFn::Exp) && s == Scalar::F32 {
-        return exp_f32_definition(d, qualifier, &name);
+    if let Some(definition) = crate::vector_math::definition(d, qualifier, f, s) {
+        return definition;
     }
     let t = d.scalar_type(s);
     let k = |v: &str| {
@@ -699,61 +674,81 @@ mod tests {
         }
     }
 
-    /// The C dialects compute `f32` `exp` with Nacre's definition, within 1 ulp of the
-    /// reference on every 61st `f32` bit pattern (both signs, every exponent) and on the
-    /// edges: the range's ends, subnormal results, infinities and NaN.
+    /// The host C dialects' branch-free float `min` and `max` agree with the reference bit
+    /// for bit on zeros of both signs, NaNs, infinities and ordinary values, in every order.
     #[test]
-    fn exp_f32_is_within_one_ulp_of_the_reference() {
+    fn host_min_max_match_the_reference_bit_for_bit() {
         use crate::compile::{compile_and_load, COptions};
         use nacre_ir::semantics;
-        let exp = MathFn::Lib(nacre_ir::MathFn::Exp);
-        assert_eq!(CDialect.math_by_helper(exp, Scalar::F32), Ok(true));
-        assert_eq!(CDialect.math_by_helper(exp, Scalar::F64), Ok(false));
         let mut src = String::from("#include <stdint.h>\n#include <string.h>\n");
-        src.push_str(&c_definition(
-            &CDialect,
-            "static inline ",
-            Helper::Math(exp, Scalar::F32),
-        ));
+        for s in [Scalar::F32, Scalar::F64] {
+            for helper in [Helper::Min(s), Helper::Max(s)] {
+                src.push_str(&host_c_definition(&CDialect, "static inline ", helper));
+            }
+        }
         src.push_str(
-            "void run(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = nacre_exp_f32(x[i]); }\n",
+            "void run32(const float *a, const float *b, float *lo, float *hi, int n) { for (int i = 0; i < n; i++) { lo[i] = nacre_min_f32(a[i], b[i]); hi[i] = nacre_max_f32(a[i], b[i]); } }\n\
+             void run64(const double *a, const double *b, double *lo, double *hi, int n) { for (int i = 0; i < n; i++) { lo[i] = nacre_min_f64(a[i], b[i]); hi[i] = nacre_max_f64(a[i], b[i]); } }\n",
         );
-        let mut xs: Vec<f32> = (0..u32::MAX / 61).map(|i| f32::from_bits(i * 61)).collect();
-        xs.extend([
+        let values = [
             0.0,
             -0.0,
-            1.0,
-            88.72283,
-            88.72284,
-            89.0,
-            -87.33654,
-            -103.27893,
-            -103.97208,
-            -104.0,
-            -110.0,
-            1e-30,
-            -1e-30,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-            -f32::NAN,
-            f32::from_bits(0x7f80_0001),
-        ]);
+            1.5,
+            -1.5,
+            2.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            1e-310,
+        ];
+        let pairs: Vec<(f64, f64)> = values
+            .iter()
+            .flat_map(|&a| values.iter().map(move |&b| (a, b)))
+            .collect();
         let lib = compile_and_load(&COptions::default(), &src).expect("compiles");
-        type Run = unsafe extern "C" fn(*const f32, *mut f32, i32);
-        // SAFETY: the symbol is the function above, with this signature.
-        let run = unsafe { *lib.get::<Run>(b"run").unwrap() };
-        let mut ys = vec![0f32; xs.len()];
-        // SAFETY: the call reads and writes `n` elements of buffers that long.
-        unsafe { run(xs.as_ptr(), ys.as_mut_ptr(), xs.len() as i32) };
-        for (&x, &y) in xs.iter().zip(&ys) {
-            let want = semantics::math_f32(nacre_ir::MathFn::Exp, x);
-            let d = semantics::ulps(Scalar::F32, y.to_bits().into(), want.to_bits().into());
-            assert!(
-                d <= 1,
-                "exp({x:e} = {:#010x}) = {y:e}, want {want:e}: {d} ulps",
-                x.to_bits()
+        type Run<T> = unsafe extern "C" fn(*const T, *const T, *mut T, *mut T, i32);
+        // SAFETY: the symbols are the functions above, with these signatures.
+        let (run32, run64) = unsafe {
+            (
+                *lib.get::<Run<f32>>(b"run32").unwrap(),
+                *lib.get::<Run<f64>>(b"run64").unwrap(),
+            )
+        };
+        let n = pairs.len();
+        let (a64, b64): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+        let (a32, b32): (Vec<f32>, Vec<f32>) =
+            pairs.iter().map(|&(a, b)| (a as f32, b as f32)).unzip();
+        let (mut lo32, mut hi32) = (vec![0f32; n], vec![0f32; n]);
+        let (mut lo64, mut hi64) = (vec![0f64; n], vec![0f64; n]);
+        // SAFETY: each call reads and writes `n` elements of buffers that long.
+        unsafe {
+            run32(
+                a32.as_ptr(),
+                b32.as_ptr(),
+                lo32.as_mut_ptr(),
+                hi32.as_mut_ptr(),
+                n as i32,
             );
+            run64(
+                a64.as_ptr(),
+                b64.as_ptr(),
+                lo64.as_mut_ptr(),
+                hi64.as_mut_ptr(),
+                n as i32,
+            );
+        }
+        for i in 0..n {
+            let (a, b) = (a32[i], b32[i]);
+            let want = semantics::float_min(a, b).to_bits();
+            assert_eq!(lo32[i].to_bits(), want, "min({a:?}, {b:?})");
+            let want = semantics::float_max(a, b).to_bits();
+            assert_eq!(hi32[i].to_bits(), want, "max({a:?}, {b:?})");
+            let (a, b) = (a64[i], b64[i]);
+            let want = semantics::float_min(a, b).to_bits();
+            assert_eq!(lo64[i].to_bits(), want, "min({a:?}, {b:?})");
+            let want = semantics::float_max(a, b).to_bits();
+            assert_eq!(hi64[i].to_bits(), want, "max({a:?}, {b:?})");
         }
     }
 }

@@ -51,6 +51,7 @@ pub mod literal;
 pub mod moves;
 pub mod names;
 pub mod stack_check;
+pub mod vector_math;
 
 #[cfg(test)]
 mod tests;
