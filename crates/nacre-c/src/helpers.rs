@@ -348,7 +348,7 @@ pub fn f32_to_half_definition(d: &(impl Dialect + ?Sized), qualifier: &str, s: S
 /// [`nacre_ir::semantics`] does (the `half` crate uses them too). GCC's `_Float16` casts
 /// are not used: on targets with AVX-512 FP16, GCC 12 merges each scalar conversion into the
 /// previous value's register, a dependency chain that made them slower than F16C by 3×.
-/// Float `min` and `max` are selects without a branch ([`selecting_min_max`]).
+/// Float `min` and `max` are selects without a branch (`selecting_min_max`).
 pub fn host_c_definition(d: &(impl Dialect + ?Sized), qualifier: &str, helper: Helper) -> String {
     let portable = c_definition(d, qualifier, helper);
     let name = helper.name();

@@ -24,11 +24,12 @@
 //! Thread indices are not in the context: the step function loops over the threads of the
 //! block itself and derives `threadIdx` from its loop counter.
 //!
-//! The per-thread state area of a kernel with barriers holds, for thread `t`, the words
-//! `t * state_words .. (t + 1) * state_words`. In a state machine, word [`PHASE_SLOT`] is the
-//! thread's resume phase (0: finished, `k`: waiting at barrier or yield `k`) and the other
-//! words hold the values that are live across barriers, one value per word; thread loops per
-//! region (see `regions`) have no phase, only the non-uniform values live across barriers.
+//! The per-thread state area of a state machine holds, for thread `t`, the words
+//! `t * state_words .. (t + 1) * state_words`: word [`PHASE_SLOT`] is the thread's resume
+//! phase (0: finished, `k`: waiting at barrier or yield `k`) and the other words hold the
+//! values that are live across barriers, one value per word. Thread loops per region (see
+//! `regions`) have no phase, only the non-uniform values live across barriers, each word an
+//! array over the threads ([`super::LANE_STRIDE`] bytes from the next, see `state`).
 //!
 //! A step function returns the bitwise or of [`AT_BARRIER`], [`AT_YIELD`] and [`AT_WARP`]
 //! over the threads that stopped in the round (0 when all have finished). The executor calls

@@ -27,8 +27,9 @@
 //!
 //! The loop over `x` is innermost, with one back edge and an index that advances by one, and
 //! each state word keeps its threads side by side (`step::state::Lane`: word `k` of thread `t`
-//! at `base + 8 k threads + t size`), so the C tier's compiler vectorises thread loops across
-//! threads (`x`), as PoCL's work-group vectoriser does.
+//! at `base + k LANE_STRIDE + t size`, a constant distance between words), so the C tier's
+//! compiler vectorises thread loops across threads (`x`), as PoCL's work-group vectoriser
+//! does.
 //!
 //! A step function lowered this way runs a whole block in one call and returns 0.
 //!
