@@ -581,3 +581,83 @@ fn divergent_loops_with_work_around_them_get_thread_loops_of_their_own() {
         }
     }
 }
+
+/// `late_use(in, out, iters)`: a loaded value defined in a uniform loop after one barrier's
+/// region begins and used only after a second barrier, which the region between them skips
+/// on even trips:
+///
+/// ```text
+/// acc = 0
+/// for i in 0..iters {                       (uniform)
+///     v = in[g * iters + i]; barrier        (v is defined in the loop body of the region
+///     if i % 2 == 1 { barrier; acc += v }    after the first barrier, which reaches the
+/// }                                          definition again through the back edge)
+/// out[g] = acc
+/// ```
+fn late_use() -> (Module, FuncId) {
+    let mut f = kernel("late_use", &[PU32, PU32, Type::U32]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let [header, body, odd, next, exit] = [(); 5].map(|_| b.create_block());
+    let i = b.append_block_param(header, Type::U32);
+    let acc = b.append_block_param(header, Type::U32);
+    let acc_next = b.append_block_param(next, Type::U32);
+    let zero = ku32(&mut b, 0);
+    b.jump(header, vec![zero, zero]);
+    b.switch_to_block(header);
+    let more = b.cmp(CmpOp::Lt, i, p[2]);
+    b.branch(more, body, vec![], exit, vec![]);
+    b.switch_to_block(body);
+    let g = global(&mut b, Dim::X);
+    let row = b.binary(BinaryOp::Mul, g, p[2]);
+    let at = b.binary(BinaryOp::Add, row, i);
+    let v = load_at(&mut b, p[0], at);
+    b.barrier();
+    let one = ku32(&mut b, 1);
+    let bit = b.binary(BinaryOp::And, i, one);
+    let is_odd = b.cmp(CmpOp::Eq, bit, one);
+    b.branch(is_odd, odd, vec![], next, vec![acc]);
+    b.switch_to_block(odd);
+    b.barrier();
+    let sum = b.binary(BinaryOp::Add, acc, v);
+    b.jump(next, vec![sum]);
+    b.switch_to_block(next);
+    let one = ku32(&mut b, 1);
+    let i1 = b.binary(BinaryOp::Add, i, one);
+    b.jump(header, vec![i1, acc_next]);
+    b.switch_to_block(exit);
+    let g = global(&mut b, Dim::X);
+    store_at(&mut b, p[1], g, acc);
+    b.ret(None);
+    module_of(f, vec![])
+}
+
+#[test]
+fn values_defined_again_after_a_loops_entry_are_reloaded_before_they_are_saved() {
+    let (grid, block, iters) = (3usize, 37usize, 6usize);
+    let input: Vec<u32> = (0..grid * block * iters)
+        .map(|k| (k as u32).wrapping_mul(2_654_435_761) >> 7)
+        .collect();
+    let want: Vec<u32> = (0..grid * block)
+        .map(|g| {
+            (1..iters)
+                .step_by(2)
+                .fold(0u32, |acc, i| acc.wrapping_add(input[g * iters + i]))
+        })
+        .collect();
+    let (m, id) = late_use();
+    for backend in backends() {
+        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+        assert!(matches!(kernel.info().shape, StepShape::Regions { .. }));
+        let inp = Array::copy(&input).unwrap();
+        let out = Array::<u32>::alloc_unified(grid * block).unwrap();
+        launch(
+            &kernel,
+            [grid as u32, 1, 1],
+            [block as u32, 1, 1],
+            &[ptr_arg(inp.as_ptr()), ptr_arg(out.as_ptr()), iters as u64],
+        )
+        .unwrap();
+        assert_eq!(out.as_slice(), &want[..], "{}", backend.name());
+    }
+}

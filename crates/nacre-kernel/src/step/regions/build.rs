@@ -373,14 +373,19 @@ impl Builder<'_> {
         (e_copy, seed): (Block, &HashMap<Value, Value>),
     ) -> Option<Lane> {
         let base = self.input.state_base;
-        let used = carry::used_in(&self.g, &l.body);
+        let touched = carry::touched_in(&self.g, &l.body);
         let mut em = FunctionBuilder::detached(&mut self.g);
         let x64 = em.cast(l.x, Type::U64);
         let t = em.binary(BinaryOp::Add, l.row_base, x64);
         let lane = Lane { base, t };
         let input = self.input;
-        let (lane, reloads) =
-            carried.reload(&mut em, input, parts, (l.e, &l.body, &used), (lane, seed));
+        let (lane, reloads) = carried.reload(
+            &mut em,
+            input,
+            parts,
+            (l.e, &l.body, &touched),
+            (lane, seed),
+        );
         em.jump(e_copy, l.e_params.clone());
         let insts = em.into_insts();
         self.g.blocks[l.head].insts = insts;

@@ -7,7 +7,10 @@
 //! A value keeps its word from its definition to its last use, so a thread loop that a value
 //! only passes through (live into it and across its stop, neither used nor defined in it)
 //! neither reloads nor saves it: the softmax's sixteen values per thread pass through the
-//! eight thread loops of each of its block-wide reductions.
+//! eight thread loops of each of its block-wide reductions. A loop whose body defines a value
+//! (around a uniform loop with a barrier, the definition can follow the loop's entry) saves
+//! it, and then reloads it too: on a path that does not reach the definition, the reload is
+//! what the save stores.
 
 use super::parts::Parts;
 use super::remat::{self, recomputable};
@@ -109,15 +112,16 @@ impl Carried {
     }
 
     /// Emits the reloads, at the head of a thread loop, of the values live into its entry
-    /// `e` that its `body` uses (`used`, see [`used_in`]; original → reload): loaded from the
-    /// thread's elements of the state (`lane`), or recomputed from the loop's thread indices
-    /// (`seed`: the kernel's → the loop's). Returns `lane` if the loop uses the state at all.
+    /// `e` that its `body` uses or defines (`touched`, see [`touched_in`]; original → reload):
+    /// loaded from the thread's elements of the state (`lane`), or recomputed from the loop's
+    /// thread indices (`seed`: the kernel's → the loop's). Returns `lane` if the loop uses the
+    /// state at all.
     pub(super) fn reload(
         &self,
         em: &mut FunctionBuilder<'_>,
         input: &Input<'_>,
         parts: &Parts,
-        (e, body, used): (Block, &[Block], &HashSet<Value>),
+        (e, body, touched): (Block, &[Block], &HashSet<Value>),
         (lane, seed): (Lane, &HashMap<Value, Value>),
     ) -> (Option<Lane>, Vec<(Value, Value)>) {
         let mut reloads = Vec::new();
@@ -130,7 +134,7 @@ impl Carried {
         if !self.uses_state(parts, e, body) {
             return (None, reloads);
         }
-        for &v in self.live_at(e).iter().filter(|v| used.contains(v)) {
+        for &v in self.live_at(e).iter().filter(|v| touched.contains(v)) {
             if let Some(&slot) = self.slots.get(&v) {
                 let ty = em.value_type(v);
                 reloads.push((v, lane.load(em, slot, ty)));
@@ -156,17 +160,17 @@ impl Carried {
     }
 }
 
-/// The values that the instructions of `body` use.
-pub(super) fn used_in(g: &Function, body: &[Block]) -> HashSet<Value> {
-    let mut used = HashSet::new();
+/// The values that `body` uses or defines (see [`defined_in`]).
+pub(super) fn touched_in(g: &Function, body: &[Block]) -> HashSet<Value> {
+    let mut touched = defined_in(g, body);
     for &p in body {
         for &i in &g.blocks[p].insts {
             g.insts[i].kind.for_each_operand(|v| {
-                used.insert(v);
+                touched.insert(v);
             });
         }
     }
-    used
+    touched
 }
 
 /// The values that `body` defines: its parts' parameters and results.
