@@ -8,7 +8,8 @@ mod common;
 use common::*;
 use nacre_cpu::CpuMode;
 use nacre_ir::{
-    BinaryOp, CmpOp, Dim, FuncId, FunctionBuilder, GpuIndex, MathFn, Module, Scalar, Type, UnaryOp,
+    AtomicOp, BinaryOp, CmpOp, Dim, FuncId, FunctionBuilder, GpuIndex, MathFn, MemOrder, Module,
+    Scalar, Scope, Type, UnaryOp,
 };
 use nacre_kernel::step::StepShape;
 use nacre_runtime::Array;
@@ -473,16 +474,17 @@ fn which_kernels_get_thread_loops() {
     assert_eq!(shape(saxpy(), CpuMode::Serial), StepShape::ThreadLoop);
 }
 
-/// `around_loop(in, out)`: work before a loop whose trip count differs between threads, then
-/// a barrier:
+/// `around_loop(in, out, trips)`: work before a loop whose trip count differs between
+/// threads, then a barrier:
 ///
 /// ```text
 /// v = in[g]; w = e^v + e^-v + e^(v/2) + e^(-v/2)     (only w = v when `light`)
-/// acc = w; for i in 0..tid % 3 { acc += 1 }         (a divergent loop without barriers)
+/// acc = w; for i in 0..tid % 3 { acc += 1 }         (a divergent loop without barriers;
+///                                                     with `atomic`, atomically trips += 1)
 /// s[tid] = acc; barrier; out[g] = s[(tid + 1) % bdim]
 /// ```
-fn around_loop(light: bool) -> (Module, FuncId) {
-    let mut f = kernel("around_loop", &[PF32, PF32]);
+fn around_loop(light: bool, atomic: bool) -> (Module, FuncId) {
+    let mut f = kernel("around_loop", &[PF32, PF32, PU32]);
     let mut b = FunctionBuilder::new(&mut f);
     let p = b.create_entry_block();
     let s = b.shared_alloc(Scalar::F32, 1024);
@@ -518,6 +520,9 @@ fn around_loop(light: bool) -> (Module, FuncId) {
     let i1 = b.binary(BinaryOp::Add, i, one);
     let onef = k(&mut b, Type::F32, 1f32.to_bits().into());
     let acc1 = b.binary(BinaryOp::Add, acc, onef);
+    if atomic {
+        b.atomic_rmw(AtomicOp::Add, p[2], one, MemOrder::Relaxed, Scope::Device);
+    }
     b.jump(header, vec![i1, acc1]);
     b.switch_to_block(exit);
     store_at(&mut b, s, tid, done);
@@ -539,7 +544,8 @@ fn divergent_loops_with_work_around_them_get_thread_loops_of_their_own() {
     let x: Vec<f32> = (0..grid * block)
         .map(|i| (i % 17) as f32 * 0.25 - 2.0)
         .collect();
-    for light in [false, true] {
+    let trips: u32 = (0..grid * block).map(|g| (g % block % 3) as u32).sum();
+    for (light, atomic) in [(false, false), (true, false), (false, true)] {
         let w = |v: f32| {
             if light {
                 v
@@ -554,30 +560,39 @@ fn divergent_loops_with_work_around_them_get_thread_loops_of_their_own() {
                 w(x[bid * block + src]) + (src % 3) as f32
             })
             .collect();
-        let (m, id) = around_loop(light);
+        let (m, id) = around_loop(light, atomic);
         for backend in backends() {
             let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
             // Cut before and after the loop: the exponentials, the loop, the store, and the
-            // region after the barrier; the light kernel is not cut.
-            let loops = if light { 2 } else { 4 };
+            // region after the barrier. The light kernel is not cut, nor one whose loop may
+            // wait on other threads (an atomic: a cut would hold a spin lock's holder at the
+            // barrier while the others spin).
+            let loops = if light || atomic { 2 } else { 4 };
             assert_eq!(
                 kernel.info().shape,
                 StepShape::Regions { loops, narrowed: 0 },
-                "light: {light}"
+                "light: {light}, atomic: {atomic}"
             );
             let input = Array::copy(&x).unwrap();
             let out = Array::<f32>::alloc_unified(grid * block).unwrap();
+            let count = Array::<u32>::alloc_unified(1).unwrap();
             launch(
                 &kernel,
                 [grid as u32, 1, 1],
                 [block as u32, 1, 1],
-                &[ptr_arg(input.as_ptr()), ptr_arg(out.as_ptr())],
+                &[
+                    ptr_arg(input.as_ptr()),
+                    ptr_arg(out.as_ptr()),
+                    ptr_arg(count.as_ptr()),
+                ],
             )
             .unwrap();
             for (g, (&got, &want)) in out.as_slice().iter().zip(&want).enumerate() {
                 let close = (got - want).abs() <= 1e-5 * want.abs().max(1.0);
                 assert!(close, "{} at {g}: {got} vs {want}", backend.name());
             }
+            let counted = if atomic { trips } else { 0 };
+            assert_eq!(count.as_slice(), &[counted], "{}", backend.name());
         }
     }
 }

@@ -9,16 +9,20 @@
 //! its sixteen `exp` per thread that way. Cutting the region before and after the loop, by a
 //! barrier at the end of its preheader and one at the start of its exit, leaves the code
 //! before and after in thread loops of their own; the loop runs in a third, thread after
-//! thread as before. Between two barriers any interleaving of a block's threads is a valid
-//! execution, and both barriers sit in uniform control flow (the preheader and the exit are
-//! not divergent), so the cut only picks another interleaving; PoCL's implicit loop barriers
-//! do the same for its work-group vectoriser.
+//! thread as before. Both barriers sit in uniform control flow (the preheader and the exit are
+//! not divergent), so every thread reaches them; PoCL's implicit loop barriers do the same for
+//! its work-group vectoriser.
+//!
+//! A barrier does more than pick an interleaving: no thread passes it before every other has
+//! left the loop. A loop that waits on other threads (a spin lock on an atomic, released after
+//! the loop) would then wait forever, so only loops of arithmetic, plain loads and stores and
+//! bounds checks are cut; a loop with an atomic, a fence, a call or a collective is not.
 //!
 //! A cut costs a save and a reload per thread of each value live across it, so a loop is cut
 //! only when the thread code of its region around it weighs at least [`MIN_WORK`] (math
 //! functions [`MATH_WEIGHT`] each, constants and jumps nothing, other instructions one).
 
-use super::uniformity::Divergence;
+use super::uniformity::{arithmetic, Divergence};
 use nacre_ir::analysis::{compute_loops, LoopInfo};
 use nacre_ir::{Block, Function, Inst, InstData, InstKind};
 use std::collections::{HashMap, HashSet};
@@ -40,6 +44,9 @@ pub(super) fn split_divergent_loops(g: &mut Function, body: &[Block], div: &Dive
             continue;
         }
         let members = loop_blocks(&loops, body, h);
+        if !members.iter().all(|&b| independent(g, b)) {
+            continue;
+        }
         let Some((pre, exit)) = boundary(g, &preds, &members, h) else {
             continue;
         };
@@ -67,6 +74,23 @@ pub(super) fn split_divergent_loops(g: &mut Function, body: &[Block], div: &Dive
         }
     }
     cuts.len()
+}
+
+/// Whether block `b` only computes and accesses memory plainly: nothing in it can wait on
+/// another thread or make one wait (see the module docs).
+fn independent(g: &Function, b: Block) -> bool {
+    g.blocks[b].insts.iter().all(|&i| {
+        let kind = &g.insts[i].kind;
+        arithmetic(kind)
+            || matches!(
+                kind,
+                InstKind::Load(_)
+                    | InstKind::Store(..)
+                    | InstKind::BoundsCheck { .. }
+                    | InstKind::Jump(_)
+                    | InstKind::Branch { .. }
+            )
+    })
 }
 
 fn new_barrier(g: &mut Function) -> Inst {
