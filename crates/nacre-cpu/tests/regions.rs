@@ -676,3 +676,74 @@ fn values_defined_again_after_a_loops_entry_are_reloaded_before_they_are_saved()
         assert_eq!(out.as_slice(), &want[..], "{}", backend.name());
     }
 }
+
+/// `wide(in, out)`: a `u64` and a `u128` carried across a barrier, the `u128` in the two
+/// words after the `u64`'s (an even pair), on 3-dimensional blocks:
+///
+/// ```text
+/// a = in[g]; w = (a as u128) * (a as u128) + 1; barrier
+/// out[2 g] = (w as u64) ^ a; out[2 g + 1] = (w >> 64) as u64
+/// ```
+fn wide() -> (Module, FuncId) {
+    let pu64 = Type::ptr(Scalar::U64);
+    let mut f = kernel("wide", &[pu64, pu64]);
+    let mut b = FunctionBuilder::new(&mut f);
+    let p = b.create_entry_block();
+    let (lin, n) = linear(&mut b);
+    let bid = b.gpu_index(GpuIndex::BlockIdx, Dim::X);
+    let base = b.binary(BinaryOp::Mul, bid, n);
+    let g = b.binary(BinaryOp::Add, base, lin);
+    let a = load_at(&mut b, p[0], g);
+    let a128 = b.cast(a, Type::U128);
+    let sq = b.binary(BinaryOp::Mul, a128, a128);
+    let one = k(&mut b, Type::U128, 1);
+    let w = b.binary(BinaryOp::Add, sq, one);
+    b.barrier();
+    let low = b.cast(w, Type::U64);
+    let mixed = b.binary(BinaryOp::Xor, low, a);
+    let two = ku32(&mut b, 2);
+    let at = b.binary(BinaryOp::Mul, g, two);
+    store_at(&mut b, p[1], at, mixed);
+    let sixty_four = k(&mut b, Type::U128, 64);
+    let high = b.binary(BinaryOp::Shr, w, sixty_four);
+    let high = b.cast(high, Type::U64);
+    let one = ku32(&mut b, 1);
+    let at1 = b.binary(BinaryOp::Add, at, one);
+    store_at(&mut b, p[1], at1, high);
+    b.ret(None);
+    module_of(f, vec![])
+}
+
+#[test]
+fn wide_values_carried_by_the_largest_blocks_stay_in_their_state() {
+    let (grid, block) = (2usize, [8usize, 8, 16]);
+    let threads = block.iter().product::<usize>();
+    let input: Vec<u64> = (0..grid * threads)
+        .map(|k| (k as u64 + 3).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .collect();
+    let want: Vec<u64> = input
+        .iter()
+        .flat_map(|&a| {
+            let w = u128::from(a) * u128::from(a) + 1;
+            [(w as u64) ^ a, (w >> 64) as u64]
+        })
+        .collect();
+    let (m, id) = wide();
+    for backend in backends() {
+        let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+        assert!(matches!(kernel.info().shape, StepShape::Regions { .. }));
+        // `a` in word 0, `w` in words 2 and 3.
+        assert_eq!(kernel.info().state_words, 4, "{}", backend.name());
+        let inp = Array::copy(&input).unwrap();
+        let out = Array::<u64>::alloc_unified(2 * grid * threads).unwrap();
+        let dims = block.map(|d| d as u32);
+        launch(
+            &kernel,
+            [grid as u32, 1, 1],
+            dims,
+            &[ptr_arg(inp.as_ptr()), ptr_arg(out.as_ptr())],
+        )
+        .unwrap();
+        assert_eq!(out.as_slice(), &want[..], "{}", backend.name());
+    }
+}
