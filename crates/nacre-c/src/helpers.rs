@@ -394,7 +394,7 @@ fn selecting_min_max(d: &(impl Dialect + ?Sized), qualifier: &str, s: Scalar, ma
 }
 
 /// A helper function's text: `qualifier head {`, the body's lines indented, `}`.
-fn function(qualifier: &str, head: &str, body: &[String]) -> String {
+pub(crate) fn function(qualifier: &str, head: &str, body: &[String]) -> String {
     let mut out = format!("{qualifier}{head} {{\n");
     for line in body {
         out.push_str("    ");

@@ -54,14 +54,8 @@ pub fn definition(
         _ => return None,
     };
     let name = crate::helpers::Helper::Math(f, s).name();
-    let mut out = format!("{qualifier}float {name}(float x) {{\n");
-    for line in body {
-        out.push_str("    ");
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out.push_str("}\n");
-    Some(out)
+    let head = format!("float {name}(float x)");
+    Some(crate::helpers::function(qualifier, &head, &body))
 }
 
 /// Whether [`definition`] has `f` on `s`.

@@ -29,6 +29,20 @@ pub struct LoopInfo {
     pub innermost: SecondaryMap<Block, Option<Block>>,
 }
 
+impl LoopInfo {
+    /// Whether `block` is in the loop headed by `header` (nested loops included).
+    pub fn contains(&self, header: Block, block: Block) -> bool {
+        let mut h = self.innermost[block];
+        while let Some(x) = h {
+            if x == header {
+                return true;
+            }
+            h = self.parent[x];
+        }
+        false
+    }
+}
+
 /// Computes the loop structure of `func`.
 pub fn compute_loops(func: &Function) -> LoopInfo {
     let dom = DominatorTree::compute(func);

@@ -69,7 +69,7 @@ impl ShortLoop {
             .layout
             .iter()
             .copied()
-            .filter(|&b| in_loop(loops, b, header))
+            .filter(|&b| loops.contains(header, b))
             .collect();
         let preds = f.predecessors();
         let latches: Vec<Block> = preds[header]
@@ -228,18 +228,6 @@ fn constant(f: &Function, v: Value) -> Option<u64> {
         InstKind::Const(c) => u64::try_from(c.bits).ok(),
         _ => None,
     }
-}
-
-/// Whether `b` is in the loop headed by `header`.
-fn in_loop(loops: &LoopInfo, b: Block, header: Block) -> bool {
-    let mut h = loops.innermost[b];
-    while let Some(x) = h {
-        if x == header {
-            return true;
-        }
-        h = loops.parent[x];
-    }
-    false
 }
 
 #[cfg(test)]

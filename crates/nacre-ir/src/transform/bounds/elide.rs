@@ -68,7 +68,7 @@ impl CountedLoop {
             .layout
             .iter()
             .copied()
-            .filter(|&b| in_loop(loops, b, header))
+            .filter(|&b| loops.contains(header, b))
             .collect();
         let preds = func.predecessors();
         let (latches, outside): (Vec<Block>, Vec<Block>) =
@@ -242,19 +242,8 @@ pub fn loop_body(func: &Function, header: Block) -> Vec<Block> {
     func.layout
         .iter()
         .copied()
-        .filter(|&b| in_loop(&loops, b, header))
+        .filter(|&b| loops.contains(header, b))
         .collect()
-}
-
-fn in_loop(loops: &LoopInfo, block: Block, header: Block) -> bool {
-    let mut h = loops.innermost[block];
-    while let Some(x) = h {
-        if x == header {
-            return true;
-        }
-        h = loops.parent[x];
-    }
-    false
 }
 
 /// The block defining `v` (an instruction's block or a parameter's).

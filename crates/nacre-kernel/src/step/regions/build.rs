@@ -410,10 +410,11 @@ impl Builder<'_> {
     ) -> (Block, Value) {
         let next = self.g.blocks.push(BlockData::default());
         let stop = self.g.add_block_param(next, Type::U32);
+        let defined = carry::defined_in(&self.g, &l.body);
         for &p in &l.body {
             let c = copy.blocks[&p];
             if let Some(&k) = parts.waits.get(&p) {
-                let saves = carried.saves(&self.g, parts, (k, &l.body));
+                let saves = carried.saves(&self.g, parts, (k, &defined));
                 self.append(c, |em| {
                     carry::save(em, lane, saves);
                     let k = em.const_u32(k as u32);

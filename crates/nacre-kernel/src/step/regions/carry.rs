@@ -143,15 +143,14 @@ impl Carried {
         (Some(lane), reloads)
     }
 
-    /// The values to save at barrier `k` of the thread loop with `body`, those it defines:
-    /// value, state word, type.
+    /// The values to save at barrier `k` of a thread loop whose body defines `defined` (see
+    /// [`defined_in`]): value, state word, type.
     pub(super) fn saves(
         &self,
         g: &Function,
         parts: &Parts,
-        (k, body): (usize, &[Block]),
+        (k, defined): (usize, &HashSet<Value>),
     ) -> Vec<(Value, usize, Type)> {
-        let defined = defined_in(g, body);
         self.live_at(parts.resumes[k - 1])
             .iter()
             .filter(|v| defined.contains(v))
@@ -174,7 +173,7 @@ pub(super) fn touched_in(g: &Function, body: &[Block]) -> HashSet<Value> {
 }
 
 /// The values that `body` defines: its parts' parameters and results.
-fn defined_in(g: &Function, body: &[Block]) -> HashSet<Value> {
+pub(super) fn defined_in(g: &Function, body: &[Block]) -> HashSet<Value> {
     let mut defined = HashSet::new();
     for &p in body {
         defined.extend(g.blocks[p].params.iter().copied());

@@ -115,16 +115,7 @@ fn predecessors(g: &Function, body: &[Block]) -> HashMap<Block, Vec<Block>> {
 fn loop_blocks(loops: &LoopInfo, body: &[Block], h: Block) -> HashSet<Block> {
     body.iter()
         .copied()
-        .filter(|&b| {
-            let mut header = loops.innermost[b];
-            while let Some(x) = header {
-                if x == h {
-                    return true;
-                }
-                header = loops.parent[x];
-            }
-            false
-        })
+        .filter(|&b| loops.contains(h, b))
         .collect()
 }
 
