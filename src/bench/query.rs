@@ -1,9 +1,11 @@
-//! `nacre bench query`: TPC-H queries over tables generated in the process
+//! `nacre bench query`: TPC-H queries (Q1 and Q6 over `lineitem`, Q12 and Q14 joining it
+//! with `orders` and `part`) over tables generated in the process
 //! (`tpchgen-arrow`) and held in memory in `--partitions` partitions, run by DataFusion alone
 //! (`query_datafusion_*`), by DataFusion with Nacre's compiled pipelines (`query_nacre_*`,
 //! warm: compiled code cached; `query_nacre_cold_*`: the first run, with compiling), and by a
 //! hand-fused single-pass Rust loop over the same Arrow arrays (`query_fused_rust_*`, one
-//! thread per partition: what compiled code can reach), with the first tier's compile time
+//! thread per partition: what compiled code can reach; for a join, the other table indexed
+//! by key first, in one thread), with the first tier's compile time
 //! (`query_compile_*`), and the planning alone (`query_plan_datafusion_*`,
 //! `query_plan_nacre_*`: SQL to an optimised physical plan). Every result is checked
 //! against DataFusion's before timing.
@@ -21,7 +23,7 @@ use super::report::{self, Results};
 use anyhow::{bail, Context, Result};
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::kernels::cast_utils::Parser;
-use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Int64Type};
+use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int64Type};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use nacre_datafusion::{compile, tpch};
@@ -69,10 +71,10 @@ pub fn run(args: &QueryArgs) -> Result<()> {
         }
     };
     let start = Instant::now();
-    let data = tpch::lineitem(args.scale, args.partitions)?;
-    let rows: usize = data.iter().flatten().map(RecordBatch::num_rows).sum();
+    let data = tpch::Tables::generate(args.scale, args.partitions)?;
+    let rows = data.lineitem_rows();
     eprintln!(
-        "lineitem at SF {}: {rows} rows in {} partitions, generated in {:.1} s",
+        "TPC-H at SF {} (lineitem: {rows} rows) in {} partitions, generated in {:.1} s",
         args.scale,
         args.partitions,
         start.elapsed().as_secs_f64()
@@ -80,19 +82,19 @@ pub fn run(args: &QueryArgs) -> Result<()> {
     let config = SessionConfig::new().with_target_partitions(args.partitions);
     let plain = SessionContext::new_with_config(config.clone());
     let nacre = nacre_datafusion::session_context(config.clone());
-    tpch::register(&plain, data.clone())?;
-    tpch::register(&nacre, data.clone())?;
+    data.register(&plain)?;
+    data.register(&nacre)?;
     let device = match &args.device {
         Some(d) => {
             let ctx = nacre_datafusion::session_context(config);
-            tpch::register(&ctx, data.clone())?;
+            data.register(&ctx)?;
             rt.block_on(ctx.sql(&format!("SET nacre.device = '{d}'")))?;
             Some((d.as_str(), ctx))
         }
         None => None,
     };
     let mut results = Results::new(args.filter.clone());
-    for (name, sql) in tpch::QUERIES {
+    for &(name, sql) in tpch::QUERIES.iter().chain(&tpch::JOIN_QUERIES) {
         let rows = [
             "compile",
             "nacre_cold",
@@ -109,7 +111,9 @@ pub fn run(args: &QueryArgs) -> Result<()> {
         if rows.iter().any(wanted) {
             rt.block_on(query(&mut results, &cfg, name, sql, &plain, &nacre, &data))?;
         }
-        if let Some((d, ctx)) = &device {
+        // Pipelines with joins run on the CPU only.
+        let scan_only = tpch::QUERIES.iter().any(|q| q.0 == name);
+        if let Some((d, ctx)) = device.as_ref().filter(|_| scan_only) {
             rt.block_on(on_device(&mut results, &cfg, (name, sql), &plain, (d, ctx)))?;
         }
     }
@@ -181,7 +185,7 @@ async fn query(
     sql: &str,
     plain: &SessionContext,
     nacre: &SessionContext,
-    data: &[Vec<RecordBatch>],
+    data: &tpch::Tables,
 ) -> Result<()> {
     let rt = tokio::runtime::Handle::current();
     let want = collect(plain, sql).await?;
@@ -326,7 +330,7 @@ async fn sample_planned(
 /// Ratios of each query's rows to the fused loop and to DataFusion, with the targets.
 fn print_ratios(rows: &[report::Row]) {
     let m = report::medians(rows);
-    for (name, _) in tpch::QUERIES {
+    for &(name, _) in tpch::QUERIES.iter().chain(&tpch::JOIN_QUERIES) {
         let get = |k: &str| m.get(&format!("query_{k}_{name}")).copied();
         let (Some(nacre), Some(fused), Some(df)) =
             (get("nacre"), get("fused_rust"), get("datafusion"))
@@ -373,20 +377,27 @@ fn print_ratios(rows: &[report::Row]) {
 }
 
 /// The hand-fused loop of a query: its checked figures (Q1: per group the four sums and the
-/// count; Q6: the revenue), one thread per partition.
-fn fused(name: &str, data: &[Vec<RecordBatch>]) -> Vec<i128> {
+/// count; Q6: the revenue; Q12: per ship mode the high and low counts; Q14: the promotion
+/// revenue and the revenue), one thread per partition of `lineitem`.
+fn fused(name: &str, data: &tpch::Tables) -> Vec<i128> {
+    let index = match name {
+        "q12" => high_priority_orders(&data.orders),
+        "q14" => promo_parts(&data.part),
+        _ => Vec::new(),
+    };
+    let index = &index;
     let per_partition: Vec<Vec<i128>> = std::thread::scope(|s| {
         let handles: Vec<_> = data
+            .lineitem
             .iter()
             .map(|part| {
                 s.spawn(move || {
                     part.iter()
-                        .map(|b| {
-                            if name == "q1" {
-                                q1_batch(b)
-                            } else {
-                                q6_batch(b)
-                            }
+                        .map(|b| match name {
+                            "q1" => q1_batch(b),
+                            "q6" => q6_batch(b),
+                            "q12" => q12_batch(b, index),
+                            _ => q14_batch(b, index),
                         })
                         .fold(Vec::new(), add)
                 })
@@ -398,6 +409,111 @@ fn fused(name: &str, data: &[Vec<RecordBatch>]) -> Vec<i128> {
             .collect()
     });
     per_partition.into_iter().fold(Vec::new(), add)
+}
+
+/// A byte per key value of `key` (0: no row) from `value` of each row, indexed by key.
+fn index_by_key(
+    table: &[Vec<RecordBatch>],
+    key: &str,
+    value: impl Fn(&RecordBatch, usize) -> u8,
+) -> Vec<u8> {
+    let keys = |b: &RecordBatch| {
+        b.column_by_name(key)
+            .map_or(&[][..], |c| c.as_primitive::<Int64Type>().values())
+            .to_vec()
+    };
+    let most = table.iter().flatten().flat_map(keys).max().unwrap_or(0);
+    let mut index = vec![0u8; most.max(0) as usize + 1];
+    for b in table.iter().flatten() {
+        for (row, k) in keys(b).into_iter().enumerate() {
+            index[k as usize] = value(b, row);
+        }
+    }
+    index
+}
+
+/// Per order key: 2 for an order of high priority (`1-URGENT`, `2-HIGH`), 1 for another.
+fn high_priority_orders(orders: &[Vec<RecordBatch>]) -> Vec<u8> {
+    index_by_key(orders, "o_orderkey", |b, row| {
+        let p = b
+            .column_by_name("o_orderpriority")
+            .map(|c| c.as_string_view().value(row));
+        1 + u8::from(matches!(p, Some("1-URGENT" | "2-HIGH")))
+    })
+}
+
+/// Per part key: 2 for a part whose type starts with `PROMO`, 1 for another.
+fn promo_parts(part: &[Vec<RecordBatch>]) -> Vec<u8> {
+    index_by_key(part, "p_partkey", |b, row| {
+        let t = b
+            .column_by_name("p_type")
+            .map(|c| c.as_string_view().value(row));
+        1 + u8::from(t.is_some_and(|t| t.starts_with("PROMO")))
+    })
+}
+
+/// A string view's first word for a string of 4 bytes (its length and bytes).
+fn view4(s: &[u8; 4]) -> u64 {
+    4 | u64::from(u32::from_le_bytes(*s)) << 32
+}
+
+fn dates<'a>(b: &'a RecordBatch, col: &str) -> &'a [i32] {
+    b.column_by_name(col)
+        .map_or(&[], |c| c.as_primitive::<Date32Type>().values())
+}
+
+fn keys<'a>(b: &'a RecordBatch, col: &str) -> &'a [i64] {
+    b.column_by_name(col)
+        .map_or(&[], |c| c.as_primitive::<Int64Type>().values())
+}
+
+/// Q12 over one batch: high and low counts for MAIL, then for SHIP.
+fn q12_batch(b: &RecordBatch, orders: &[u8]) -> Vec<i128> {
+    let (lo, hi) = (days("1994-01-01"), days("1995-01-01"));
+    let (ship, commit, receipt) = (
+        dates(b, "l_shipdate"),
+        dates(b, "l_commitdate"),
+        dates(b, "l_receiptdate"),
+    );
+    let key = keys(b, "l_orderkey");
+    let mode = b
+        .column_by_name("l_shipmode")
+        .map_or(&[][..], |c| c.as_string_view().views());
+    let (mail, ship_mode) = (view4(b"MAIL"), view4(b"SHIP"));
+    let mut acc = [0i128; 4];
+    for i in 0..key.len() {
+        let m = mode[i] as u64;
+        let pass = (m == mail || m == ship_mode)
+            & (commit[i] < receipt[i])
+            & (ship[i] < commit[i])
+            & (receipt[i] >= lo)
+            & (receipt[i] < hi);
+        if pass {
+            let o = orders.get(key[i] as usize).copied().unwrap_or(0);
+            let at = 2 * usize::from(m == ship_mode);
+            acc[at] += i128::from(o == 2);
+            acc[at + 1] += i128::from(o == 1);
+        }
+    }
+    acc.to_vec()
+}
+
+/// Q14 over one batch: the revenue of promotion parts, and all revenue (scale 4).
+fn q14_batch(b: &RecordBatch, parts: &[u8]) -> Vec<i128> {
+    let (lo, hi) = (days("1995-09-01"), days("1995-10-01"));
+    let (price, disc) = (decimals(b, "l_extendedprice"), decimals(b, "l_discount"));
+    let ship = dates(b, "l_shipdate");
+    let key = keys(b, "l_partkey");
+    let (mut promo, mut all) = (0i128, 0i128);
+    for i in 0..key.len() {
+        if (ship[i] >= lo) & (ship[i] < hi) {
+            let p = parts.get(key[i] as usize).copied().unwrap_or(0);
+            let revenue = i128::from(p != 0) * price[i] * (100 - disc[i]);
+            all += revenue;
+            promo += i128::from(p == 2) * revenue;
+        }
+    }
+    vec![promo, all]
 }
 
 fn add(a: Vec<i128>, b: Vec<i128>) -> Vec<i128> {
@@ -475,8 +591,18 @@ fn q6_batch(b: &RecordBatch) -> Vec<i128> {
 }
 
 /// Checks the fused loop's figures against DataFusion's result.
-fn check_fused(name: &str, data: &[Vec<RecordBatch>], want: &[RecordBatch]) -> Result<()> {
+fn check_fused(name: &str, data: &tpch::Tables, want: &[RecordBatch]) -> Result<()> {
     let got = fused(name, data);
+    if name == "q14" {
+        let got = 100.0 * got[0] as f64 / got[1] as f64;
+        let want = want
+            .first()
+            .map(|b| b.column(0).as_primitive::<Float64Type>().value(0));
+        if want.is_none_or(|w| (got - w).abs() > 1e-9 * w.abs()) {
+            bail!("fused {got} != DataFusion {want:?}");
+        }
+        return Ok(());
+    }
     let mut expect = Vec::new();
     for b in want {
         let dec = |c: usize| {
@@ -487,6 +613,16 @@ fn check_fused(name: &str, data: &[Vec<RecordBatch>], want: &[RecordBatch]) -> R
         };
         if name == "q6" {
             expect.extend(dec(0));
+            continue;
+        }
+        if name == "q12" {
+            let count = |c: usize| b.column(c).as_primitive::<Int64Type>().values().to_vec();
+            let (high, low) = (count(1), count(2));
+            expect.extend(
+                high.iter()
+                    .zip(&low)
+                    .flat_map(|(h, l)| [i128::from(*h), i128::from(*l)]),
+            );
             continue;
         }
         let count = b.column(9).as_primitive::<Int64Type>().values();

@@ -54,6 +54,12 @@ const MAX_BLOCKS: usize = 4096;
 
 /// Why a pipeline cannot run on the device (it runs on the CPU), or `Ok` if it can.
 pub fn device_plan(p: &Program) -> Result<(), String> {
+    if p.join.is_some() {
+        return Err("joins run in the CPU pipeline".into());
+    }
+    if !p.long_prefix_columns().is_empty() {
+        return Err("LIKE prefixes over 4 bytes run in the CPU pipeline".into());
+    }
     if p.nullable.iter().any(|&n| n) {
         return Err("kernels do not read nulls".into());
     }

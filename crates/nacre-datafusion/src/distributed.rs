@@ -38,14 +38,14 @@ use crate::SessionStateBuilderExt;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::internal_err;
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::execution::TaskContext;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::joins::HashJoinExec;
+use datafusion::physical_plan::{replace_children_if_necessary, ExecutionPlan};
 use datafusion_distributed::{
     DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedExt, DistributedLeafExec,
     ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse, WorkerQueryContext,
@@ -183,22 +183,34 @@ pub fn split(
         .collect()
 }
 
-/// `plan` with its in-memory scan reading `parts` instead.
+/// `plan` with its in-memory scan reading `parts` instead. Under a join (a compiled
+/// pipeline's fallback collects its build side, the left: `pipeline::collected_join`) only
+/// the probe side is narrowed: every task joins with the whole build side.
 fn with_partitions(
     plan: &Arc<dyn ExecutionPlan>,
     parts: &[Vec<RecordBatch>],
 ) -> Result<Arc<dyn ExecutionPlan>> {
-    let swapped = plan.clone().transform_up(|node| {
-        let memory = node
-            .downcast_ref::<DataSourceExec>()
-            .and_then(|d| d.data_source().downcast_ref::<MemorySourceConfig>());
-        let Some(m) = memory else {
-            return Ok(Transformed::no(node));
-        };
+    let memory = plan
+        .downcast_ref::<DataSourceExec>()
+        .and_then(|d| d.data_source().downcast_ref::<MemorySourceConfig>());
+    if let Some(m) = memory {
         let source =
             MemorySourceConfig::try_new(parts, m.original_schema(), m.projection().clone())?;
         let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(source);
-        Ok(Transformed::yes(scan))
-    })?;
-    Ok(swapped.data)
+        return Ok(scan);
+    }
+    let children = plan.children();
+    let join = plan.downcast_ref::<HashJoinExec>().is_some();
+    let children = children
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            if join && k == 0 {
+                Ok((*c).clone())
+            } else {
+                with_partitions(c, parts)
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    replace_children_if_necessary(plan.clone(), children)
 }

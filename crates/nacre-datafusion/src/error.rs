@@ -38,6 +38,9 @@ pub enum Error {
     /// Device memory for a pipeline on the GPU could not be allocated.
     #[error("device memory for a compiled pipeline: {0}; free memory on the GPU or run the query on the CPU (SET nacre.device = 'cpu')")]
     DeviceMemory(#[from] nacre::gpu::MemoryError),
+    /// Running or indexing the build side of a join failed.
+    #[error("the build side of a compiled join: {0}")]
+    Build(String),
     /// The group table cannot grow further.
     #[error("a compiled aggregation has more than {0} groups; raise memory or run the query without nacre")]
     TooManyGroups(usize),

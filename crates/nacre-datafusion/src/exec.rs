@@ -7,8 +7,12 @@
 //! as one kernel launch there ([`crate::device`]): the first partition's stream gives the
 //! table's partial aggregate and the others give that of no rows. Where the device declines
 //! the table or fails, the partitions run on the CPU: all of them in the first partition's
-//! stream (the others give nothing whatever the outcome), in parallel threads.
+//! stream (the others give nothing whatever the outcome), in parallel threads. A pipeline
+//! with a join runs its build side once, for the first partition that needs it
+//! ([`BuildSide::run`]); where its keys are not unique, every partition runs through the
+//! subtree (a join collected on its build side, partitioned as the scan).
 
+use crate::build::{BuildSide, Built};
 use crate::compile::compiled;
 use crate::config::Placement;
 use crate::device::{self, Outcome};
@@ -43,7 +47,12 @@ pub struct NacreAggregateExec {
     /// Whether the table runs on the device in one launch ([`device::table_plan`]), asked
     /// once: every partition's stream asks, and it reads every batch's null counts.
     whole_table: OnceLock<bool>,
+    /// The build side of the pipeline's join, once run.
+    built: BuiltOnce,
 }
+
+/// A join's build side, run by the first partition that needs it.
+type BuiltOnce = Arc<futures::lock::Mutex<Option<Arc<Built>>>>;
 
 /// What became of the operator's partitions.
 #[derive(Debug, Default)]
@@ -81,6 +90,7 @@ impl NacreAggregateExec {
             fallback,
             counts: Arc::default(),
             whole_table: OnceLock::new(),
+            built: Arc::default(),
         }
     }
 
@@ -193,10 +203,11 @@ fn run(
     options: &nacre::Options,
     partition: usize,
     counts: &Counts,
+    build: Option<&BuildSide>,
 ) -> Result<Option<RecordBatch>, Error> {
     // A partition no program variant computes, or a pipeline that fails to compile, runs in
     // DataFusion, as one that declines data.
-    let program = match pipeline.program_for(partition) {
+    let program = match pipeline.program_for(partition, build) {
         Ok(program) => program,
         Err(why) => {
             log::debug!("partition {partition} runs in DataFusion: {why}");
@@ -208,7 +219,7 @@ fn run(
         let Ok(c) = compiled(&program, options) else {
             return Ok(None);
         };
-        match run_partition(pipeline, &program, &c.function, options, partition)? {
+        match run_partition(pipeline, &program, &c.function, options, partition, build)? {
             Ran::Done(batch) => {
                 COMPILED_PARTITIONS.fetch_add(1, Ordering::Relaxed);
                 return Ok(Some(batch));
@@ -231,9 +242,25 @@ struct Partitions {
     fallback: Arc<dyn ExecutionPlan>,
     counts: Arc<Counts>,
     context: Arc<TaskContext>,
+    built: BuiltOnce,
 }
 
 impl Partitions {
+    /// The build side of the pipeline's join (run by the first caller), `None` without one.
+    async fn build_side(&self) -> Result<Option<Arc<Built>>> {
+        let Some(b) = &self.pipeline.build else {
+            return Ok(None);
+        };
+        let mut slot = self.built.lock().await;
+        if let Some(built) = &*slot {
+            return Ok(Some(built.clone()));
+        }
+        let built =
+            Arc::new(BuildSide::run(b, &self.pipeline.program, self.context.clone()).await?);
+        *slot = Some(built.clone());
+        Ok(Some(built))
+    }
+
     /// A stream of one batch.
     fn batch(&self, batch: RecordBatch) -> SendableRecordBatchStream {
         Box::pin(RecordBatchStreamAdapter::new(
@@ -242,9 +269,21 @@ impl Partitions {
         ))
     }
 
-    /// Partition `partition` on the CPU, or through the DataFusion subtree.
-    fn on_cpu(&self, partition: usize) -> Result<SendableRecordBatchStream> {
-        let ran = run(&self.pipeline, &self.options, partition, &self.counts)?;
+    /// Partition `partition` on the CPU (joined with `built`, the join's build side), or
+    /// through the DataFusion subtree.
+    fn on_cpu(&self, partition: usize, built: Option<&Built>) -> Result<SendableRecordBatchStream> {
+        let build = match built {
+            Some(Built::Duplicates) => return self.stream(partition, None),
+            Some(Built::Side(b)) => Some(b.as_ref()),
+            None => None,
+        };
+        let ran = run(
+            &self.pipeline,
+            &self.options,
+            partition,
+            &self.counts,
+            build,
+        )?;
         self.stream(partition, ran)
     }
 
@@ -266,12 +305,12 @@ impl Partitions {
 
     /// Every partition on the CPU, each in a thread of its own, their outputs one after the
     /// other in one stream (the device declined the table, whose other partitions give
-    /// nothing).
+    /// nothing; tables with joins do not run on devices).
     fn all_on_cpu(&self) -> Result<SendableRecordBatchStream> {
         let partitions = self.pipeline.scan.partitions.len();
         let ran: Vec<Result<Option<RecordBatch>, Error>> = std::thread::scope(|s| {
             let threads: Vec<_> = (0..partitions)
-                .map(|q| s.spawn(move || run(&self.pipeline, &self.options, q, &self.counts)))
+                .map(|q| s.spawn(move || run(&self.pipeline, &self.options, q, &self.counts, None)))
                 .collect();
             threads
                 .into_iter()
@@ -295,9 +334,10 @@ impl DisplayAs for NacreAggregateExec {
         let p = &self.pipeline.program;
         write!(
             f,
-            "NacreAggregateExec: columns={}, filter={}, keys={}, aggregates={}, device={}",
+            "NacreAggregateExec: columns={}, filter={}, join={}, keys={}, aggregates={}, device={}",
             p.columns.len(),
             p.filter.is_some(),
+            p.join.is_some(),
             p.keys.len(),
             p.aggs.len(),
             self.placement
@@ -343,11 +383,15 @@ impl ExecutionPlan for NacreAggregateExec {
             fallback: self.fallback.clone(),
             counts: self.counts.clone(),
             context,
+            built: self.built.clone(),
         };
         let share = self.share(partition);
         let work = async move {
             match share {
-                Share::Own => this.on_cpu(partition),
+                Share::Own => {
+                    let built = this.build_side().await?;
+                    this.on_cpu(partition, built.as_deref())
+                }
                 Share::Nothing => Ok(this.batch(device::empty_output(&this.pipeline)?)),
                 Share::Table(kind) => match run_table(&this.pipeline, kind, &this.counts)? {
                     Some(batch) => Ok(this.batch(batch)),

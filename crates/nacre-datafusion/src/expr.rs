@@ -10,7 +10,8 @@ use datafusion::arrow::datatypes::Schema;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
-    BinaryExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, LikeExpr, Literal, NotExpr,
+    BinaryExpr, CaseExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, LikeExpr,
+    Literal, NotExpr,
 };
 use datafusion::physical_expr::PhysicalExpr;
 use std::sync::Arc;
@@ -104,8 +105,9 @@ pub enum Expr {
         /// `IS NOT NULL`.
         negated: bool,
     },
-    /// `expr LIKE 'prefix%'` (or `NOT LIKE`), the prefix at most 4 bytes (held in every
-    /// string view).
+    /// `expr LIKE 'prefix%'` (or `NOT LIKE`), the prefix at most 12 bytes: up to 4 held in
+    /// every string view; a longer one only of a column, which the host then gives as
+    /// prefix views ([`Expr::long_prefix_columns`]).
     LikePrefix {
         /// The string.
         expr: Arc<Expr>,
@@ -113,6 +115,19 @@ pub enum Expr {
         prefix: Vec<u8>,
         /// `NOT LIKE`.
         negated: bool,
+    },
+    /// `CASE WHEN cond THEN then ELSE otherwise END`: `then` where `cond` is true (not
+    /// NULL), else `otherwise`; each computed (and its overflow an error) only for the rows
+    /// that take it, as DataFusion's `CASE`. A `CASE` of several `WHEN`s is a chain of these.
+    If {
+        /// The condition.
+        cond: Arc<Expr>,
+        /// The value where it holds.
+        then: Arc<Expr>,
+        /// The value elsewhere.
+        otherwise: Arc<Expr>,
+        /// The result type (both values have it).
+        ty: ColType,
     },
 }
 
@@ -133,6 +148,16 @@ impl Expr {
             | Expr::Cast { expr: e, .. }
             | Expr::LikePrefix { expr: e, .. }
             | Expr::IsNull { expr: e, .. } => e.visit(f),
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                cond.visit(f);
+                then.visit(f);
+                otherwise.visit(f);
+            }
         }
     }
 
@@ -149,6 +174,10 @@ impl Expr {
             Expr::Not(e) | Expr::Cast { expr: e, .. } | Expr::LikePrefix { expr: e, .. } => {
                 e.may_be_null(nullable)
             }
+            // The condition's NULL takes `otherwise`.
+            Expr::If {
+                then, otherwise, ..
+            } => then.may_be_null(nullable) || otherwise.may_be_null(nullable),
         }
     }
 
@@ -158,6 +187,7 @@ impl Expr {
             Expr::Column { ty, .. }
             | Expr::Literal { ty, .. }
             | Expr::Arith { ty, .. }
+            | Expr::If { ty, .. }
             | Expr::Cast { ty, .. } => *ty,
             Expr::Compare { .. }
             | Expr::And(..)
@@ -166,6 +196,22 @@ impl Expr {
             | Expr::IsNull { .. }
             | Expr::LikePrefix { .. } => ColType::Boolean,
         }
+    }
+}
+
+impl Expr {
+    /// The columns this expression matches with a `LIKE` prefix longer than 4 bytes: the
+    /// host gives them as prefix views, each string's length and first 12 bytes (a string
+    /// view's words, but for a longer string its bytes 4 to 12 in place of where its data
+    /// is), which tell every comparison pipelines make as views do.
+    pub fn long_prefix_columns(&self, out: &mut Vec<usize>) {
+        self.visit(&mut |e| {
+            if let Expr::LikePrefix { expr, prefix, .. } = e {
+                if let (Expr::Column { index, .. }, true) = (&**expr, prefix.len() > 4) {
+                    out.push(*index);
+                }
+            }
+        });
     }
 }
 
@@ -226,6 +272,9 @@ impl Expr {
                 };
                 d as u32
             }
+            Expr::If {
+                then, otherwise, ..
+            } => then.digits().max(otherwise.digits()),
             _ => I128_DIGITS + 1,
         }
     }
@@ -296,6 +345,9 @@ pub fn lower(
     }
     if let Some(l) = e.downcast_ref::<InListExpr>() {
         return in_list(l, schema, inputs);
+    }
+    if let Some(c) = e.downcast_ref::<CaseExpr>() {
+        return case(c, ty, schema, inputs);
     }
     Err(Decline::Expr(format!("{expr}")))
 }
@@ -441,7 +493,11 @@ fn like(l: &LikeExpr, expr: Arc<Expr>) -> Result<Arc<Expr>, Decline> {
     };
     let prefix = p.strip_suffix(b"%").ok_or_else(unsupported)?;
     let plain = !prefix.iter().any(|c| matches!(c, b'%' | b'_' | b'\\'));
-    if l.case_insensitive() || !plain || prefix.len() > 4 || !expr.ty().is_string() {
+    let long_of_column = prefix.len() <= 12 && matches!(*expr, Expr::Column { .. });
+    if l.case_insensitive() || !plain || (prefix.len() > 4 && !long_of_column) {
+        return Err(unsupported());
+    }
+    if !expr.ty().is_string() {
         return Err(unsupported());
     }
     Ok(Arc::new(Expr::LikePrefix {
@@ -472,4 +528,41 @@ fn in_list(l: &InListExpr, schema: &Schema, inputs: &[Input]) -> Result<Arc<Expr
     } else {
         any
     })
+}
+
+/// `CASE WHEN c1 THEN v1 WHEN c2 THEN v2 ... ELSE v END` as nested [`Expr::If`]s (no base
+/// expression; an `ELSE`, every value of the result type).
+fn case(
+    c: &CaseExpr,
+    ty: ColType,
+    schema: &Schema,
+    inputs: &[Input],
+) -> Result<Arc<Expr>, Decline> {
+    let unsupported = |why: &str| Decline::Expr(format!("{c} ({why})"));
+    if c.expr().is_some() {
+        return Err(unsupported("a CASE with a base expression"));
+    }
+    let otherwise = c.else_expr().ok_or_else(|| unsupported("no ELSE"))?;
+    let value = |e: &Arc<dyn PhysicalExpr>| {
+        let v = lower(e, schema, inputs)?;
+        if v.ty() == ty {
+            Ok(v)
+        } else {
+            Err(unsupported("values of different types"))
+        }
+    };
+    let mut out = value(otherwise)?;
+    for (when, then) in c.when_then_expr().iter().rev() {
+        let cond = lower(when, schema, inputs)?;
+        if cond.ty() != ColType::Boolean {
+            return Err(unsupported("a condition that is not a boolean"));
+        }
+        out = Arc::new(Expr::If {
+            cond,
+            then: value(then)?,
+            otherwise: out,
+            ty,
+        });
+    }
+    Ok(out)
 }

@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+pub mod build;
 pub mod codegen;
 pub mod compile;
 pub mod config;

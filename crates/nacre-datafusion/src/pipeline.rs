@@ -1,20 +1,25 @@
 //! A pipeline: what one compiled function computes, lowered from a DataFusion subtree — an
-//! in-memory scan, the filters and projections above it, and the partial aggregation that
-//! ends it (the aggregation's first phase, one per partition; DataFusion merges the
-//! partitions' states as before).
+//! in-memory scan, the filters and projections above it, at most one inner equi-join that
+//! probes a hash table of another subtree's rows ([`Join`], [`Build`]), and the partial
+//! aggregation that ends it (the aggregation's first phase, one per partition; DataFusion
+//! merges the partitions' states as before).
 
+use crate::build::BuildSide;
 use crate::error::Decline;
 use crate::expr::{lower, Expr, Input, Lit};
 use crate::types::{ColType, Repr};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::{JoinSide, JoinType, NullEquality};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::{DataSource, DataSourceExec};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::joins::{HashJoinExec, PartitionMode};
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::{ExecutionPlan, InputOrderMode};
+use datafusion::physical_plan::{replace_children_if_necessary, ExecutionPlan, InputOrderMode};
 use std::sync::Arc;
 
 /// An aggregate function.
@@ -123,6 +128,49 @@ pub struct Program {
     /// Group key values for direct indexing (see [`Program::with_domain`]): for each key,
     /// its values as key words ([`Program::words_of_key`] each); `None`: a hash table.
     pub domain: Option<Vec<Vec<Vec<u64>>>>,
+    /// The join the scanned rows probe, if any: [`Program::columns`] then ends with the
+    /// build side's columns, read at the matching build row.
+    pub join: Option<Join>,
+}
+
+/// An inner equi-join in a program: each scanned row that passes [`Program::filter`] looks
+/// its key up among the build side's rows ([`Build`]), whose keys are unique; a row without
+/// a match, or whose key is NULL, drops out, as in DataFusion's hash join.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Join {
+    /// The scanned rows' key: an `Int32` or `Int64` expression over scanned columns.
+    pub key: Arc<Expr>,
+    /// The first build column in [`Program::columns`]: columns from here on are read at the
+    /// matching build row.
+    pub first_build: usize,
+    /// The filters above the join (over both sides' columns), computed for matched rows.
+    pub filter: Option<Arc<Expr>>,
+    /// How the build side's keys are found: by direct indexing where they are dense
+    /// ([`Lookup::Direct`], chosen when the build side is known), else a hash table.
+    pub lookup: Lookup,
+}
+
+/// How a program finds a key among the build side's ([`Join::lookup`]).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Lookup {
+    /// An open-addressing table of the keys (linear probing).
+    Hash,
+    /// A table indexed by `key - least key`: the build side's keys span at most a few times
+    /// as many values as there are rows.
+    Direct,
+}
+
+/// The build side of a join: a DataFusion subtree, run once per operator (every partition),
+/// whose rows the scanned rows probe ([`Join`]).
+#[derive(Clone, Debug)]
+pub struct Build {
+    /// The subtree.
+    pub plan: Arc<dyn ExecutionPlan>,
+    /// The column of its output holding the join key.
+    pub key: usize,
+    /// For each build column of the program (in order, from [`Join::first_build`]): its
+    /// index in the subtree's output, and its type.
+    pub columns: Vec<(usize, ColType)>,
 }
 
 /// The most key value combinations a program indexes directly ([`Program::with_domain`]).
@@ -156,23 +204,50 @@ impl Program {
         key.ty().repr().key_words() + usize::from(key.may_be_null(&self.nullable))
     }
 
-    /// Whether the program reads scanned column `k`.
+    /// Whether the program reads column `k` (scanned, or of the build side).
     pub fn reads(&self, k: usize) -> bool {
         let mut found = false;
-        let args = self.aggs.iter().filter_map(|a| a.arg.as_ref());
-        let roots = self.filter.iter().chain(&self.keys).chain(args);
-        for e in roots {
+        for e in self.roots() {
             e.visit(&mut |n| found |= matches!(n, Expr::Column { index, .. } if *index == k));
         }
         found
+    }
+
+    /// The expressions the program computes: the filters, the join key, the group keys and
+    /// the aggregates' arguments.
+    pub fn roots(&self) -> impl Iterator<Item = &Arc<Expr>> + '_ {
+        let join = self.join.iter();
+        let join = join.flat_map(|j| std::iter::once(&j.key).chain(&j.filter));
+        let args = self.aggs.iter().filter_map(|a| a.arg.as_ref());
+        self.filter.iter().chain(join).chain(&self.keys).chain(args)
+    }
+
+    /// The columns the host gives as prefix views ([`Expr::long_prefix_columns`]), each
+    /// once.
+    pub fn long_prefix_columns(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        for e in self.roots() {
+            e.long_prefix_columns(&mut out);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The program whose join finds keys by `lookup` ([`Join::lookup`]).
+    pub fn with_lookup(&self, lookup: Lookup) -> Program {
+        let mut p = self.clone();
+        if let Some(j) = &mut p.join {
+            j.lookup = lookup;
+        }
+        p
     }
 
     /// Whether the program computes with decimals and every decimal constant fits an
     /// `i64`, so that its rows can be computed in 64 bits ([`Program::narrow`]).
     pub fn narrowable(&self) -> bool {
         let (mut decimals, mut fits) = (false, true);
-        let args = self.aggs.iter().filter_map(|a| a.arg.as_ref());
-        for e in self.filter.iter().chain(&self.keys).chain(args) {
+        for e in self.roots() {
             e.visit(&mut |n| {
                 if n.ty().repr() != Repr::I128 {
                     return;
@@ -292,6 +367,12 @@ pub struct Pipeline {
     pub program: Arc<Program>,
     /// The output schema: the keys, then every aggregate's states.
     pub schema: SchemaRef,
+    /// The build side of the program's join ([`Program::join`]).
+    pub build: Option<Build>,
+    /// The subtree to run where compiled code declines, where it differs from the one the
+    /// pipeline was lowered from: with a join, that join collected on its build side (see
+    /// `collected_join`), so that its partitions are the scan's.
+    pub fallback: Option<Arc<dyn ExecutionPlan>>,
 }
 
 /// The bank index of a representation.
@@ -317,7 +398,13 @@ impl Pipeline {
         if !group.is_single() || agg.filter_expr().iter().any(Option::is_some) {
             return Err(Decline::Plan("grouping sets or FILTER clauses".into()));
         }
-        let (scan, inputs, filter) = lower_input(agg.input())?;
+        let Lowered {
+            scan,
+            inputs,
+            filter,
+            join,
+            plan: input,
+        } = lower_input(agg.input())?;
         let schema = agg.input_schema();
         let keys = group
             .expr()
@@ -332,25 +419,51 @@ impl Pipeline {
             .map(|a| aggregate(a, &schema, &inputs, &mut accs))
             .collect::<Result<Vec<_>, _>>()?;
         let banks = banks(&accs)?;
+        let (join, build) = join.unzip();
+        let build_types = build.iter().flat_map(|b| b.columns.iter().map(|c| c.1));
+        let columns: Vec<ColType> = scan
+            .columns
+            .iter()
+            .map(|c| c.1)
+            .chain(build_types)
+            .collect();
         let program = Program {
-            columns: scan.columns.iter().map(|c| c.1).collect(),
+            nullable: vec![false; columns.len()],
+            columns,
             filter,
             keys,
             aggs,
             accs,
             banks,
-            nullable: vec![false; scan.columns.len()],
             narrow: false,
             domain: None,
+            join,
         };
         let program = Program {
             narrow: program.narrowable(),
             ..program
         };
+        let fallback = if Arc::ptr_eq(&input, agg.input()) {
+            None
+        } else {
+            let partial = AggregateExec::try_new(
+                AggregateMode::Partial,
+                agg.group_expr().clone(),
+                agg.aggr_expr().to_vec(),
+                agg.filter_expr().to_vec(),
+                input,
+                agg.input_schema(),
+            );
+            let partial =
+                partial.map_err(|e| Decline::Plan(format!("rebuilding the aggregate: {e}")))?;
+            Some(Arc::new(partial) as Arc<dyn ExecutionPlan>)
+        };
         let p = Pipeline {
             scan,
             program: Arc::new(program),
             schema: agg.schema(),
+            build,
+            fallback,
         };
         p.check_keys()?;
         Ok(p)
@@ -373,7 +486,8 @@ impl Pipeline {
     }
 
     /// For each scanned column, whether partition `partition` holds nulls in it (where the
-    /// program reads it; from the batches' null counts, without reading the data).
+    /// program reads it; from the batches' null counts, without reading the data). The build
+    /// side's columns follow in a program with a join ([`BuildSide::nulls`]).
     pub fn nulls(&self, partition: usize) -> Vec<bool> {
         let batches = self
             .scan
@@ -393,71 +507,142 @@ impl Pipeline {
             .collect()
     }
 
-    /// The program that runs partition `partition`: the pipeline's, or its variant for the
-    /// nulls the partition holds ([`Program::with_nulls`]); `Err` where no variant computes
-    /// it (DataFusion runs it).
-    pub fn program_for(&self, partition: usize) -> Result<Arc<Program>, Decline> {
-        let nulls = self.nulls(partition);
-        if nulls.iter().any(|&n| n) {
-            Ok(Arc::new(self.program.with_nulls(nulls)?))
-        } else {
-            Ok(self.program.clone())
+    /// The program that runs partition `partition` (joined with `build`, the build side,
+    /// in a pipeline with a join): the pipeline's, or its variant for the nulls the
+    /// partition and the build side hold ([`Program::with_nulls`]) and the build side's
+    /// lookup ([`Program::with_lookup`]); `Err` where no variant computes it (DataFusion
+    /// runs it).
+    pub fn program_for(
+        &self,
+        partition: usize,
+        build: Option<&BuildSide>,
+    ) -> Result<Arc<Program>, Decline> {
+        let mut nulls = self.nulls(partition);
+        if let Some(b) = build {
+            nulls.extend(b.nulls());
         }
+        let program = if nulls.iter().any(|&n| n) {
+            Arc::new(self.program.with_nulls(nulls)?)
+        } else {
+            self.program.clone()
+        };
+        Ok(match build {
+            Some(b) if program.join.is_some() => Arc::new(program.with_lookup(b.lookup())),
+            _ => program,
+        })
     }
 }
 
-/// The scan below an operator, the expressions of the operator's columns, and its filter.
-type Lowered = (Scan, Vec<Input>, Option<Arc<Expr>>);
+/// What the operators below an aggregate lower to.
+struct Lowered {
+    /// The scan.
+    scan: Scan,
+    /// The expression of each column of the operator's output.
+    inputs: Vec<Input>,
+    /// The conjunction of the filters below the join (or all, without one).
+    filter: Option<Arc<Expr>>,
+    /// The join, with the conjunction of the filters above it.
+    join: Option<(Join, Build)>,
+    /// The subtree with its join (if any) collected on its build side, so that its
+    /// partitions are those of the scan (see [`collected_join`]).
+    plan: Arc<dyn ExecutionPlan>,
+}
+
+/// `conjunction AND pred`.
+fn and(conjunction: Option<Arc<Expr>>, pred: Arc<Expr>) -> Option<Arc<Expr>> {
+    Some(match conjunction {
+        None => pred,
+        Some(g) => Arc::new(Expr::And(g, pred)),
+    })
+}
+
+/// `plan` with its only child replaced by `child` (itself where that is its child).
+fn with_child(
+    plan: &Arc<dyn ExecutionPlan>,
+    child: &Arc<dyn ExecutionPlan>,
+) -> Result<Arc<dyn ExecutionPlan>, Decline> {
+    replace_children_if_necessary(plan.clone(), vec![child.clone()])
+        .map_err(|e| Decline::Plan(format!("rebuilding {}: {e}", plan.name())))
+}
 
 /// Lowers the operators below the aggregate: the scan, and the expressions that give each
 /// column of `plan`'s output, and the conjunction of the filters on the way.
 fn lower_input(plan: &Arc<dyn ExecutionPlan>) -> Result<Lowered, Decline> {
     if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
-        let (scan, inputs, filter) = lower_input(p.input())?;
+        let below = lower_input(p.input())?;
         let schema = p.input().schema();
-        let exprs = p
+        let inputs = p
             .expr()
             .iter()
-            .map(|e| lower(&e.expr, &schema, &inputs).map(Some))
+            .map(|e| lower(&e.expr, &schema, &below.inputs).map(Some))
             .collect::<Result<Vec<_>, _>>()?;
-        return Ok((scan, exprs, filter));
+        let plan = with_child(plan, &below.plan)?;
+        return Ok(Lowered {
+            inputs,
+            plan,
+            ..below
+        });
     }
     if let Some(f) = plan.downcast_ref::<FilterExec>() {
-        if f.fetch().is_some() {
-            return Err(Decline::Plan("a filter with a limit".into()));
-        }
-        let (scan, inputs, filter) = lower_input(f.input())?;
-        let pred = lower(f.predicate(), &f.input().schema(), &inputs)?;
-        let filter = Some(match filter {
-            None => pred,
-            Some(g) => Arc::new(Expr::And(g, pred)),
-        });
-        let out = match f.projection() {
-            None => inputs,
-            Some(p) => p
-                .iter()
-                .map(|&i| {
-                    inputs
-                        .get(i)
-                        .cloned()
-                        .ok_or_else(|| Decline::Plan(format!("filter projection {i}")))
-                })
-                .collect::<Result<_, _>>()?,
-        };
-        return Ok((scan, out, filter));
+        return lower_filter(plan, f);
     }
     if plan.name() == "CoalesceBatchesExec" && plan.children().len() == 1 {
-        return lower_input(plan.children()[0]);
+        let below = lower_input(plan.children()[0])?;
+        let plan = with_child(plan, &below.plan)?;
+        return Ok(Lowered { plan, ..below });
+    }
+    if let Some(j) = plan.downcast_ref::<HashJoinExec>() {
+        return lower_join(j);
     }
     if let Some(d) = plan.downcast_ref::<DataSourceExec>() {
         if let Some(m) = d.data_source().downcast_ref::<MemorySourceConfig>() {
-            return scan(m);
+            let (scan, inputs) = scan(m)?;
+            return Ok(Lowered {
+                scan,
+                inputs,
+                filter: None,
+                join: None,
+                plan: plan.clone(),
+            });
         }
     }
     Err(Decline::Plan(format!("operator {}", plan.name())))
 }
 
-fn scan(m: &MemorySourceConfig) -> Result<Lowered, Decline> {
+/// A filter (the node `plan`): below a join it joins the scan's filter, above one the
+/// join's.
+fn lower_filter(plan: &Arc<dyn ExecutionPlan>, f: &FilterExec) -> Result<Lowered, Decline> {
+    if f.fetch().is_some() {
+        return Err(Decline::Plan("a filter with a limit".into()));
+    }
+    let mut below = lower_input(f.input())?;
+    let pred = lower(f.predicate(), &f.input().schema(), &below.inputs)?;
+    match &mut below.join {
+        Some((join, _)) => join.filter = and(join.filter.take(), pred),
+        None => below.filter = and(below.filter.take(), pred),
+    }
+    let inputs = match f.projection() {
+        None => below.inputs,
+        Some(p) => p
+            .iter()
+            .map(|&i| {
+                below
+                    .inputs
+                    .get(i)
+                    .cloned()
+                    .ok_or_else(|| Decline::Plan(format!("filter projection {i}")))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let plan = with_child(plan, &below.plan)?;
+    Ok(Lowered {
+        inputs,
+        plan,
+        ..below
+    })
+}
+
+fn scan(m: &MemorySourceConfig) -> Result<(Scan, Vec<Input>), Decline> {
     if m.fetch().is_some() {
         return Err(Decline::Plan("a scan with a limit".into()));
     }
@@ -469,9 +654,8 @@ fn scan(m: &MemorySourceConfig) -> Result<Lowered, Decline> {
     let mut columns = Vec::new();
     let mut exprs = Vec::new();
     for &c in &projected {
-        let readable = ColType::of(schema.field(c).data_type())
-            .filter(|t| !matches!(t, ColType::UInt64 | ColType::Boolean));
-        exprs.push(readable.map(|ty| {
+        let ty = readable(schema.field(c).data_type());
+        exprs.push(ty.map(|ty| {
             columns.push((c, ty));
             Arc::new(Expr::Column {
                 index: columns.len() - 1,
@@ -483,7 +667,174 @@ fn scan(m: &MemorySourceConfig) -> Result<Lowered, Decline> {
         partitions: m.partitions().to_vec(),
         columns,
     };
-    Ok((scan, exprs, None))
+    Ok((scan, exprs))
+}
+
+/// The type of a column pipelines read, `None` for those they do not.
+fn readable(ty: &DataType) -> Option<ColType> {
+    ColType::of(ty).filter(|t| !matches!(t, ColType::UInt64 | ColType::Boolean))
+}
+
+/// `plan` without the repartitioning and coalescing DataFusion puts above a join's inputs:
+/// a join whose build side is collected reads its probe side's partitions.
+fn unpartitioned(plan: &Arc<dyn ExecutionPlan>) -> &Arc<dyn ExecutionPlan> {
+    match plan.name() {
+        "RepartitionExec" | "CoalesceBatchesExec" | "CoalescePartitionsExec"
+            if plan.children().len() == 1 =>
+        {
+            unpartitioned(plan.children()[0])
+        }
+        _ => plan,
+    }
+}
+
+/// The rows of a scan.
+fn scan_rows(scan: &Scan) -> usize {
+    scan.partitions
+        .iter()
+        .flatten()
+        .map(RecordBatch::num_rows)
+        .sum()
+}
+
+/// An inner equi-join on one integer key (and a filter over both sides' columns): the side
+/// with more scanned rows is the probe side, lowered into the pipeline; the other is the
+/// build side, run by DataFusion.
+fn lower_join(j: &HashJoinExec) -> Result<Lowered, Decline> {
+    let simple = *j.join_type() == JoinType::Inner
+        && j.null_equality() == NullEquality::NullEqualsNothing
+        && j.on().len() == 1;
+    if !simple {
+        return Err(Decline::Plan(format!(
+            "a join other than an inner equi-join on one key ({:?})",
+            j.join_type()
+        )));
+    }
+    let (left, right) = (unpartitioned(j.left()), unpartitioned(j.right()));
+    let sides = [(right, left, true), (left, right, false)];
+    let mut lowered: Vec<_> = sides
+        .into_iter()
+        .filter_map(|(probe, build, right)| Some((lower_input(probe).ok()?, build, right)))
+        .collect();
+    lowered.sort_by_key(|(l, ..)| std::cmp::Reverse(scan_rows(&l.scan)));
+    let Some((probe, build, probe_right)) = lowered.into_iter().next() else {
+        return Err(Decline::Plan(
+            "a join neither of whose sides is a pipeline".into(),
+        ));
+    };
+    if probe.join.is_some() {
+        return Err(Decline::Plan("a join above a join".into()));
+    }
+    let (probe_on, build_on) = if probe_right {
+        (&j.on()[0].1, &j.on()[0].0)
+    } else {
+        (&j.on()[0].0, &j.on()[0].1)
+    };
+    let probe_schema = if probe_right { j.right() } else { j.left() }.schema();
+    let key = lower(probe_on, &probe_schema, &probe.inputs)?;
+    let build_key = build_on
+        .downcast_ref::<Column>()
+        .filter(|c| readable(build.schema().field(c.index()).data_type()) == Some(key.ty()))
+        .filter(|_| matches!(key.ty(), ColType::Int32 | ColType::Int64))
+        .ok_or_else(|| {
+            Decline::Plan(format!(
+                "join key {build_on} (an integer column of one type on both sides)"
+            ))
+        })?;
+    let first_build = probe.scan.columns.len();
+    let mut columns = Vec::new();
+    let build_inputs: Vec<Input> = build
+        .schema()
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(c, f)| {
+            readable(f.data_type()).map(|ty| {
+                columns.push((c, ty));
+                Arc::new(Expr::Column {
+                    index: first_build + columns.len() - 1,
+                    ty,
+                })
+            })
+        })
+        .collect();
+    let (left_inputs, right_inputs) = if probe_right {
+        (build_inputs, probe.inputs)
+    } else {
+        (probe.inputs, build_inputs)
+    };
+    let filter = j
+        .filter()
+        .map(|f| {
+            let inputs: Vec<Input> = f
+                .column_indices()
+                .iter()
+                .map(|c| match c.side {
+                    JoinSide::Left => left_inputs.get(c.index).cloned().flatten(),
+                    JoinSide::Right => right_inputs.get(c.index).cloned().flatten(),
+                    JoinSide::None => None,
+                })
+                .collect();
+            lower(f.expression(), f.schema(), &inputs)
+        })
+        .transpose()?;
+    let all: Vec<Input> = left_inputs.into_iter().chain(right_inputs).collect();
+    let inputs = match j.projection.as_deref() {
+        None => all,
+        Some(p) => p.iter().map(|&i| all.get(i).cloned().flatten()).collect(),
+    };
+    let join = Join {
+        key,
+        first_build,
+        filter,
+        lookup: Lookup::Hash,
+    };
+    let build = Build {
+        plan: build.clone(),
+        key: build_key.index(),
+        columns,
+    };
+    let plan = collected_join(j, left, right, probe_right)?;
+    Ok(Lowered {
+        scan: probe.scan,
+        inputs,
+        filter: probe.filter,
+        join: Some((join, build)),
+        plan,
+    })
+}
+
+/// The join `j` with its build side collected (DataFusion's `CollectLeft`) and its inputs
+/// not repartitioned (`left`, `right`), the build side on the left: its output partitions
+/// are then those of the probe side's scan, as the compiled pipeline's. Swapped where the
+/// probe side is on the left, under a projection that keeps the columns' order.
+fn collected_join(
+    j: &HashJoinExec,
+    left: &Arc<dyn ExecutionPlan>,
+    right: &Arc<dyn ExecutionPlan>,
+    probe_right: bool,
+) -> Result<Arc<dyn ExecutionPlan>, Decline> {
+    let failed =
+        |e: datafusion::error::DataFusionError| Decline::Plan(format!("rebuilding a join: {e}"));
+    let collected = HashJoinExec::try_new(
+        left.clone(),
+        right.clone(),
+        j.on().to_vec(),
+        j.filter().cloned(),
+        &JoinType::Inner,
+        j.projection.as_deref().map(<[usize]>::to_vec),
+        PartitionMode::CollectLeft,
+        NullEquality::NullEqualsNothing,
+        false,
+    )
+    .map_err(failed)?;
+    if probe_right {
+        Ok(Arc::new(collected))
+    } else {
+        collected
+            .swap_inputs(PartitionMode::CollectLeft)
+            .map_err(failed)
+    }
 }
 
 /// The accumulator of `kind` over `arg` in representation `repr`: one already in `accs` (a

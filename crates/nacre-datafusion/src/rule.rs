@@ -73,11 +73,12 @@ impl NacreRule {
         match Pipeline::from_partial_aggregate(agg) {
             Ok(p) => {
                 let placement = Placement::choose(config, &p.program)?;
+                let fallback = p.fallback.clone().unwrap_or_else(|| plan.clone());
                 Ok(Some(Arc::new(NacreAggregateExec::new(
                     p,
                     self.options.clone(),
                     placement,
-                    plan.clone(),
+                    fallback,
                 ))))
             }
             Err(why) => {

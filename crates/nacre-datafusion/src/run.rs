@@ -3,6 +3,7 @@
 //! it asks, switches to direct indexing once a batch has shown few key values,
 //! and turns the accumulators into the partial aggregate's output batch.
 
+use crate::build::BuildSide;
 use crate::codegen::{
     hash_words, identity_bits, FrameLayout, STATUS_OVERFLOW, STATUS_UNSUPPORTED, STATUS_WIDE,
 };
@@ -47,26 +48,29 @@ pub(crate) enum Ran {
 /// [`Pipeline::program_for`]), compiled as `f`, over partition `partition`. With group keys,
 /// the first batch whose rows form groups teaches the keys' values: where they are few, the
 /// rest runs with the program that indexes them directly ([`Program::with_domain`],
-/// compiled with `options`) until a row brings another value. Crate-private: `f` must be
-/// `program`'s compiled code (`crate::compile::compiled`), which the frames it gets assume.
+/// compiled with `options`) until a row brings another value. A program with a join probes
+/// `build`, its build side (a build side without rows matches no row: nothing runs).
+/// Crate-private: `f` must be `program`'s compiled code (`crate::compile::compiled`), and
+/// `program` the pipeline's for `build` (`Pipeline::program_for`), which the frames assume.
 pub(crate) fn run_partition(
     p: &Pipeline,
     program: &Program,
     f: &PipelineFn,
     options: &nacre::Options,
     partition: usize,
+    build: Option<&BuildSide>,
 ) -> Result<Ran, Error> {
-    let batches = p
-        .scan
-        .partitions
-        .get(partition)
-        .map_or(&[][..], Vec::as_slice);
+    let unmatched = program.join.is_some() && build.is_none_or(|b| b.rows() == 0);
+    let batches = match p.scan.partitions.get(partition) {
+        Some(batches) if !unmatched => batches.as_slice(),
+        _ => &[],
+    };
     let mut status = 0u64;
     let columns = if program.keys.is_empty() {
         let mut banks = Banks::identities(program, 1);
         for b in batches {
             let data = BatchData::of(p, program, b)?;
-            let mut frame = frame(program, &data, &mut banks, &mut status);
+            let mut frame = frame(program, &data, build, &mut banks, &mut status);
             call(f, &mut frame, 0, b.num_rows())?;
         }
         ungrouped_output(program, &banks)?
@@ -80,7 +84,7 @@ pub(crate) fn run_partition(
             let data = BatchData::of(p, program, b)?;
             let mut start = 0;
             while start < b.num_rows() {
-                let mut frame = frame(program, &data, &mut table.banks, &mut status);
+                let mut frame = frame(program, &data, build, &mut table.banks, &mut status);
                 table.fill_frame(&mut frame, l);
                 if let Some(d) = &mut direct {
                     frame[l.lut()] = d.lut.as_mut_ptr() as u64;
@@ -126,7 +130,11 @@ fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<u
     // call returns; the compiled code reads rows `start..end` only, banks within their
     // lengths (`MAX_ACCS`, or `capacity + 1` slots of the bank's accumulators), the table
     // within its capacity (the probe ends at an empty slot: the table is at most half full)
-    // and the lookup table at the index of key values found in the domain.
+    // and the lookup table at the index of key values found in the domain. With a join, the
+    // frame also holds the build side's columns, validity and lookup table (`BuildSide`,
+    // alive in the caller, not empty): the probe reads the hash table within its capacity
+    // (at most two thirds full) or the direct table below its length, and build columns at
+    // the row found or row 0.
     let r = unsafe { f.call(RawPtr::new(frame.as_mut_ptr()), start as u64, end as u64) };
     Ok(r? as usize)
 }
@@ -136,11 +144,44 @@ fn call(f: &PipelineFn, frame: &mut [u64], start: usize, end: usize) -> Result<u
 pub(crate) fn readable_column(p: &Pipeline, b: &RecordBatch, k: usize) -> Result<ArrayRef, Error> {
     let (col, ty) = p.scan.columns[k];
     let a = b.column(col);
-    if ty.needs_views() && p.program.reads(k) {
+    if p.program.reads(k) {
+        readable(a, ty)
+    } else {
+        Ok(a.clone())
+    }
+}
+
+/// A column of type `ty` as pipelines read it: strings of other encodings as views.
+pub(crate) fn readable(a: &ArrayRef, ty: ColType) -> Result<ArrayRef, Error> {
+    if ty.needs_views() {
         Ok(cast(a, &DataType::Utf8View)?)
     } else {
         Ok(a.clone())
     }
+}
+
+/// A string column (as views) as prefix views ([`crate::expr::Expr::long_prefix_columns`]):
+/// two words per row, as its view's, but for a string longer than 12 bytes its bytes 4 to 12
+/// in the second word.
+pub(crate) fn prefix_views(a: &ArrayRef) -> Result<ArrayRef, Error> {
+    let views = cast(a, &DataType::Utf8View)?;
+    let Some(v) = views.as_any().downcast_ref::<StringViewArray>() else {
+        return Ok(views);
+    };
+    let mut words = Vec::with_capacity(2 * v.len());
+    for (i, &view) in v.views().iter().enumerate() {
+        let low = view as u64;
+        let high = if (low as u32) <= 12 {
+            (view >> 64) as u64
+        } else {
+            let bytes = v.value(i).as_bytes();
+            let mut rest = [0u8; 8];
+            rest.copy_from_slice(&bytes[4..12]);
+            u64::from_le_bytes(rest)
+        };
+        words.extend([low, high]);
+    }
+    Ok(Arc::new(UInt64Array::from(words)))
 }
 
 /// What the frame of a batch points into, so it lives through the call: the scanned columns
@@ -153,7 +194,7 @@ struct BatchData {
 
 impl BatchData {
     fn of(p: &Pipeline, program: &Program, b: &RecordBatch) -> Result<BatchData, Error> {
-        let columns = (0..p.scan.columns.len())
+        let mut columns = (0..p.scan.columns.len())
             .map(|k| readable_column(p, b, k))
             .collect::<Result<Vec<_>, _>>()?;
         let validity = columns
@@ -161,29 +202,49 @@ impl BatchData {
             .zip(&program.nullable)
             .map(|(a, &nullable)| nullable.then(|| validity_bytes(a.as_ref())))
             .collect();
+        for k in program.long_prefix_columns() {
+            if let Some(c) = columns.get_mut(k) {
+                *c = prefix_views(c)?;
+            }
+        }
         Ok(BatchData { columns, validity })
     }
 }
 
 /// A byte per row of `a`: 1 where the value is not null.
-fn validity_bytes(a: &dyn Array) -> Vec<u8> {
+pub(crate) fn validity_bytes(a: &dyn Array) -> Vec<u8> {
     match a.logical_nulls() {
         Some(nulls) => nulls.iter().map(u8::from).collect(),
         None => vec![1; a.len()],
     }
 }
 
-/// A frame with the batch's columns and validity, the banks and the status word.
-fn frame(program: &Program, data: &BatchData, banks: &mut Banks, status: &mut u64) -> Vec<u64> {
+/// A frame with the batch's columns and validity, the build side's, the banks and the
+/// status word.
+fn frame(
+    program: &Program,
+    data: &BatchData,
+    build: Option<&BuildSide>,
+    banks: &mut Banks,
+    status: &mut u64,
+) -> Vec<u64> {
     let l = FrameLayout {
         columns: program.columns.len(),
     };
     let mut frame = vec![0u64; l.words()];
-    for (k, &ty) in program.columns.iter().enumerate() {
-        frame[k] = column_address(data.columns[k].as_ref(), ty);
-        if let Some(v) = &data.validity[k] {
+    let scanned = data
+        .columns
+        .iter()
+        .zip(&data.validity)
+        .zip(&program.columns);
+    for (k, ((a, v), &ty)) in scanned.enumerate() {
+        frame[k] = column_address(a.as_ref(), ty);
+        if let Some(v) = v {
             frame[l.validity(k)] = v.as_ptr() as u64;
         }
+    }
+    if let (Some(b), Some(j)) = (build, &program.join) {
+        b.fill_frame(&mut frame, l, j.first_build);
     }
     frame[l.bank(0)] = banks.i64.as_mut_ptr() as u64;
     frame[l.bank(1)] = banks.i128.as_mut_ptr() as u64;
@@ -199,17 +260,20 @@ fn values_address<T: ArrowPrimitiveType>(a: &dyn Array) -> u64 {
 }
 
 /// The address of a column's values (0 for a column the program does not read).
-fn column_address(a: &dyn Array, ty: ColType) -> u64 {
+pub(crate) fn column_address(a: &dyn Array, ty: ColType) -> u64 {
     match ty {
         ColType::Int32 => values_address::<Int32Type>(a),
         ColType::Date32 => values_address::<Date32Type>(a),
         ColType::Int64 => values_address::<Int64Type>(a),
         ColType::Float64 => values_address::<Float64Type>(a),
         ColType::Decimal { .. } => values_address::<Decimal128Type>(a),
-        ColType::Utf8View | ColType::Utf8 | ColType::DictUtf8 => a
-            .as_any()
-            .downcast_ref::<StringViewArray>()
-            .map_or(0, |v| v.views().as_ptr() as u64),
+        // Views, or prefix views (`prefix_views`).
+        ColType::Utf8View | ColType::Utf8 | ColType::DictUtf8 => {
+            match a.as_any().downcast_ref::<StringViewArray>() {
+                Some(v) => v.views().as_ptr() as u64,
+                None => values_address::<datafusion::arrow::datatypes::UInt64Type>(a),
+            }
+        }
         ColType::UInt64 | ColType::Boolean => 0,
     }
 }

@@ -82,8 +82,8 @@ async fn same(c: &Contexts, sql: &str, expect_compiled: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tpch_queries_match_datafusion() {
-    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
-    let c = contexts(|ctx| tpch::register(ctx, data.clone()).expect("registered")).await;
+    let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
+    let c = contexts(|ctx| data.register(ctx).expect("registered")).await;
     for (name, sql) in tpch::QUERIES {
         same(&c, sql, true).await;
         // Twice: the second run reuses the cached code.
@@ -96,8 +96,8 @@ async fn tpch_queries_match_datafusion() {
 /// a compiled partial aggregation under a final one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_stage_aggregations_are_split_and_compiled() {
-    let data = tpch::lineitem(0.01, 1).expect("generated");
-    let c = contexts(|ctx| tpch::register(ctx, data.clone()).expect("registered")).await;
+    let data = tpch::Tables::generate(0.01, 1).expect("generated");
+    let c = contexts(|ctx| data.register(ctx).expect("registered")).await;
     for ctx in [&c.plain, &c.nacre] {
         ctx.sql("SET datafusion.execution.target_partitions = 1")
             .await
@@ -121,8 +121,8 @@ async fn single_stage_aggregations_are_split_and_compiled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tpch_variants_match_datafusion() {
-    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
-    let c = contexts(|ctx| tpch::register(ctx, data.clone()).expect("registered")).await;
+    let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
+    let c = contexts(|ctx| data.register(ctx).expect("registered")).await;
     let compiled = [
         // Many groups: the group table grows several times.
         "select l_orderkey, sum(l_quantity), count(*), min(l_shipdate), max(l_discount) \
@@ -803,11 +803,8 @@ async fn device_runs(ctx: &SessionContext, sql: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gpu_kernels_match_datafusion_on_the_cpu_runtime() {
-    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
-    let c = contexts_on("cpu-kernels", |ctx| {
-        tpch::register(ctx, data.clone()).expect("registered")
-    })
-    .await;
+    let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
+    let c = contexts_on("cpu-kernels", |ctx| data.register(ctx).expect("registered")).await;
     let on_device = [
         tpch::QUERIES[0].1,
         tpch::QUERIES[1].1,
@@ -840,11 +837,8 @@ async fn gpu_kernels_match_datafusion_on_the_cpu_runtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cuda_runs_where_usable_and_says_why_not() {
-    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
-    let c = contexts_on("cuda", |ctx| {
-        tpch::register(ctx, data.clone()).expect("registered")
-    })
-    .await;
+    let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
+    let c = contexts_on("cuda", |ctx| data.register(ctx).expect("registered")).await;
     let sql = tpch::QUERIES[0].1;
     same(&c, sql, true).await;
     let placed = placements(&c.nacre, sql).await;
@@ -889,11 +883,8 @@ async fn gpu_kernels_compile_with_nvrtc() {
         eprintln!("gpu_kernels_compile_with_nvrtc skipped: {e}");
         return;
     }
-    let data = tpch::lineitem(0.01, PARTITIONS).expect("generated");
-    let c = contexts_on("cpu-kernels", |ctx| {
-        tpch::register(ctx, data.clone()).expect("registered")
-    })
-    .await;
+    let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
+    let c = contexts_on("cpu-kernels", |ctx| data.register(ctx).expect("registered")).await;
     for (name, sql) in tpch::QUERIES {
         let plan = physical_plan(&c.nacre, sql).await;
         let mut nodes = Vec::new();
@@ -914,5 +905,166 @@ async fn gpu_kernels_compile_with_nvrtc() {
                 }
             }
         }
+    }
+}
+
+/// TPC-H Q12 and Q14: the joins' probes run in `lineitem`'s compiled pipeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tpch_joins_match_datafusion() {
+    let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
+    let c = contexts(|ctx| data.register(ctx).expect("registered")).await;
+    for (name, sql) in tpch::JOIN_QUERIES {
+        same(&c, sql, true).await;
+        let plan = physical_plan(&c.nacre, sql).await;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        assert!(text.contains("join=true"), "{name}:\n{text}");
+        assert_eq!(fallbacks(&c, sql).await, 0, "{name}");
+    }
+}
+
+/// A fact table (`k` with NULLs and keys the dimensions lack, `k32`, `x`, `m`) and
+/// dimension tables keyed sparsely (`dim`, a hash table), densely (`dense`, direct
+/// indexing) and with a duplicate key (`dup`: DataFusion runs that join).
+fn join_tables(ctx: &SessionContext) {
+    let mut next = generator(7);
+    let dims = 300i64;
+    let sparse = |r: i64| r * 1_000_003 - 500_000_000;
+    let fact = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, true),
+        Field::new("k32", DataType::Int32, false),
+        Field::new("x", DataType::Int64, false),
+        Field::new("m", DataType::Decimal128(12, 3), false),
+    ]));
+    let parts: Vec<Vec<RecordBatch>> = (0..PARTITIONS)
+        .map(|_| {
+            let (mut k, mut k32, mut x, mut m) = (vec![], vec![], vec![], vec![]);
+            for _ in 0..3000 {
+                let r = (next() % (dims as u64 + 20)) as i64;
+                k.push((!next().is_multiple_of(17)).then_some(sparse(r)));
+                k32.push(r as i32);
+                x.push((next() % 1000) as i64 - 300);
+                m.push(next() as i128 % 1_000_000);
+            }
+            let cols: Vec<Arc<dyn Array>> = vec![
+                Arc::new(Int64Array::from(k)),
+                Arc::new(Int32Array::from(k32)),
+                Arc::new(Int64Array::from(x)),
+                Arc::new(
+                    Decimal128Array::from(m)
+                        .with_precision_and_scale(12, 3)
+                        .expect("decimal"),
+                ),
+            ];
+            vec![RecordBatch::try_new(fact.clone(), cols).expect("batch")]
+        })
+        .collect();
+    let t = MemTable::try_new(fact, parts).expect("table");
+    ctx.register_table("fact", Arc::new(t)).expect("registered");
+    let names = ["a", "bb", "PROMO x", "a name longer than a view", "ccc"];
+    let dim = |name: &str, key: &dyn Fn(i64) -> Option<i64>, rows: i64| {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("k32", DataType::Int32, false),
+            Field::new("name", DataType::Utf8, false),
+            Field::new("v", DataType::Int32, true),
+        ]));
+        let cols: Vec<Arc<dyn Array>> = vec![
+            Arc::new((0..rows).map(key).collect::<Int64Array>()),
+            Arc::new(Int32Array::from_iter_values((0..rows).map(|r| r as i32))),
+            Arc::new(StringArray::from_iter_values(
+                (0..rows).map(|r| names[r as usize % names.len()]),
+            )),
+            Arc::new(Int32Array::from_iter(
+                (0..rows).map(|r| (r % 7 != 3).then_some((r % 11) as i32)),
+            )),
+        ];
+        let batch = RecordBatch::try_new(schema.clone(), cols).expect("batch");
+        let t = MemTable::try_new(schema, vec![vec![batch]]).expect("table");
+        ctx.register_table(name, Arc::new(t)).expect("registered");
+    };
+    dim("dim", &|r| (r % 50 != 49).then_some(sparse(r)), dims);
+    dim("dense", &|r| Some(sparse(r)), dims);
+    dim("dup", &|r| Some(sparse(r % 200)), dims);
+}
+
+/// Joins of every kind the pipelines compile, and some they leave to DataFusion, give
+/// DataFusion's results.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_match_datafusion() {
+    let c = contexts(join_tables).await;
+    let compiled = [
+        // A hash table of sparse keys; NULL keys on both sides match nothing; a string
+        // group key from the build side (one too long for its view: DataFusion runs it).
+        "select d.name, count(*), sum(f.x), sum(f.m) from fact f join dim d on f.k = d.k \
+         group by d.name order by d.name",
+        // A nullable build column in an aggregate and in a CASE.
+        "select sum(d.v), count(d.v), sum(case when d.v is null then 1 else f.x end), \
+         sum(case when d.name like 'PRO%' then f.m else 0 end) from fact f, dim d where f.k = d.k",
+        // A filter over both sides, above the join.
+        "select count(*), sum(f.x * d.v) from fact f join dim d on f.k = d.k \
+         where f.x + d.v > 100 or d.name = 'bb'",
+        // Int32 keys, indexed directly.
+        "select d.v, count(*), min(f.x) from fact f join dense d on f.k32 = d.k32 \
+         where f.x > 0 group by d.v order by d.v",
+        // No build row passes its filter: the build side is empty.
+        "select count(*), sum(f.x) from fact f join dim d on f.k = d.k where d.v > 1000",
+    ];
+    for sql in compiled {
+        same(&c, sql, true).await;
+        let plan = physical_plan(&c.nacre, sql).await;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        assert!(text.contains("join=true"), "{sql}:\n{text}");
+    }
+    let sql =
+        "select d.v, count(*) from fact f join dense d on f.k = d.k group by d.v order by d.v";
+    same(&c, sql, true).await;
+    assert_eq!(fallbacks(&c, sql).await, 0, "{sql}");
+    // Two build rows of one key: every partition runs in DataFusion.
+    let sql = "select count(*), sum(f.x) from fact f join dup d on f.k = d.k";
+    same(&c, sql, true).await;
+    assert_eq!(fallbacks(&c, sql).await, PARTITIONS, "{sql}");
+}
+
+/// `LIKE` prefixes longer than a view's 4 bytes, over strings shorter and longer than 12
+/// bytes, with NULLs, on the scanned side and the build side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_like_prefixes_match_datafusion() {
+    let c = contexts(|ctx| {
+        join_tables(ctx);
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("s", DataType::Utf8, true),
+            Field::new("x", DataType::Int64, false),
+        ]));
+        let words = [
+            Some("PROMO"),
+            Some("PROMO BURNISHED COPPER"),
+            Some("PROMOTION"),
+            Some("PROM"),
+            None,
+            Some("a name longer than a view"),
+            Some("a name long"),
+            Some("PROMO PLATED"),
+        ];
+        let parts = (0..PARTITIONS)
+            .map(|p| {
+                let s: StringArray = (0..400).map(|r| words[(r * 7 + p) % words.len()]).collect();
+                let x = Int64Array::from_iter_values((0..400).map(|r| r as i64));
+                let cols: Vec<Arc<dyn Array>> = vec![Arc::new(s), Arc::new(x)];
+                vec![RecordBatch::try_new(schema.clone(), cols).expect("batch")]
+            })
+            .collect();
+        let t = MemTable::try_new(schema, parts).expect("table");
+        ctx.register_table("w", Arc::new(t)).expect("registered");
+    })
+    .await;
+    for sql in [
+        "select count(*), sum(x) from w where s like 'PROMO%'",
+        "select count(*), sum(x) from w where s not like 'PROMO %'",
+        "select sum(case when s like 'a name long%' then x else 0 end) from w",
+        "select count(*) from w where s like 'PROMOTION%' or s like 'PROMO PLATED%'",
+        "select sum(case when d.name like 'a name lo%' then f.x else 1 end) \
+         from fact f join dim d on f.k = d.k",
+    ] {
+        same(&c, sql, true).await;
     }
 }

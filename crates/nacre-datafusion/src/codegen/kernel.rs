@@ -23,7 +23,7 @@
 //! (exact modulo 2¹²⁸, as the CPU's wrapping sums). Minimum and maximum of 128-bit values
 //! have no atomic form: such pipelines run on the CPU ([`supports`]).
 
-use super::{columns, contribution, fold, identity_bits, ptr_at, Banks, Contribution, Flags, Row};
+use super::{contribution, fold, identity_bits, ptr_at, Banks, Contribution, Flags, Row, Sources};
 use crate::pipeline::{Acc, AccKind, Program, MAX_ACCS};
 use crate::types::Repr;
 use nacre::atomic::{Atomic, Ordering};
@@ -295,13 +295,11 @@ fn group_of(frame: Ptr<u64>, l: KernelLayout, i: Val<u64>) -> Val<u64> {
 /// Row `i`'s contribution, with the flags carried so far.
 fn row_contribution(
     p: &Program,
-    cols: &[super::Col],
+    src: &Sources,
     i: Val<u64>,
     flags: Flags,
 ) -> (Contribution, Flags) {
-    // Kernels run programs without nulls (`device::table_plan` leaves tables with
-    // nulls to the CPU).
-    let mut row = Row::new(p, cols, &[], i, flags);
+    let mut row = Row::new(p, src, i, flags);
     let c = contribution(p, &mut row);
     (c, row.flags())
 }
@@ -403,13 +401,13 @@ pub fn registers_kernel(p: &Program, groups: usize, frame: Ptr<u64>, n: Val<u64>
         reset_group(p, &shared, t);
     }
     sync_threads();
-    let cols = columns(p, frame);
+    let src = Sources::kernel(p, frame);
     let step = global_size_x().cast::<u64>();
     let mut i = global_id_x().cast::<u64>();
     let mut banks = [identity_banks(p); REGISTER_GROUPS];
     let mut flags = Flags::clear();
     while i < n {
-        let (c, f) = row_contribution(p, &cols, i, flags);
+        let (c, f) = row_contribution(p, &src, i, flags);
         flags = f;
         banks = fold_groups(p, banks, groups, &c, group_of(frame, l, i));
         i += step;
@@ -429,12 +427,12 @@ pub fn registers_kernel(p: &Program, groups: usize, frame: Ptr<u64>, n: Val<u64>
 pub fn atomics_kernel(p: &Program, frame: Ptr<u64>, n: Val<u64>) {
     let l = KernelLayout::of(p);
     let global = Accumulators::global(p, frame, l);
-    let cols = columns(p, frame);
+    let src = Sources::kernel(p, frame);
     let step = global_size_x().cast::<u64>();
     let mut i = global_id_x().cast::<u64>();
     let mut flags = Flags::clear();
     while i < n {
-        let (c, f) = row_contribution(p, &cols, i, flags);
+        let (c, f) = row_contribution(p, &src, i, flags);
         flags = f;
         if c.pass {
             add_row(p, &global, group_of(frame, l, i), &c);

@@ -21,10 +21,11 @@
 //! fit raises [`STATUS_WIDE`] (the host then runs the partition, or on a device the table,
 //! again with the 128-bit program).
 
+pub mod join;
 pub mod kernel;
 
 use crate::expr::{ArithOp, CmpOp, Expr, Lit, I128_DIGITS};
-use crate::pipeline::{bank, Acc, AccKind, Program, MAX_ACCS};
+use crate::pipeline::{bank, Acc, AccKind, Join, Program, MAX_ACCS};
 use crate::types::{ColType, Repr};
 use nacre::{select, Ptr, Val};
 use std::collections::HashMap;
@@ -86,9 +87,26 @@ impl FrameLayout {
     pub fn lut(self) -> usize {
         2 * self.columns + 8
     }
+    /// The word holding the address of a join's hash table keys (the module [`join`]).
+    pub fn join_keys(self) -> usize {
+        2 * self.columns + 9
+    }
+    /// The word holding the address of a join's build rows (a `u32` each: row + 1, 0 for
+    /// none), per hash table slot or per key value.
+    pub fn join_rows(self) -> usize {
+        2 * self.columns + 10
+    }
+    /// The word holding the hash table's capacity minus one, or the direct table's length.
+    pub fn join_size(self) -> usize {
+        2 * self.columns + 11
+    }
+    /// The word holding the least build key (the direct table's first).
+    pub fn join_base(self) -> usize {
+        2 * self.columns + 12
+    }
     /// Words in all.
     pub fn words(self) -> usize {
-        2 * self.columns + 9
+        2 * self.columns + 13
     }
 }
 
@@ -116,13 +134,52 @@ enum Col {
     View(Ptr<u64>),
 }
 
+/// What rows read: the columns, their validity where they can be null, and the join's
+/// lookup table.
+struct Sources {
+    cols: Vec<Col>,
+    /// Each column's validity, where it can be null.
+    validity: Vec<Option<Ptr<u8>>>,
+    join: Option<join::Table>,
+}
+
+impl Sources {
+    /// What the host stored in `frame` for program `p`.
+    fn load(p: &Program, frame: Ptr<u64>) -> Sources {
+        let l = FrameLayout {
+            columns: p.columns.len(),
+        };
+        Sources {
+            cols: columns(p, frame),
+            validity: validity(p, frame),
+            join: p
+                .join
+                .as_ref()
+                .map(|j| join::Table::load(frame, l, j.lookup)),
+        }
+    }
+
+    /// The columns of a kernel's frame: kernels run programs without nulls or joins
+    /// (`device::device_plan` and `device::table_plan` leave those to the CPU).
+    fn kernel(p: &Program, frame: Ptr<u64>) -> Sources {
+        Sources {
+            cols: columns(p, frame),
+            validity: Vec::new(),
+            join: None,
+        }
+    }
+}
+
 /// Evaluates expressions for one row, each shared node once, with SQL's three-valued logic
 /// where columns can be null.
 struct Row<'a> {
-    cols: &'a [Col],
-    /// Each column's validity, where it can be null.
-    validity: &'a [Option<Ptr<u8>>],
+    src: &'a Sources,
     i: Val<u64>,
+    /// The first build column and the build row the join matched (once looked up).
+    build: Option<(usize, Val<u64>)>,
+    /// Whether the row takes the branch being computed (of a `CASE`, or the join's filter
+    /// after its lookup): what the others compute must not count. `None`: every row.
+    guard: Option<Val<bool>>,
     memo: HashMap<*const Expr, V>,
     valid_memo: HashMap<*const Expr, Option<Val<bool>>>,
     /// Whether the operands of the node being computed are all non-null (`None`: they
@@ -214,17 +271,12 @@ fn pow10(k: i8) -> i128 {
 
 impl<'a> Row<'a> {
     /// Row `i` of columns `cols` (with `validity`) in program `p`, the flags carried so far.
-    fn new(
-        p: &Program,
-        cols: &'a [Col],
-        validity: &'a [Option<Ptr<u8>>],
-        i: Val<u64>,
-        flags: Flags,
-    ) -> Row<'a> {
+    fn new(p: &Program, src: &'a Sources, i: Val<u64>, flags: Flags) -> Row<'a> {
         Row {
-            cols,
-            validity,
+            src,
             i,
+            build: None,
+            guard: None,
             memo: HashMap::new(),
             valid_memo: HashMap::new(),
             mask: None,
@@ -280,8 +332,26 @@ impl<'a> Row<'a> {
         };
         match e {
             Expr::Column { index, .. } => {
-                let bytes = self.validity.get(*index).copied().flatten();
-                bytes.map(|v| v.load(self.i).ne(0u8))
+                let bytes = self.src.validity.get(*index).copied().flatten();
+                let at = self.row_of(*index);
+                bytes.map(|v| v.load(at).ne(0u8))
+            }
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                let (va, vb) = (
+                    self.guarded_by(cond, true, |r| r.valid(then)),
+                    self.guarded_by(cond, false, |r| r.valid(otherwise)),
+                );
+                if va.is_none() && vb.is_none() {
+                    return None;
+                }
+                let c = self.holds(cond);
+                let (va, vb) = (va.unwrap_or(Val::new(true)), vb.unwrap_or(Val::new(true)));
+                Some((c & va) | (!c & vb))
             }
             Expr::Literal { .. } | Expr::IsNull { .. } => None,
             Expr::Arith { left, right, .. } | Expr::Compare { left, right, .. } => {
@@ -309,14 +379,21 @@ impl<'a> Row<'a> {
         }
     }
 
-    /// Notes an overflow of the node being computed (where its operands are not null).
-    fn note_overflow(&mut self, o: Val<bool>) {
-        self.overflow |= self.mask.map_or(o, |m| o & m);
+    /// `x` where the node being computed counts: its operands are not null and the row
+    /// takes its branch ([`Row::guard`]).
+    fn counted(&self, x: Val<bool>) -> Val<bool> {
+        let x = self.mask.map_or(x, |m| x & m);
+        self.guard.map_or(x, |g| x & g)
     }
 
-    /// Notes data the program does not compute with (where the operands are not null).
+    /// Notes an overflow of the node being computed (where it counts).
+    fn note_overflow(&mut self, o: Val<bool>) {
+        self.overflow |= self.counted(o);
+    }
+
+    /// Notes data the program does not compute with (where it counts).
     fn note_invalid(&mut self, x: Val<bool>) {
-        self.invalid |= self.mask.map_or(x, |m| x & m);
+        self.invalid |= self.counted(x);
     }
 
     fn note_wide(&mut self, x: Val<bool>) {
@@ -325,7 +402,61 @@ impl<'a> Row<'a> {
 
     /// Notes a check whose bits are nonzero where a value does not fit 64 bits.
     fn note_wide_bits(&mut self, bits: Val<u64>) {
-        self.wide |= self.mask.map_or(bits, |m| select(m, bits, 0u64));
+        let counted = match (self.mask, self.guard) {
+            (None, None) => bits,
+            _ => select(self.counted(Val::new(true)), bits, 0u64),
+        };
+        self.wide |= counted;
+    }
+
+    /// Whether `cond` is true (not NULL).
+    fn holds(&mut self, cond: &Arc<Expr>) -> Val<bool> {
+        let c = self.bool(cond);
+        self.valid(cond).map_or(c, |v| c & v)
+    }
+
+    /// `f` computed for the rows where `cond` holds (`when`) or does not (`!when`), as a
+    /// branch: its overflows and checks count only there, and nodes it shares with the rest
+    /// are computed again under the guard (not taken from, nor left in, the memo).
+    fn guarded_by<T>(&mut self, cond: &Arc<Expr>, when: bool, f: impl FnOnce(&mut Self) -> T) -> T {
+        let c = self.holds(cond);
+        self.guarded(if when { c } else { !c }, f)
+    }
+
+    /// `f` computed where `g` holds (see [`Row::guarded_by`]).
+    fn guarded<T>(&mut self, g: Val<bool>, f: impl FnOnce(&mut Self) -> T) -> T {
+        let memo = std::mem::take(&mut self.memo);
+        let valid_memo = std::mem::take(&mut self.valid_memo);
+        let (mask, outer) = (self.mask.take(), self.guard);
+        self.guard = Some(outer.map_or(g, |o| o & g));
+        let v = f(self);
+        (self.memo, self.valid_memo) = (memo, valid_memo);
+        (self.mask, self.guard) = (mask, outer);
+        v
+    }
+
+    /// Looks the row up in the join (`t`, its table) where it passed the filters below it
+    /// (`pass`), and whether it passes the join and the filters above it: the build columns
+    /// are then read at the matching build row.
+    fn join(&mut self, j: &Join, t: &join::Table, pass: Val<bool>) -> Val<bool> {
+        let key = to_i64(self.eval(&j.key));
+        let look = self.valid(&j.key).map_or(pass, |v| pass & v);
+        let found = t.find(key, look);
+        self.build = Some((j.first_build, join::build_row(found)));
+        let matched = look & found.ne(0u64);
+        match &j.filter {
+            None => matched,
+            Some(f) => matched & self.guarded(matched, |r| r.holds(f)),
+        }
+    }
+
+    /// The row column `index` is read at: the scanned row, or for a build column the build
+    /// row the join matched.
+    fn row_of(&self, index: usize) -> Val<u64> {
+        match self.build {
+            Some((first, row)) if index >= first => row,
+            _ => self.i,
+        }
     }
 
     fn compute(&mut self, e: &Expr) -> V {
@@ -364,28 +495,43 @@ impl<'a> Row<'a> {
                 prefix,
                 negated,
             } => {
-                let V::View(w0, _) = self.eval(expr) else {
+                let V::View(w0, w1) = self.eval(expr) else {
                     unreachable!("LIKE of a string")
                 };
-                let mut want = [0u8; 4];
-                want[..prefix.len()].copy_from_slice(prefix);
-                let mask = if prefix.is_empty() {
-                    0
-                } else {
-                    u32::MAX >> (32 - 8 * prefix.len())
-                };
                 let long_enough = (w0 & 0xffff_ffffu64).ge(prefix.len() as u64);
-                let head =
-                    ((w0 >> 32u64) & u64::from(mask)).eq(u64::from(u32::from_le_bytes(want)));
-                let hit = long_enough & head;
+                // The prefix's bytes in the view's words: 0-3 after the length, 4-11 in the
+                // second word (of prefix views, for strings of any length).
+                let mut want = [0u8; 12];
+                want[..prefix.len()].copy_from_slice(prefix);
+                let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+                let first = word(&[&want[..4], &[0; 4]].concat());
+                let mask_of = |n: usize| if n == 0 { 0 } else { u64::MAX >> (64 - 8 * n) };
+                let head = ((w0 >> 32u64) & mask_of(prefix.len().min(4))).eq(first);
+                let hit = if prefix.len() > 4 {
+                    let rest = mask_of(prefix.len() - 4);
+                    long_enough & head & (w1 & rest).eq(word(&want[4..12]))
+                } else {
+                    long_enough & head
+                };
                 V::B(if *negated { !hit } else { hit })
+            }
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                let a = self.guarded_by(cond, true, |r| r.eval(then));
+                let b = self.guarded_by(cond, false, |r| r.eval(otherwise));
+                let c = self.holds(cond);
+                choose(c, a, b)
             }
         }
     }
 
     fn column(&mut self, index: usize) -> V {
-        let i = self.i;
-        match self.cols[index] {
+        let i = self.row_of(index);
+        match self.src.cols[index] {
             Col::I32(p) => V::I32(p.load(i)),
             Col::I64(p) => V::I64(p.load(i)),
             Col::Narrow(p) => {
@@ -737,6 +883,19 @@ fn cmp<T: nacre::Scalar>(op: CmpOp, a: Val<T>, b: Val<T>) -> Val<bool> {
     }
 }
 
+/// `a` where `c` holds, else `b` (values of one representation).
+fn choose(c: Val<bool>, a: V, b: V) -> V {
+    match (a, b) {
+        (V::B(x), V::B(y)) => V::B((c & x) | (!c & y)),
+        (V::I32(x), V::I32(y)) => V::I32(select(c, x, y)),
+        (V::I64(x), V::I64(y)) => V::I64(select(c, x, y)),
+        (V::I128(x), V::I128(y)) => V::I128(select(c, x, y)),
+        (V::F64(x), V::F64(y)) => V::F64(select(c, x, y)),
+        (V::View(x0, x1), V::View(y0, y1)) => V::View(select(c, x0, y0), select(c, x1, y1)),
+        _ => unreachable!("both values of a CASE have its type"),
+    }
+}
+
 fn to_i64(v: V) -> Val<i64> {
     match v {
         V::I32(x) => x.cast::<i64>(),
@@ -843,13 +1002,13 @@ struct Contribution {
 
 fn contribution(p: &Program, row: &mut Row<'_>) -> Contribution {
     // A row passes where the filter is true, not NULL.
-    let pass = match &p.filter {
-        Some(f) => {
-            let holds = row.bool(f);
-            row.valid(f).map_or(holds, |v| holds & v)
-        }
+    let mut pass = match &p.filter {
+        Some(f) => row.holds(f),
         None => Val::new(true),
     };
+    if let (Some(j), Some(t)) = (&p.join, &row.src.join) {
+        pass = row.join(j, t, pass);
+    }
     // What the filter rejects is not computed by DataFusion: its overflows don't count.
     let before = row.overflow;
     row.overflow = Val::new(false);
@@ -966,12 +1125,11 @@ pub fn run_ungrouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64
     let l = FrameLayout {
         columns: p.columns.len(),
     };
-    let cols = columns(p, frame);
-    let valid = validity(p, frame);
+    let src = Sources::load(p, frame);
     let mut banks = read_banks(frame, l);
     let mut flags = Flags::clear();
     for i in start..end {
-        let mut row = Row::new(p, &cols, &valid, i, flags);
+        let mut row = Row::new(p, &src, i, flags);
         let c = contribution(p, &mut row);
         flags = row.flags();
         banks = fold(p, banks, &c);
@@ -1135,12 +1293,11 @@ fn probe(t: &Table, words: &[Val<u64>]) -> Val<u64> {
 /// passes the filter).
 fn keyed_row(
     p: &Program,
-    cols: &[Col],
-    valid: &[Option<Ptr<u8>>],
+    src: &Sources,
     i: Val<u64>,
     flags: Flags,
 ) -> (Contribution, Vec<Val<u64>>, Val<bool>, Flags) {
-    let mut row = Row::new(p, cols, valid, i, flags);
+    let mut row = Row::new(p, src, i, flags);
     let c = contribution(p, &mut row);
     let before = row.overflow;
     row.overflow = Val::new(false);
@@ -1155,15 +1312,14 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
     let l = FrameLayout {
         columns: p.columns.len(),
     };
-    let cols = columns(p, frame);
-    let valid = validity(p, frame);
+    let src = Sources::load(p, frame);
     let t = Table::load(frame, l);
     let count_ptr = ptr_at::<u64>(frame, l.count());
     let mut count = count_ptr.load(0u64);
     let mut flags = Flags::clear();
     let mut i = start;
     while i < end {
-        let (c, words, long, after) = keyed_row(p, &cols, &valid, i, flags);
+        let (c, words, long, after) = keyed_row(p, &src, i, flags);
         flags = Flags {
             invalid: after.invalid | long,
             ..after
@@ -1229,15 +1385,14 @@ pub fn run_direct(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) 
     let l = FrameLayout {
         columns: p.columns.len(),
     };
-    let cols = columns(p, frame);
-    let valid = validity(p, frame);
+    let src = Sources::load(p, frame);
     let t = Table::load(frame, l);
     let lut = ptr_at::<u64>(frame, l.lut());
     let mut flags = Flags::clear();
     let mut i = start;
     while i < end {
         // A string key in the domain is held whole in its view: not too long.
-        let (c, words, _, after) = keyed_row(p, &cols, &valid, i, flags);
+        let (c, words, _, after) = keyed_row(p, &src, i, flags);
         let (index, found) = domain_index(p, &words);
         if !found {
             break;

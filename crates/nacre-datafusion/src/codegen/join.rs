@@ -1,0 +1,82 @@
+//! The probe of a join in traced code: a scanned row's key looked up among the build side's
+//! keys, by linear probing of an open-addressing table ([`Lookup::Hash`]) or by indexing a
+//! table of the key range ([`Lookup::Direct`]). The host builds both (`crate::build`); a
+//! slot holds the build row plus one, 0 where there is none.
+
+use super::{load, ptr_at, traced_hash, FrameLayout};
+use crate::pipeline::Lookup;
+use nacre::{select, Ptr, Val};
+
+/// The hash of a build key, as traced code computes it (the host places keys with it).
+pub fn hash_key(key: i64) -> u64 {
+    super::hash_words(&[key as u64])
+}
+
+/// A join's lookup table as traced code sees it.
+#[derive(Clone)]
+pub(crate) struct Table {
+    lookup: Lookup,
+    /// The keys of the hash table's slots.
+    keys: Ptr<i64>,
+    /// Each slot's build row plus one (0: empty).
+    rows: Ptr<u32>,
+    /// The hash table's capacity minus one, or the direct table's length.
+    size: Val<u64>,
+    /// The direct table's least key.
+    base: Val<i64>,
+}
+
+impl Table {
+    /// The table whose words the host stored in `frame`.
+    pub(crate) fn load(frame: Ptr<u64>, l: FrameLayout, lookup: Lookup) -> Table {
+        Table {
+            lookup,
+            keys: ptr_at(frame, l.join_keys()),
+            rows: ptr_at(frame, l.join_rows()),
+            size: load(frame, l.join_size()),
+            base: load(frame, l.join_base()).cast::<i64>(),
+        }
+    }
+
+    /// The build row of `key` plus one, 0 where no build row has it; looked up only where
+    /// `look` holds (0 elsewhere), so that rows the filter rejects cost no memory access.
+    pub(crate) fn find(&self, key: Val<i64>, look: Val<bool>) -> Val<u64> {
+        match self.lookup {
+            Lookup::Hash => probe(self, key, look),
+            Lookup::Direct => index(self, key, look),
+        }
+    }
+}
+
+/// Linear probing from the key's hash to its slot or an empty one (the table is at most
+/// two thirds full: the probe ends).
+#[nacre::jit]
+fn probe(t: &Table, key: Val<i64>, look: Val<bool>) -> Val<u64> {
+    let mut row = Val::new(0u64);
+    if look {
+        let mut slot = traced_hash(&[key.cast::<u64>()]) & t.size;
+        while t.rows.load(slot).ne(0u32) & t.keys.load(slot).ne(key) {
+            slot = (slot + 1u64) & t.size;
+        }
+        row = t.rows.load(slot).cast::<u64>();
+    }
+    row
+}
+
+/// The slot at `key - base` where that is within the table.
+#[nacre::jit]
+fn index(t: &Table, key: Val<i64>, look: Val<bool>) -> Val<u64> {
+    let at = key.wrapping_sub(t.base).cast::<u64>();
+    let inside = at.lt(t.size);
+    let mut row = Val::new(0u64);
+    if look & inside {
+        row = t.rows.load(at).cast::<u64>();
+    }
+    row
+}
+
+/// The build row a probe found (`row` from [`Table::find`]), 0 where none: a row every
+/// build column has.
+pub(crate) fn build_row(found: Val<u64>) -> Val<u64> {
+    select(found.ne(0u64), found - 1u64, 0u64)
+}
