@@ -1001,7 +1001,13 @@ struct Contribution {
 }
 
 fn contribution(p: &Program, row: &mut Row<'_>) -> Contribution {
-    // A row passes where the filter is true, not NULL.
+    let pass = passes(p, row);
+    contribution_of(p, row, pass)
+}
+
+/// Whether the row passes the filter (true, not NULL) and, with a join, finds a build row
+/// that passes the join's filter (the build columns are then read at that row).
+fn passes(p: &Program, row: &mut Row<'_>) -> Val<bool> {
     let mut pass = match &p.filter {
         Some(f) => row.holds(f),
         None => Val::new(true),
@@ -1009,6 +1015,11 @@ fn contribution(p: &Program, row: &mut Row<'_>) -> Contribution {
     if let (Some(j), Some(t)) = (&p.join, &row.src.join) {
         pass = row.join(j, t, pass);
     }
+    pass
+}
+
+/// The row's contribution given whether it passes ([`passes`]).
+fn contribution_of(p: &Program, row: &mut Row<'_>, pass: Val<bool>) -> Contribution {
     // What the filter rejects is not computed by DataFusion: its overflows don't count.
     let before = row.overflow;
     row.overflow = Val::new(false);
@@ -1129,10 +1140,23 @@ pub fn run_ungrouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64
     let mut banks = read_banks(frame, l);
     let mut flags = Flags::clear();
     for i in start..end {
-        let mut row = Row::new(p, &src, i, flags);
-        let c = contribution(p, &mut row);
-        flags = row.flags();
-        banks = fold(p, banks, &c);
+        if p.join.is_some() {
+            // A row that does not pass the filters and the join costs nothing more: a branch
+            // (join filters pass few rows; the lookup is one already).
+            let mut row = Row::new(p, &src, i, flags);
+            let pass = passes(p, &mut row);
+            flags = row.flags();
+            if pass {
+                let c = contribution_of(p, &mut row, pass);
+                flags = row.flags();
+                banks = fold(p, banks, &c);
+            }
+        } else {
+            let mut row = Row::new(p, &src, i, flags);
+            let c = contribution(p, &mut row);
+            flags = row.flags();
+            banks = fold(p, banks, &c);
+        }
     }
     write_banks(frame, l, banks);
     note_status(frame, l, flags);
