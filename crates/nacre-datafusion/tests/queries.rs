@@ -1006,6 +1006,9 @@ async fn joins_match_datafusion() {
         // Int32 keys, indexed directly.
         "select d.v, count(*), min(f.x) from fact f join dense d on f.k32 = d.k32 \
          where f.x > 0 group by d.v order by d.v",
+        // Over 256 groups: the group table grows while rows are joined.
+        "select f.k32, count(*), sum(d.v), max(f.x) from fact f join dim d on f.k = d.k \
+         where f.x > -200 group by f.k32 order by f.k32",
         // No build row passes its filter: the build side is empty.
         "select count(*), sum(f.x) from fact f join dim d on f.k = d.k where d.v > 1000",
     ];

@@ -1322,10 +1322,20 @@ fn keyed_row(
     flags: Flags,
 ) -> (Contribution, Vec<Val<u64>>, Val<bool>, Flags) {
     let mut row = Row::new(p, src, i, flags);
-    let c = contribution(p, &mut row);
+    let pass = passes(p, &mut row);
+    keyed(p, &mut row, pass)
+}
+
+/// [`keyed_row`] of a row whose verdict is `pass` ([`passes`]).
+fn keyed(
+    p: &Program,
+    row: &mut Row<'_>,
+    pass: Val<bool>,
+) -> (Contribution, Vec<Val<u64>>, Val<bool>, Flags) {
+    let c = contribution_of(p, row, pass);
     let before = row.overflow;
     row.overflow = Val::new(false);
-    let (words, long) = key_words(p, &mut row);
+    let (words, long) = key_words(p, row);
     row.overflow = before | (row.overflow & c.pass);
     (c, words, long, row.flags())
 }
@@ -1343,21 +1353,44 @@ pub fn run_grouped(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>)
     let mut flags = Flags::clear();
     let mut i = start;
     while i < end {
-        let (c, words, long, after) = keyed_row(p, &src, i, flags);
-        flags = Flags {
-            invalid: after.invalid | long,
-            ..after
-        };
-        let slot = probe(&t, &words);
-        let new = t.used.load(slot).eq(0u64) & c.pass;
-        if new {
-            if count * 2u64 >= t.capacity {
-                break;
+        if p.join.is_some() {
+            // As in `run_ungrouped`: a row that does not pass costs nothing more.
+            let mut row = Row::new(p, &src, i, flags);
+            let pass = passes(p, &mut row);
+            flags = row.flags();
+            if pass {
+                let (c, words, long, after) = keyed(p, &mut row, pass);
+                flags = Flags {
+                    invalid: after.invalid | long,
+                    ..after
+                };
+                let slot = probe(&t, &words);
+                if t.used.load(slot).eq(0u64) {
+                    if count * 2u64 >= t.capacity {
+                        break;
+                    }
+                    t.insert(slot, &words);
+                    count += 1u64;
+                }
+                t.update(p, slot, &c);
             }
-            t.insert(slot, &words);
-            count += 1u64;
+        } else {
+            let (c, words, long, after) = keyed_row(p, &src, i, flags);
+            flags = Flags {
+                invalid: after.invalid | long,
+                ..after
+            };
+            let slot = probe(&t, &words);
+            let new = t.used.load(slot).eq(0u64) & c.pass;
+            if new {
+                if count * 2u64 >= t.capacity {
+                    break;
+                }
+                t.insert(slot, &words);
+                count += 1u64;
+            }
+            t.update(p, select(c.pass, slot, t.capacity), &c);
         }
-        t.update(p, select(c.pass, slot, t.capacity), &c);
         i += 1u64;
     }
     count_ptr.store(0u64, count);
@@ -1416,13 +1449,29 @@ pub fn run_direct(p: &Program, frame: Ptr<u64>, start: Val<u64>, end: Val<u64>) 
     let mut i = start;
     while i < end {
         // A string key in the domain is held whole in its view: not too long.
-        let (c, words, _, after) = keyed_row(p, &src, i, flags);
-        let (index, found) = domain_index(p, &words);
-        if !found {
-            break;
+        if p.join.is_some() {
+            // As in `run_ungrouped`: a row that does not pass costs nothing more.
+            let mut row = Row::new(p, &src, i, flags);
+            let pass = passes(p, &mut row);
+            flags = row.flags();
+            if pass {
+                let (c, words, _, after) = keyed(p, &mut row, pass);
+                let (index, found) = domain_index(p, &words);
+                if !found {
+                    break;
+                }
+                flags = after;
+                t.update(p, lut.load(index), &c);
+            }
+        } else {
+            let (c, words, _, after) = keyed_row(p, &src, i, flags);
+            let (index, found) = domain_index(p, &words);
+            if !found {
+                break;
+            }
+            flags = after;
+            t.update(p, select(c.pass, lut.load(index), t.capacity), &c);
         }
-        flags = after;
-        t.update(p, select(c.pass, lut.load(index), t.capacity), &c);
         i += 1u64;
     }
     note_status(frame, l, flags);
