@@ -131,6 +131,11 @@ pub struct Program {
     /// The join the scanned rows probe, if any: [`Program::columns`] then ends with the
     /// build side's columns, read at the matching build row.
     pub join: Option<Join>,
+    /// What the projections below the aggregate compute (but plain columns and constants):
+    /// DataFusion computes them for every row that reaches them, so their overflows count
+    /// for every row that passes, even where they are used only in a `CASE` branch the row
+    /// does not take.
+    pub projected: Vec<Arc<Expr>>,
 }
 
 /// An inner equi-join in a program: each scanned row that passes [`Program::filter`] looks
@@ -219,7 +224,8 @@ impl Program {
         let join = self.join.iter();
         let join = join.flat_map(|j| std::iter::once(&j.key).chain(&j.filter));
         let args = self.aggs.iter().filter_map(|a| a.arg.as_ref());
-        self.filter.iter().chain(join).chain(&self.keys).chain(args)
+        let roots = self.filter.iter().chain(join).chain(&self.keys);
+        roots.chain(args).chain(&self.projected)
     }
 
     /// The columns the host gives as prefix views ([`Expr::long_prefix_columns`]), each
@@ -404,6 +410,7 @@ impl Pipeline {
             filter,
             join,
             plan: input,
+            projected,
         } = lower_input(agg.input())?;
         let schema = agg.input_schema();
         let keys = group
@@ -438,6 +445,7 @@ impl Pipeline {
             narrow: false,
             domain: None,
             join,
+            projected,
         };
         let program = Program {
             narrow: program.narrowable(),
@@ -546,6 +554,8 @@ struct Lowered {
     /// The subtree with its join (if any) collected on its build side, so that its
     /// partitions are those of the scan (see [`collected_join`]).
     plan: Arc<dyn ExecutionPlan>,
+    /// What the projections on the way compute ([`Program::projected`]).
+    projected: Vec<Arc<Expr>>,
 }
 
 /// `conjunction AND pred`.
@@ -569,13 +579,18 @@ fn with_child(
 /// column of `plan`'s output, and the conjunction of the filters on the way.
 fn lower_input(plan: &Arc<dyn ExecutionPlan>) -> Result<Lowered, Decline> {
     if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
-        let below = lower_input(p.input())?;
+        let mut below = lower_input(p.input())?;
         let schema = p.input().schema();
         let inputs = p
             .expr()
             .iter()
             .map(|e| lower(&e.expr, &schema, &below.inputs).map(Some))
             .collect::<Result<Vec<_>, _>>()?;
+        let computed = inputs
+            .iter()
+            .flatten()
+            .filter(|e| !matches!(***e, Expr::Column { .. } | Expr::Literal { .. }));
+        below.projected.extend(computed.cloned());
         let plan = with_child(plan, &below.plan)?;
         return Ok(Lowered {
             inputs,
@@ -603,6 +618,7 @@ fn lower_input(plan: &Arc<dyn ExecutionPlan>) -> Result<Lowered, Decline> {
                 filter: None,
                 join: None,
                 plan: plan.clone(),
+                projected: Vec::new(),
             });
         }
     }
@@ -702,6 +718,7 @@ fn scan_rows(scan: &Scan) -> usize {
 /// build side, run by DataFusion.
 fn lower_join(j: &HashJoinExec) -> Result<Lowered, Decline> {
     let simple = *j.join_type() == JoinType::Inner
+        && j.fetch().is_none()
         && j.null_equality() == NullEquality::NullEqualsNothing
         && j.on().len() == 1;
     if !simple {
@@ -711,7 +728,17 @@ fn lower_join(j: &HashJoinExec) -> Result<Lowered, Decline> {
         )));
     }
     let (left, right) = (unpartitioned(j.left()), unpartitioned(j.right()));
-    let sides = [(right, left, true), (left, right, false)];
+    // A join collected on its left side without coalescing it (the fallback of a compiled
+    // join, `collected_join`, or DataFusion's own over one partition) keeps its orientation:
+    // lowered again elsewhere (a distributed task's share of the probe side) it must choose
+    // the same sides. Otherwise the side with more rows probes.
+    let collected = *j.partition_mode() == PartitionMode::CollectLeft
+        && j.left().name() != "CoalescePartitionsExec";
+    let sides = if collected {
+        vec![(right, left, true)]
+    } else {
+        vec![(right, left, true), (left, right, false)]
+    };
     let mut lowered: Vec<_> = sides
         .into_iter()
         .filter_map(|(probe, build, right)| Some((lower_input(probe).ok()?, build, right)))
@@ -801,6 +828,7 @@ fn lower_join(j: &HashJoinExec) -> Result<Lowered, Decline> {
         filter: probe.filter,
         join: Some((join, build)),
         plan,
+        projected: probe.projected,
     })
 }
 

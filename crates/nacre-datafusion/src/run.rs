@@ -60,7 +60,11 @@ pub(crate) fn run_partition(
     partition: usize,
     build: Option<&BuildSide>,
 ) -> Result<Ran, Error> {
-    let unmatched = program.join.is_some() && build.is_none_or(|b| b.rows() == 0);
+    if program.join.is_some() && build.is_none() {
+        // No build side to probe (never asked: the operator runs it first).
+        return Ok(Ran::DataFusion);
+    }
+    let unmatched = build.is_some_and(|b| b.rows() == 0);
     let batches = match p.scan.partitions.get(partition) {
         Some(batches) if !unmatched => batches.as_slice(),
         _ => &[],
@@ -170,6 +174,10 @@ pub(crate) fn prefix_views(a: &ArrayRef) -> Result<ArrayRef, Error> {
     };
     let mut words = Vec::with_capacity(2 * v.len());
     for (i, &view) in v.views().iter().enumerate() {
+        if v.is_null(i) {
+            words.extend([0, 0]);
+            continue;
+        }
         let low = view as u64;
         let high = if (low as u32) <= 12 {
             (view >> 64) as u64

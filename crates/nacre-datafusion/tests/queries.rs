@@ -404,6 +404,28 @@ async fn overflow_is_an_error_as_in_datafusion() {
     assert!(plain_err, "DataFusion reports the overflow");
     let err = nacre_result.expect_err("the compiled pipeline reports it too");
     assert!(err.to_string().contains("overflow"), "{err}");
+    // In a `CASE`, only the rows that take a branch compute it (DataFusion's `CASE`); a
+    // projection's value counts for every row, even where only a branch not taken uses it.
+    for (sql, fails) in [
+        ("select sum(case when m < 10 then m * m else 0 end) from t", false),
+        ("select sum(case when m > 10 then m * m else 0 end) from t", true),
+        (
+            "select sum(case when m < 10 then p else 0 end), sum(case when m < 5 then p else 1 end) \
+             from (select m, m * m as p from t)",
+            true,
+        ),
+    ] {
+        let plan = physical_plan(&c.nacre, sql).await;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        assert!(text.contains("NacreAggregateExec"), "{sql}:\n{text}");
+        let plain = c.plain.sql(sql).await.expect("planned").collect().await;
+        let nacre = c.nacre.sql(sql).await.expect("planned").collect().await;
+        assert_eq!(plain.is_err(), fails, "{sql}: DataFusion");
+        assert_eq!(nacre.is_err(), fails, "{sql}: Nacre");
+        if !fails {
+            same(&c, sql, true).await;
+        }
+    }
 }
 
 /// The compiled operators of a plan.
@@ -1017,6 +1039,25 @@ async fn joins_match_datafusion() {
         let plan = physical_plan(&c.nacre, sql).await;
         let text = displayable(plan.as_ref()).indent(true).to_string();
         assert!(text.contains("join=true"), "{sql}:\n{text}");
+    }
+    // Suggested in review: a NULL `CASE` condition; a join filter DataFusion keeps in the
+    // join beside one above it; a build side whose keys are all NULL; the probe side on the
+    // right of the query; a build side of several batches.
+    let more = [
+        "select sum(case when d.v > 5 then f.x else 0 - f.x end), count(*) from fact f \
+         join dim d on f.k = d.k",
+        "select count(*), sum(f.x) from fact f join dim d on f.k = d.k and f.x > d.v * 20 \
+         where d.name <> 'bb'",
+        "select count(*), sum(f.x) from fact f join (select * from dim where k is null) d \
+         on f.k = d.k",
+        "select d.name, count(*), sum(f.m) from dim d join fact f on d.k = f.k \
+         group by d.name order by d.name",
+        "select count(*), sum(f.x), sum(d.v) from fact f join \
+         (select * from dim union all select k + 1, k32, name, v from dim where k32 < 100) d \
+         on f.k = d.k",
+    ];
+    for sql in more {
+        same(&c, sql, true).await;
     }
     let sql =
         "select d.v, count(*) from fact f join dense d on f.k = d.k group by d.v order by d.v";

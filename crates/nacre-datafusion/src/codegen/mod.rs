@@ -1023,6 +1023,12 @@ fn contribution_of(p: &Program, row: &mut Row<'_>, pass: Val<bool>) -> Contribut
     // What the filter rejects is not computed by DataFusion: its overflows don't count.
     let before = row.overflow;
     row.overflow = Val::new(false);
+    // The projections' values first, outside any `CASE` branch (`Program::projected`).
+    for e in &p.projected {
+        row.eval(e);
+    }
+    let projected = row.overflow;
+    row.overflow = Val::new(false);
     let args = p
         .accs
         .iter()
@@ -1033,7 +1039,7 @@ fn contribution_of(p: &Program, row: &mut Row<'_>, pass: Val<bool>) -> Contribut
         .iter()
         .map(|a| a.arg.as_ref().and_then(|e| row.valid(e)))
         .collect();
-    row.overflow = before | (row.overflow & pass);
+    row.overflow = before | ((row.overflow | projected) & pass);
     Contribution { pass, args, valid }
 }
 

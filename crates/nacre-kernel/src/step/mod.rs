@@ -13,7 +13,8 @@
 //! - `state`: the per-thread state words that carry values across barriers, shared by both
 //!   lowerings with barriers;
 //! - `stride_loops`: yields at the back edge of grid-stride loops, so that threads
-//!   interleave in [`CpuMode::Grid`];
+//!   interleave in [`CpuMode::Grid`]; `stride_unroll`: small grid-stride loops unrolled
+//!   first, so that they yield once per several iterations;
 //! - [`collapse`]: a kernel whose only use of the GPU indices is a canonical grid-stride loop
 //!   also gets a *collapsed* step function that runs a chunk of the index range as one plain
 //!   loop;
@@ -27,6 +28,7 @@ mod module;
 mod regions;
 mod state;
 mod stride_loops;
+mod stride_unroll;
 
 pub use collapse::{lower_collapsed, Collapsed};
 pub use lower::{

@@ -25,18 +25,53 @@ use nacre_ir::analysis::DominatorTree;
 use nacre_ir::{BinaryOp, Block, Function, GpuIndex, Inst, InstData, InstKind, Value, ValueDef};
 use std::collections::HashSet;
 
-/// Inserts a barrier before the terminator of each latch of a strided loop of `f`; returns
-/// the inserted instructions (the yields).
-pub(crate) fn insert_yields(f: &mut Function) -> Vec<Inst> {
+/// Inserts a barrier before the terminator of each latch of a strided loop of `f`, and of
+/// `unrolled` (the latches of loops `stride_unroll` unrolled); returns the inserted
+/// instructions (the yields).
+pub(crate) fn insert_yields(f: &mut Function, unrolled: &[Block]) -> Vec<Inst> {
     let dom = DominatorTree::compute(f);
     let rpo: Vec<Block> = dom.reverse_postorder().to_vec();
+    let sized = sized_values(f, &rpo);
 
-    // Values computed from the grid or block size.
+    // Latches of strided loops.
+    let mut latches: Vec<Block> = unrolled.to_vec();
+    for &b in &rpo {
+        let Some(term) = f.terminator(b) else {
+            continue;
+        };
+        let strided = f.insts[term].kind.successors().any(|call| {
+            dom.dominates(call.block, b)
+                && call
+                    .args
+                    .iter()
+                    .zip(&f.blocks[call.block].params)
+                    .any(|(&arg, &p)| advances_by_size(f, &sized, arg, p))
+        });
+        if strided && !latches.contains(&b) {
+            latches.push(b);
+        }
+    }
+    let mut yields = Vec::with_capacity(latches.len());
+    for &b in &latches {
+        let inst = f.insts.push(InstData {
+            kind: InstKind::Barrier,
+            result: None,
+        });
+        let at = f.blocks[b].insts.len() - 1;
+        f.blocks[b].insts.insert(at, inst);
+        yields.push(inst);
+    }
+    yields
+}
+
+/// The values of `f` computed from the grid or block size (`rpo`: its blocks in reverse
+/// postorder).
+pub(super) fn sized_values(f: &Function, rpo: &[Block]) -> HashSet<Value> {
     let mut sized: HashSet<Value> = HashSet::new();
     let mut changed = true;
     while changed {
         changed = false;
-        for &b in &rpo {
+        for &b in rpo {
             for &inst in &f.blocks[b].insts {
                 let InstData { kind, result } = &f.insts[inst];
                 let Some(r) = *result else { continue };
@@ -58,43 +93,11 @@ pub(crate) fn insert_yields(f: &mut Function) -> Vec<Inst> {
             }
         }
     }
-    if sized.is_empty() {
-        return Vec::new();
-    }
-
-    // Latches of strided loops.
-    let mut latches: Vec<Block> = Vec::new();
-    for &b in &rpo {
-        let Some(term) = f.terminator(b) else {
-            continue;
-        };
-        let strided = f.insts[term].kind.successors().any(|call| {
-            dom.dominates(call.block, b)
-                && call
-                    .args
-                    .iter()
-                    .zip(&f.blocks[call.block].params)
-                    .any(|(&arg, &p)| advances_by_size(f, &sized, arg, p))
-        });
-        if strided {
-            latches.push(b);
-        }
-    }
-    let mut yields = Vec::with_capacity(latches.len());
-    for &b in &latches {
-        let inst = f.insts.push(InstData {
-            kind: InstKind::Barrier,
-            result: None,
-        });
-        let at = f.blocks[b].insts.len() - 1;
-        f.blocks[b].insts.insert(at, inst);
-        yields.push(inst);
-    }
-    yields
+    sized
 }
 
 /// True if `arg` is `p + s` or `s + p` with `s` computed from the grid or block size.
-fn advances_by_size(f: &Function, sized: &HashSet<Value>, arg: Value, p: Value) -> bool {
+pub(super) fn advances_by_size(f: &Function, sized: &HashSet<Value>, arg: Value, p: Value) -> bool {
     let ValueDef::Result(inst) = f.values[arg].def else {
         return false;
     };

@@ -118,6 +118,7 @@ use crate::error::KernelError;
 use crate::step::ctx;
 use crate::step::regions::{lower_regions, Input};
 use crate::step::stride_loops::insert_yields;
+use crate::step::stride_unroll::unroll_strided_loops;
 use crate::step::CpuMode;
 use nacre_ir::verifier::check_function;
 use nacre_ir::FunctionBuilder;
@@ -359,6 +360,15 @@ impl Lowering {
 
     /// The lowering, step by step (see the module docs).
     fn run(mut self, mode: CpuMode) -> Result<LoweredKernel, KernelError> {
+        // Fewer yields: small grid-stride loops unrolled (their copies join the body).
+        let unrolled = if mode == CpuMode::Grid {
+            unroll_strided_loops(&mut self.f)
+        } else {
+            Vec::new()
+        };
+        if !unrolled.is_empty() {
+            self.body = self.f.layout.clone();
+        }
         let loaded = self.load_params();
 
         // Collectives exchange values around stops; grid-stride loops yield at their back
@@ -368,7 +378,7 @@ impl Lowering {
         let (warp_stops, votes) = self.lower_collectives();
         real_barriers += votes;
         let yields: HashSet<Inst> = if mode == CpuMode::Grid {
-            insert_yields(&mut self.f).into_iter().collect()
+            insert_yields(&mut self.f, &unrolled).into_iter().collect()
         } else {
             HashSet::new()
         };
