@@ -38,12 +38,13 @@ impl Table {
         }
     }
 
-    /// The build row of `key` plus one, 0 where no build row has it; looked up only where
-    /// `look` holds (0 elsewhere), so that rows the filter rejects cost no memory access.
-    pub(crate) fn find(&self, key: Val<i64>, look: Val<bool>) -> Val<u64> {
+    /// The build row of the key plus one, 0 where no build row has it; looked up only where
+    /// `look` holds (0 elsewhere), the key computed (`key`) only there too, so that rows the
+    /// filter rejects cost no memory access.
+    pub(crate) fn find(&self, look: Val<bool>, key: impl FnOnce() -> Val<i64>) -> Val<u64> {
         match self.lookup {
-            Lookup::Hash => probe(self, key, look),
-            Lookup::Direct => index(self, key, look),
+            Lookup::Hash => probe(self, look, key),
+            Lookup::Direct => index(self, look, key),
         }
     }
 }
@@ -51,9 +52,10 @@ impl Table {
 /// Linear probing from the key's hash to its slot or an empty one (the table is at most
 /// two thirds full: the probe ends).
 #[nacre::jit]
-fn probe(t: &Table, key: Val<i64>, look: Val<bool>) -> Val<u64> {
+fn probe(t: &Table, look: Val<bool>, key: impl FnOnce() -> Val<i64>) -> Val<u64> {
     let mut row = Val::new(0u64);
     if look {
+        let key = key();
         let mut slot = traced_hash(&[key.cast::<u64>()]) & t.size;
         while t.rows.load(slot).ne(0u32) & t.keys.load(slot).ne(key) {
             slot = (slot + 1u64) & t.size;
@@ -65,12 +67,13 @@ fn probe(t: &Table, key: Val<i64>, look: Val<bool>) -> Val<u64> {
 
 /// The slot at `key - base` where that is within the table.
 #[nacre::jit]
-fn index(t: &Table, key: Val<i64>, look: Val<bool>) -> Val<u64> {
-    let at = key.wrapping_sub(t.base).cast::<u64>();
-    let inside = at.lt(t.size);
+fn index(t: &Table, look: Val<bool>, key: impl FnOnce() -> Val<i64>) -> Val<u64> {
     let mut row = Val::new(0u64);
-    if look & inside {
-        row = t.rows.load(at).cast::<u64>();
+    if look {
+        let at = key().wrapping_sub(t.base).cast::<u64>();
+        let inside = at.lt(t.size);
+        let clamped = select(inside, at, 0u64);
+        row = select(inside, t.rows.load(clamped).cast::<u64>(), 0u64);
     }
     row
 }

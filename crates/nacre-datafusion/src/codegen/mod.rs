@@ -439,9 +439,10 @@ impl<'a> Row<'a> {
     /// (`pass`), and whether it passes the join and the filters above it: the build columns
     /// are then read at the matching build row.
     fn join(&mut self, j: &Join, t: &join::Table, pass: Val<bool>) -> Val<bool> {
-        let key = to_i64(self.eval(&j.key));
         let look = self.valid(&j.key).map_or(pass, |v| pass & v);
-        let found = t.find(key, look);
+        // The key is computed only where the row passed (a branch: guarded, nothing it
+        // computes is left for code after it).
+        let found = t.find(look, || self.guarded(look, |r| to_i64(r.eval(&j.key))));
         self.build = Some((j.first_build, join::build_row(found)));
         let matched = look & found.ne(0u64);
         match &j.filter {
