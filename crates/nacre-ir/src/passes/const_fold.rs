@@ -265,6 +265,10 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
                     Ok(r) => make(r),
                     Err(_) => Simplified::Keep,
                 },
+                _ if *op == BinaryOp::Add && s.is_int() => match div_rem_sum(func, *a, *b) {
+                    Some(x) => Simplified::Alias(x),
+                    None => binary_identity(*op, s, *a, *b, cst(*a), cst(*b), make),
+                },
                 (ca, cb) => binary_identity(*op, s, *a, *b, ca, cb, make),
             }
         }
@@ -346,6 +350,32 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         | InstKind::Jump(_)
         | InstKind::Return(_) => Simplified::Keep,
     }
+}
+
+/// `x` if `a + b` is `(x / c) * c + x % c` (in any order of the sum's and product's
+/// operands): a 2-D index `(p / w, p % w)` flattened again, as tiled kernels write. Integer
+/// division truncates and the remainder takes the dividend's sign, so the sum is `x` for
+/// every `x` where the division does not trap; the division and remainder stay (they may
+/// trap, and are not removed as dead code).
+fn div_rem_sum(func: &Function, a: Value, b: Value) -> Option<Value> {
+    let binary = |v: Value| match func.defining_inst(v)? {
+        InstKind::Binary(op, x, y) => Some((*op, *x, *y)),
+        _ => None,
+    };
+    let same = |x: Value, y: Value| {
+        x == y || matches!((const_of(func, x), const_of(func, y)), (Some(p), Some(q)) if p == q)
+    };
+    let (((BinaryOp::Mul, m1, m2), (BinaryOp::Rem, x, c))
+    | ((BinaryOp::Rem, x, c), (BinaryOp::Mul, m1, m2))) = (binary(a)?, binary(b)?)
+    else {
+        return None;
+    };
+    [(m1, m2), (m2, m1)].into_iter().find_map(|(q, c2)| {
+        let (BinaryOp::Div, x2, c3) = binary(q)? else {
+            return None;
+        };
+        (x2 == x && same(c, c2) && same(c, c3)).then_some(x)
+    })
 }
 
 /// If `v` is an exact widening `cast<f32>(x)` of a half value `x` (or `cast<f64>` of an `f32`),
@@ -489,6 +519,49 @@ mod tests {
             eval(&f, &[10]),
             Ok(Some(semantics::normalize(Type::I32, -5i64 as u128) as u64))
         );
+    }
+
+    #[test]
+    fn a_flattened_quotient_and_remainder_is_the_dividend() {
+        // `(x / 18) * 18 + x % 18` and `x % c + c * (x / c)` (a non-constant divisor).
+        let mut f = new_func(&[Type::I32, Type::I32], Some(Type::I32));
+        let mut b = FunctionBuilder::new(&mut f);
+        let p = b.create_entry_block();
+        let (x, c) = (p[0], p[1]);
+        let w = k(&mut b, Type::I32, 18);
+        let (q, r) = (b.binary(BinaryOp::Div, x, w), b.binary(BinaryOp::Rem, x, w));
+        let w2 = k(&mut b, Type::I32, 18);
+        let m = b.binary(BinaryOp::Mul, q, w2);
+        let first = b.binary(BinaryOp::Add, m, r);
+        let (q2, r2) = (b.binary(BinaryOp::Div, x, c), b.binary(BinaryOp::Rem, x, c));
+        let m2 = b.binary(BinaryOp::Mul, c, q2);
+        let second = b.binary(BinaryOp::Add, r2, m2);
+        // Another divisor: not an identity.
+        let seven = k(&mut b, Type::I32, 7);
+        let m3 = b.binary(BinaryOp::Mul, q, seven);
+        let third = b.binary(BinaryOp::Add, m3, r);
+        let s1 = b.binary(BinaryOp::Xor, first, second);
+        let s2 = b.binary(BinaryOp::Xor, s1, third);
+        b.ret(Some(s2));
+        run(&mut f, const_fold);
+        let adds = f
+            .live_insts()
+            .filter(|d| matches!(d.kind, InstKind::Binary(BinaryOp::Add, ..)))
+            .count();
+        assert_eq!(adds, 1, "{f}");
+        for (x, c) in [
+            (100i64, 7i64),
+            (-100, 7),
+            (17, 3),
+            (-1, 5),
+            (i32::MAX as i64, 9),
+        ] {
+            let third = (x / 18) * 7 + x % 18;
+            let want = (x ^ x ^ third) as i32;
+            let got = eval(&f, &[x as u64, c as u64]);
+            let want = semantics::normalize(Type::I32, want as i64 as u128) as u64;
+            assert_eq!(got, Ok(Some(want)), "{x} {c}");
+        }
     }
 
     #[test]
