@@ -536,10 +536,17 @@ mod tests {
         let (q2, r2) = (b.binary(BinaryOp::Div, x, c), b.binary(BinaryOp::Rem, x, c));
         let m2 = b.binary(BinaryOp::Mul, c, q2);
         let second = b.binary(BinaryOp::Add, r2, m2);
-        // Another divisor: not an identity.
+        // Another multiplier, divisor or dividend: not an identity.
         let seven = k(&mut b, Type::I32, 7);
         let m3 = b.binary(BinaryOp::Mul, q, seven);
         let third = b.binary(BinaryOp::Add, m3, r);
+        let q7 = b.binary(BinaryOp::Div, x, seven);
+        let m4 = b.binary(BinaryOp::Mul, q7, w);
+        let fourth = b.binary(BinaryOp::Add, m4, r);
+        let rc = b.binary(BinaryOp::Rem, c, w);
+        let fifth = b.binary(BinaryOp::Add, m, rc);
+        let third = b.binary(BinaryOp::Add, third, fourth);
+        let third = b.binary(BinaryOp::Sub, third, fifth);
         let s1 = b.binary(BinaryOp::Xor, first, second);
         let s2 = b.binary(BinaryOp::Xor, s1, third);
         b.ret(Some(s2));
@@ -548,7 +555,7 @@ mod tests {
             .live_insts()
             .filter(|d| matches!(d.kind, InstKind::Binary(BinaryOp::Add, ..)))
             .count();
-        assert_eq!(adds, 1, "{f}");
+        assert_eq!(adds, 4, "{f}");
         for (x, c) in [
             (100i64, 7i64),
             (-100, 7),
@@ -556,7 +563,8 @@ mod tests {
             (-1, 5),
             (i32::MAX as i64, 9),
         ] {
-            let third = (x / 18) * 7 + x % 18;
+            let third =
+                ((x / 18) * 7 + x % 18) + ((x / 7) * 18 + x % 18) - ((x / 18) * 18 + c % 18);
             let want = (x ^ x ^ third) as i32;
             let got = eval(&f, &[x as u64, c as u64]);
             let want = semantics::normalize(Type::I32, want as i64 as u128) as u64;

@@ -13,9 +13,10 @@
 //! elements), where a whole thread's loop would evict them.
 //!
 //! A loop qualifies when it is innermost, its one latch passes `p + s` back to a header
-//! parameter `p` (`s` computed from the grid or block size), it holds no barrier, collective
-//! or call, and it is at most [`MAX_INSTS`] instructions. Values defined in the loop and used
-//! after it get one definition per copy, reconnected by SSA repair.
+//! parameter `p` (`s` computed from the grid or block size), it holds no barrier, collective,
+//! call or shared array (each copy would declare an array of its own), and it is at most
+//! [`MAX_INSTS`] instructions. Values defined in the loop and used after it get one
+//! definition per copy, reconnected by SSA repair.
 
 use super::stride_loops::{advances_by_size, sized_values};
 use nacre_ir::analysis::{compute_loops, DominatorTree};
@@ -68,12 +69,10 @@ impl StridedLoop {
                 .headers
                 .iter()
                 .any(|&h| h != header && loops.contains(header, h));
-            let blocks: Vec<Block> = f
-                .layout
-                .iter()
-                .copied()
-                .filter(|&b| loops.contains(header, b))
-                .collect();
+            // The header first (the copies' entries), then the rest in layout order.
+            let rest = f.layout.iter().copied();
+            let rest = rest.filter(|&b| b != header && loops.contains(header, b));
+            let blocks: Vec<Block> = std::iter::once(header).chain(rest).collect();
             let latches: Vec<Block> = preds[header]
                 .iter()
                 .copied()
@@ -85,10 +84,15 @@ impl StridedLoop {
             let insts = blocks.iter().flat_map(|&b| &f.blocks[b].insts);
             let plain = insts.clone().all(|&i| {
                 let k = &f.insts[i].kind;
-                !matches!(
+                // A shared array declared in the loop would be one array per copy.
+                let excluded = matches!(
                     k,
-                    InstKind::Barrier | InstKind::Call(..) | InstKind::CallExtern(..)
-                ) && !k.is_collective()
+                    InstKind::Barrier
+                        | InstKind::Call(..)
+                        | InstKind::CallExtern(..)
+                        | InstKind::SharedAlloc { .. }
+                );
+                !excluded && !k.is_collective()
             });
             let small = insts.count() <= MAX_INSTS;
             let t = f.terminator(latch)?;
@@ -183,8 +187,9 @@ mod tests {
     };
 
     /// `k(out, n)`: `c = 0; for (p = tid; p < n; p += blockDim) { out[p] = c; c += 1 }` then
-    /// `out[0] = c` (a value of the loop used after it); with `barrier`, a barrier in the body.
-    fn strided(barrier: bool) -> Module {
+    /// `out[0] = c` (a value of the loop used after it); with `barrier`, a barrier in the body,
+    /// with `shared`, a shared array declared in it.
+    fn strided(barrier: bool, shared: bool) -> Module {
         let mut m = Module::new();
         let p32 = Type::ptr(Scalar::U32);
         let k = m.add_function(FunctionBuilder::build(
@@ -210,6 +215,12 @@ mod tests {
                 b.store(at, c);
                 if barrier {
                     b.barrier();
+                }
+                if shared {
+                    let s = b.shared_alloc(Scalar::U32, 32);
+                    let zero = b.const_u32(0);
+                    let at = b.elem_ptr(s, zero);
+                    b.store(at, c);
                 }
                 let next = b.binary(BinaryOp::Add, p, step);
                 let one = b.const_u32(1);
@@ -246,7 +257,7 @@ mod tests {
 
     #[test]
     fn a_small_strided_loop_becomes_one_loop_of_eight_copies() {
-        let mut m = verify(strided(false)).unwrap().into_inner();
+        let mut m = verify(strided(false, false)).unwrap().into_inner();
         let latches = unroll_strided_loops(kernel(&mut m));
         assert_eq!(latches.len(), 1);
         let m = verify(m).expect("the unrolled kernel verifies");
@@ -269,8 +280,10 @@ mod tests {
     }
 
     #[test]
-    fn loops_with_barriers_stay() {
-        let mut m = verify(strided(true)).unwrap().into_inner();
-        assert!(unroll_strided_loops(kernel(&mut m)).is_empty());
+    fn loops_with_barriers_or_shared_arrays_stay() {
+        for (barrier, shared) in [(true, false), (false, true)] {
+            let mut m = verify(strided(barrier, shared)).unwrap().into_inner();
+            assert!(unroll_strided_loops(kernel(&mut m)).is_empty());
+        }
     }
 }

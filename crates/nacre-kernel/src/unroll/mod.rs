@@ -80,6 +80,14 @@ impl ShortLoop {
         let [latch] = latches[..] else {
             return None;
         };
+        // A shared array declared in the loop would be one array per copy.
+        let shared = blocks
+            .iter()
+            .flat_map(|&b| &f.blocks[b].insts)
+            .any(|&i| matches!(f.insts[i].kind, InstKind::SharedAlloc { .. }));
+        if shared {
+            return None;
+        }
         // The header's branch is the loop's only exit.
         let leaves = |b: Block| f.successors(b).iter().any(|s| !blocks.contains(s));
         if blocks.iter().any(|&b| b != header && leaves(b)) {
