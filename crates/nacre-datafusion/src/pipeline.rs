@@ -454,16 +454,8 @@ impl Pipeline {
         let fallback = if Arc::ptr_eq(&input, agg.input()) {
             None
         } else {
-            let partial = AggregateExec::try_new(
-                AggregateMode::Partial,
-                agg.group_expr().clone(),
-                agg.aggr_expr().to_vec(),
-                agg.filter_expr().to_vec(),
-                input,
-                agg.input_schema(),
-            );
-            let partial =
-                partial.map_err(|e| Decline::Plan(format!("rebuilding the aggregate: {e}")))?;
+            let partial = partial_aggregate(agg, input)
+                .map_err(|e| Decline::Plan(format!("rebuilding the aggregate: {e}")))?;
             Some(Arc::new(partial) as Arc<dyn ExecutionPlan>)
         };
         let p = Pipeline {
@@ -539,6 +531,21 @@ impl Pipeline {
             _ => program,
         })
     }
+}
+
+/// The partial (first-phase) aggregation of `agg`'s groups and aggregates over `input`.
+pub(crate) fn partial_aggregate(
+    agg: &AggregateExec,
+    input: Arc<dyn ExecutionPlan>,
+) -> datafusion::error::Result<AggregateExec> {
+    AggregateExec::try_new(
+        AggregateMode::Partial,
+        agg.group_expr().clone(),
+        agg.aggr_expr().to_vec(),
+        agg.filter_expr().to_vec(),
+        input,
+        agg.input_schema(),
+    )
 }
 
 /// What the operators below an aggregate lower to.

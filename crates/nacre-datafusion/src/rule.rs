@@ -4,7 +4,7 @@
 use crate::config::Placement;
 use crate::error::Decline;
 use crate::exec::NacreAggregateExec;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{partial_aggregate, Pipeline};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::{DataFusionError, Result};
@@ -95,14 +95,7 @@ impl NacreRule {
         agg: &AggregateExec,
         config: &ConfigOptions,
     ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let partial = AggregateExec::try_new(
-            AggregateMode::Partial,
-            agg.group_expr().clone(),
-            agg.aggr_expr().to_vec(),
-            agg.filter_expr().to_vec(),
-            agg.input().clone(),
-            agg.input_schema(),
-        );
+        let partial = partial_aggregate(agg, agg.input().clone());
         let partial = match partial {
             Ok(p) => Arc::new(p),
             Err(e) => return Ok(self.split_failed(e)),

@@ -19,9 +19,10 @@
 //! definition per copy, reconnected by SSA repair.
 
 use super::stride_loops::{advances_by_size, sized_values};
+use crate::unroll::repair_everywhere;
 use nacre_ir::analysis::{compute_loops, DominatorTree};
-use nacre_ir::transform::{copy_blocks, repair, Variable};
-use nacre_ir::{Block, Function, FunctionBuilder, InstKind, Value};
+use nacre_ir::transform::{copy_blocks, Variable};
+use nacre_ir::{Block, Function, InstKind, Value};
 use std::collections::{HashMap, HashSet};
 
 /// Copies of a qualifying loop's body.
@@ -164,17 +165,7 @@ impl StridedLoop {
                 });
             }
         }
-        let region = f.layout.clone();
-        let entry = f.entry();
-        repair(f, &region, &vars, &mut |f, ty| {
-            let mut b = FunctionBuilder::detached(f);
-            let zero = b.const_bits(ty, 0);
-            let made = b.into_insts();
-            if let Some(e) = entry {
-                f.blocks[e].insts.splice(0..0, made);
-            }
-            zero
-        });
+        repair_everywhere(f, &vars);
     }
 }
 
@@ -183,7 +174,8 @@ mod tests {
     use super::*;
     use nacre_ir::analysis::compute_loops;
     use nacre_ir::{
-        verify, BinaryOp, CmpOp, Dim, FuncKind, GpuIndex, InstKind, Module, Scalar, Type,
+        verify, BinaryOp, CmpOp, Dim, FuncKind, FunctionBuilder, GpuIndex, InstKind, Module,
+        Scalar, Type,
     };
 
     /// `k(out, n)`: `c = 0; for (p = tid; p < n; p += blockDim) { out[p] = c; c += 1 }` then
