@@ -137,11 +137,11 @@ impl BuildSide {
     }
 
     /// Stores the addresses of its columns, their validity and its table in `frame`, whose
-    /// build columns start at `first`. Crate-private: the frame's reads stay within the
-    /// data only with a program of the same lookup ([`BuildSide::lookup`]), the build
-    /// columns and nulls ([`BuildSide::nulls`]).
+    /// build columns start at `first` (those past the frame's columns are left out; the
+    /// frame's check then finds them missing).
     pub(crate) fn fill_frame(&self, frame: &mut [u64], l: FrameLayout, first: usize) {
-        for (k, ((a, ty), v)) in self.columns.iter().zip(&self.validity).enumerate() {
+        let columns = self.columns.iter().zip(&self.validity);
+        for (k, ((a, ty), v)) in columns.enumerate().take(l.columns.saturating_sub(first)) {
             frame[first + k] = column_address(a.as_ref(), *ty);
             if let Some(v) = v {
                 frame[l.validity(first + k)] = v.as_ptr() as u64;

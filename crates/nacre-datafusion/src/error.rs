@@ -41,6 +41,10 @@ pub enum Error {
     /// Running or indexing the build side of a join failed.
     #[error("the build side of a compiled join: {0}")]
     Build(String),
+    /// The data given to a compiled pipeline does not match its program (a pipeline whose
+    /// public parts were put together by hand).
+    #[error("the data does not match the compiled query pipeline: {0}; build pipelines with Pipeline::from_partial_aggregate")]
+    Mismatch(String),
     /// The group table cannot grow further.
     #[error("a compiled aggregation has more than {0} groups; raise memory or run the query without nacre")]
     TooManyGroups(usize),

@@ -74,7 +74,7 @@ pub(crate) fn run_partition(
         let mut banks = Banks::identities(program, 1);
         for b in batches {
             let data = BatchData::of(p, program, b)?;
-            let mut frame = frame(program, &data, build, &mut banks, &mut status);
+            let mut frame = frame(program, &data, build, &mut banks, &mut status)?;
             call(f, &mut frame, 0, b.num_rows())?;
         }
         ungrouped_output(program, &banks)?
@@ -88,7 +88,7 @@ pub(crate) fn run_partition(
             let data = BatchData::of(p, program, b)?;
             let mut start = 0;
             while start < b.num_rows() {
-                let mut frame = frame(program, &data, build, &mut table.banks, &mut status);
+                let mut frame = frame(program, &data, build, &mut table.banks, &mut status)?;
                 table.fill_frame(&mut frame, l);
                 if let Some(d) = &mut direct {
                     frame[l.lut()] = d.lut.as_mut_ptr() as u64;
@@ -235,7 +235,7 @@ fn frame(
     build: Option<&BuildSide>,
     banks: &mut Banks,
     status: &mut u64,
-) -> Vec<u64> {
+) -> Result<Vec<u64>, Error> {
     let l = FrameLayout {
         columns: program.columns.len(),
     };
@@ -258,7 +258,34 @@ fn frame(
     frame[l.bank(1)] = banks.i128.as_mut_ptr() as u64;
     frame[l.bank(2)] = banks.f64.as_mut_ptr() as u64;
     frame[l.status()] = status as *mut u64 as u64;
-    frame
+    check_frame(program, &frame, l)?;
+    Ok(frame)
+}
+
+/// Refuses a frame the compiled code would read through a null address: a column the
+/// program reads that is missing or of another type than the program's (its address is 0),
+/// a validity it reads that is missing, a join's table that is not the kind the program
+/// looks keys up in. The pipeline's parts are public: this keeps a mismatched one an error.
+fn check_frame(program: &Program, frame: &[u64], l: FrameLayout) -> Result<(), Error> {
+    for k in (0..program.columns.len()).filter(|&k| program.reads(k)) {
+        if frame[k] == 0 {
+            return Err(Error::Mismatch(format!(
+                "column {k} is missing or of another type"
+            )));
+        }
+        if program.nullable[k] && frame[l.validity(k)] == 0 {
+            return Err(Error::Mismatch(format!("column {k} has no validity")));
+        }
+    }
+    if let Some(j) = &program.join {
+        let hashed = j.lookup == crate::pipeline::Lookup::Hash;
+        if frame[l.join_rows()] == 0 || (hashed && frame[l.join_keys()] == 0) {
+            return Err(Error::Mismatch(
+                "the join's table is missing or of another kind".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn values_address<T: ArrowPrimitiveType>(a: &dyn Array) -> u64 {

@@ -1112,3 +1112,37 @@ async fn long_like_prefixes_match_datafusion() {
         same(&c, sql, true).await;
     }
 }
+
+/// A pipeline put together by hand whose program does not match its data (a date column
+/// declared an `Int32`) is an error, not a read through a null address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_made_pipelines_that_do_not_match_their_data_are_errors() {
+    use nacre_datafusion::types::ColType;
+    let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
+    let c = contexts(|ctx| data.register(ctx).expect("registered")).await;
+    for (name, sql) in [("q6", tpch::Q6), ("q14", tpch::Q14)] {
+        let plan = physical_plan(&c.nacre, sql).await;
+        let mut nodes = Vec::new();
+        compiled_nodes(&plan, &mut nodes);
+        let exec = nodes[0]
+            .downcast_ref::<NacreAggregateExec>()
+            .expect("compiled");
+        let mut pipeline = exec.pipeline().clone();
+        let mut program = (*pipeline.program).clone();
+        let k = (0..program.columns.len())
+            .find(|&k| program.reads(k) && program.columns[k] == ColType::Date32)
+            .expect("a date column");
+        program.columns[k] = ColType::Int32;
+        pipeline.program = Arc::new(program);
+        let bad = NacreAggregateExec::new(
+            pipeline,
+            exec.options().clone(),
+            exec.placement().clone(),
+            exec.fallback().clone(),
+        );
+        let err = datafusion::physical_plan::collect(Arc::new(bad), c.nacre.task_ctx())
+            .await
+            .expect_err("a mismatch is an error");
+        assert!(err.to_string().contains("does not match"), "{name}: {err}");
+    }
+}
