@@ -45,7 +45,7 @@ enum Table {
 #[derive(Debug)]
 pub enum Built {
     /// The build side.
-    Side(Arc<BuildSide>),
+    Side(BuildSide),
     /// Two build rows share a key: DataFusion runs the join (the compiled probe finds one
     /// row per key).
     Duplicates,
@@ -75,7 +75,11 @@ impl BuildSide {
                 "{rows} build rows (at most 2^32 - 1)"
             )));
         }
-        let keys = cast(batch.column(build.key), &DataType::Int64)?;
+        let column = |c: usize| {
+            let missing = || Error::Mismatch(format!("the build side has no column {c}"));
+            batch.columns().get(c).ok_or_else(missing)
+        };
+        let keys = cast(column(build.key)?, &DataType::Int64)?;
         let keys = keys
             .as_any()
             .downcast_ref::<Int64Array>()
@@ -89,7 +93,7 @@ impl BuildSide {
             .iter()
             .enumerate()
             .map(|(k, &(c, ty))| {
-                let a = batch.column(c);
+                let a = column(c)?;
                 let a = if prefixed.contains(&(first + k)) {
                     prefix_views(a)?
                 } else if program.reads(first + k) {
@@ -105,17 +109,17 @@ impl BuildSide {
             .iter()
             .enumerate()
             .map(|(k, &(c, _))| {
-                let a = batch.column(c);
+                let a = column(c)?;
                 let nulls = program.reads(first + k) && a.logical_null_count() > 0;
-                nulls.then(|| validity_bytes(a.as_ref()))
+                Ok(nulls.then(|| validity_bytes(a.as_ref())))
             })
-            .collect();
-        Ok(Built::Side(Arc::new(BuildSide {
+            .collect::<Result<_, Error>>()?;
+        Ok(Built::Side(BuildSide {
             rows,
             columns,
             validity,
             table,
-        })))
+        }))
     }
 
     /// Its rows.

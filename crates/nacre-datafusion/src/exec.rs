@@ -274,7 +274,7 @@ impl Partitions {
     fn on_cpu(&self, partition: usize, built: Option<&Built>) -> Result<SendableRecordBatchStream> {
         let build = match built {
             Some(Built::Duplicates) => return self.stream(partition, None),
-            Some(Built::Side(b)) => Some(b.as_ref()),
+            Some(Built::Side(b)) => Some(b),
             None => None,
         };
         let ran = run(
