@@ -21,7 +21,7 @@ use crate::pipeline::Pipeline;
 use crate::run::{run_partition, Ran};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -51,8 +51,12 @@ pub struct NacreAggregateExec {
     built: BuiltOnce,
 }
 
-/// A join's build side, run by the first partition that needs it.
-type BuiltOnce = Arc<futures::lock::Mutex<Option<Arc<Built>>>>;
+/// A join's build side, run by the first partition that needs it. The partitions that wait
+/// for it are woken together when it is ready (a once-cell closes its semaphore), so that idle
+/// workers take them: behind a mutex each woke the next as it let go, and on a tokio worker
+/// that then ran its own partition, the wake waited in the worker's LIFO slot, which no other
+/// worker may take, so the partitions of a join ran one after another.
+type BuiltOnce = Arc<tokio::sync::OnceCell<Arc<Built>>>;
 
 /// What became of the operator's partitions.
 #[derive(Debug, Default)]
@@ -251,14 +255,15 @@ impl Partitions {
         let Some(b) = &self.pipeline.build else {
             return Ok(None);
         };
-        let mut slot = self.built.lock().await;
-        if let Some(built) = &*slot {
-            return Ok(Some(built.clone()));
-        }
-        let built =
-            Arc::new(BuildSide::run(b, &self.pipeline.program, self.context.clone()).await?);
-        *slot = Some(built.clone());
-        Ok(Some(built))
+        let built = self
+            .built
+            .get_or_try_init(|| async {
+                let context = self.context.clone();
+                let built = BuildSide::run(b, &self.pipeline.program, context).await?;
+                Ok::<_, DataFusionError>(Arc::new(built))
+            })
+            .await?;
+        Ok(Some(built.clone()))
     }
 
     /// A stream of one batch.
