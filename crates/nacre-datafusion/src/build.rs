@@ -75,7 +75,7 @@ impl BuildSide {
     /// The build side of the rows of `batches` (the subtree's output) for `program`.
     ///
     /// The lookup table and each build column are made on threads of their own, and a large
-    /// direct table is filled by several (see [`Table::of`]): on a machine of many cores the
+    /// direct table is filled by several (see `Table::of`): on a machine of many cores the
     /// build is what the probe's partitions wait for.
     pub fn of(build: &Build, program: &Program, batches: &[RecordBatch]) -> Result<Built, Error> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
