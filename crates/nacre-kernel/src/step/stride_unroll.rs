@@ -19,7 +19,7 @@
 //! definition per copy, reconnected by SSA repair.
 
 use super::stride_loops::{advances_by_size, sized_values};
-use crate::unroll::repair_everywhere;
+use crate::unroll::{loop_blocks, repair_everywhere};
 use nacre_ir::analysis::{compute_loops, DominatorTree};
 use nacre_ir::transform::{copy_blocks, Variable};
 use nacre_ir::{Block, Function, InstKind, Value};
@@ -70,18 +70,7 @@ impl StridedLoop {
                 .headers
                 .iter()
                 .any(|&h| h != header && loops.contains(header, h));
-            // The header first (the copies' entries), then the rest in layout order.
-            let rest = f.layout.iter().copied();
-            let rest = rest.filter(|&b| b != header && loops.contains(header, b));
-            let blocks: Vec<Block> = std::iter::once(header).chain(rest).collect();
-            let latches: Vec<Block> = preds[header]
-                .iter()
-                .copied()
-                .filter(|p| blocks.contains(p))
-                .collect();
-            let [latch] = latches[..] else {
-                return None;
-            };
+            let (blocks, latch) = loop_blocks(f, &loops, &preds, header)?;
             let insts = blocks.iter().flat_map(|&b| &f.blocks[b].insts);
             let plain = insts.clone().all(|&i| {
                 let k = &f.insts[i].kind;

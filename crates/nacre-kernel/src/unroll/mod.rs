@@ -15,6 +15,7 @@
 //! copy's header, and a last copy of the header that leaves (the test is false there), with
 //! the header's values reconnected after the loop.
 
+use cranelift_entity::SecondaryMap;
 use nacre_ir::analysis::{compute_loops, LoopInfo};
 use nacre_ir::transform::{copy_blocks, repair, Variable};
 use nacre_ir::{
@@ -41,16 +42,39 @@ fn unroll_in(f: &mut Function) -> usize {
     let mut done = 0;
     while let Some(lp) = {
         let loops = compute_loops(f);
+        let preds = f.predecessors();
         loops
             .headers
             .iter()
             .rev()
-            .find_map(|&h| ShortLoop::find(f, &loops, h))
+            .find_map(|&h| ShortLoop::find(f, &loops, &preds, h))
     } {
         lp.unroll(f);
         done += 1;
     }
     done
+}
+
+/// Each block's predecessors (`Function::predecessors`).
+pub(crate) type Preds = SecondaryMap<Block, Vec<Block>>;
+
+/// The blocks of the loop headed by `header`, the header first (the entry of each copy an
+/// unroll makes) and the others in layout order, and its one latch; `None` where it has
+/// several.
+pub(crate) fn loop_blocks(
+    f: &Function,
+    loops: &LoopInfo,
+    preds: &Preds,
+    header: Block,
+) -> Option<(Vec<Block>, Block)> {
+    let rest = f.layout.iter().copied();
+    let rest = rest.filter(|&b| b != header && loops.contains(header, b));
+    let blocks: Vec<Block> = std::iter::once(header).chain(rest).collect();
+    let mut latches = preds[header].iter().filter(|p| blocks.contains(p));
+    match (latches.next(), latches.next()) {
+        (Some(&latch), None) => Some((blocks, latch)),
+        _ => None,
+    }
 }
 
 /// A loop that qualifies (module docs).
@@ -64,22 +88,8 @@ struct ShortLoop {
 }
 
 impl ShortLoop {
-    fn find(f: &Function, loops: &LoopInfo, header: Block) -> Option<ShortLoop> {
-        let blocks: Vec<Block> = f
-            .layout
-            .iter()
-            .copied()
-            .filter(|&b| loops.contains(header, b))
-            .collect();
-        let preds = f.predecessors();
-        let latches: Vec<Block> = preds[header]
-            .iter()
-            .copied()
-            .filter(|p| blocks.contains(p))
-            .collect();
-        let [latch] = latches[..] else {
-            return None;
-        };
+    fn find(f: &Function, loops: &LoopInfo, preds: &Preds, header: Block) -> Option<ShortLoop> {
+        let (blocks, latch) = loop_blocks(f, loops, preds, header)?;
         // A shared array declared in the loop would be one array per copy.
         let shared = blocks
             .iter()

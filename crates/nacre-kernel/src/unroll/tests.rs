@@ -83,3 +83,25 @@ fn long_or_unbounded_loops_stay() {
         .into_inner();
     assert_eq!(unroll_short_loops(&mut wrapping), 0);
 }
+
+#[test]
+fn a_loop_whose_body_is_laid_out_before_its_header_unrolls_the_same() {
+    let mut m = verify(tile_loop(324, 256)).unwrap().into_inner();
+    let k = m
+        .functions
+        .values_mut()
+        .find(|f| f.kind == FuncKind::Kernel)
+        .unwrap();
+    // Layout: entry, header, body, exit; put the body first among the loop's blocks.
+    k.layout.swap(1, 2);
+    assert_eq!(unroll_short_loops(&mut m), 1);
+    let m = verify(m).expect("the unrolled kernel verifies");
+    let k = m
+        .module()
+        .functions
+        .values()
+        .find(|f| f.kind == FuncKind::Kernel)
+        .unwrap();
+    assert!(compute_loops(k).headers.is_empty(), "{k}");
+    assert_eq!(stores(k), 3, "{k}");
+}
