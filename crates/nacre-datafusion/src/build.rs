@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::pipeline::{Build, Lookup, Program};
 use crate::run::{column_address, prefix_views, readable, validity_bytes};
 use crate::types::ColType;
-use datafusion::arrow::array::{new_empty_array, Array, ArrayRef, Int64Array, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, Int64Array, RecordBatch};
 use datafusion::arrow::compute::{cast, concat};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::execution::TaskContext;
@@ -78,6 +78,15 @@ impl BuildSide {
     /// direct table is filled by several (see `Table::of`): on a machine of many cores the
     /// build is what the probe's partitions wait for.
     pub fn of(build: &Build, program: &Program, batches: &[RecordBatch]) -> Result<Built, Error> {
+        // No batch: one empty batch, which gives empty columns of the subtree's types.
+        let empty;
+        let batches = match batches {
+            [] => {
+                empty = [RecordBatch::new_empty(build.plan.schema())];
+                &empty[..]
+            }
+            b => b,
+        };
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         if u32::try_from(rows).is_err() {
             return Err(Error::Build(format!(
@@ -96,27 +105,12 @@ impl BuildSide {
                 keys.ok_or_else(|| Error::Build("the join key is not an integer".into()))
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        let parts = |c: usize| -> Result<Vec<ArrayRef>, Error> {
-            batches.iter().map(|b| column(b, c)).collect()
-        };
-        let schema = build.plan.schema();
         let parts = build
             .columns
             .iter()
             .map(|&(c, ty)| {
-                let parts = match parts(c)? {
-                    // No batch: an empty column of the subtree's type.
-                    p if p.is_empty() => match schema.fields().get(c) {
-                        Some(f) => vec![new_empty_array(f.data_type())],
-                        None => {
-                            return Err(Error::Mismatch(format!(
-                                "the build side has no column {c}"
-                            )))
-                        }
-                    },
-                    p => p,
-                };
-                Ok((parts, ty))
+                let parts = batches.iter().map(|b| column(b, c));
+                Ok((parts.collect::<Result<Vec<_>, Error>>()?, ty))
             })
             .collect::<Result<Vec<_>, Error>>()?;
         let first = program.join.as_ref().map_or(0, |j| j.first_build);
