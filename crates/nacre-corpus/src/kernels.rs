@@ -1635,6 +1635,52 @@ fn check_transpose(engine: &Engine, n: usize) -> Result<(), String> {
     compare("transpose", out.as_slice(), &want)
 }
 
+/// Each of 32 threads counts into `out[threadIdx.x]` the iterations of a block-stride loop
+/// from `base + threadIdx.x` while below `n`. Near `u32::MAX` the CPU's lockstep rewrite of
+/// such loops (`nacre_kernel::step`) must fall back to the plain loop, since its indices could
+/// wrap; the cases straddle that bound.
+#[kernel]
+pub fn stride_counts(out: Ptr<u32>, base: Val<u32>, n: Val<u32>) {
+    let t = thread_idx_x();
+    let mut i = base + t;
+    while i < n {
+        out[t] = out[t] + 1u32;
+        i += block_dim_x();
+    }
+}
+
+/// Launches [`stride_counts`] on one block of 32 threads.
+#[jit]
+pub fn run_stride_counts(out: Ptr<u32>, base: Val<u32>, n: Val<u32>) {
+    launch(
+        stride_counts,
+        Grid::new(1u32),
+        Block::new(32u32),
+        (out, base, n),
+    );
+}
+
+fn check_stride_counts(engine: &Engine, n: usize) -> Result<(), String> {
+    let f = engine.compile(run_stride_counts).map_err(err)?;
+    let max = u64::from(u32::MAX);
+    // (base, n): ordinary; the last bound the rewrite takes (n + 32 + 32 = u32::MAX); past it.
+    let cases = [(3, n as u64), (max - 200, max - 64), (max - 131, max - 31)];
+    for (base, bound) in cases {
+        let mut out = Array::<u32>::alloc_on(engine.device(), 32).map_err(err)?;
+        f.call(&mut out, base as u32, bound as u32).map_err(err)?;
+        let want: Vec<u32> = (0..32u64)
+            .map(|t| bound.saturating_sub(base + t).div_ceil(32) as u32)
+            .collect();
+        if out.as_slice() != want.as_slice() {
+            return Err(format!(
+                "stride counts from {base} below {bound}: got {:?}, expected {want:?}",
+                out.as_slice()
+            ));
+        }
+    }
+    Ok(())
+}
+
 // ---- grid-stride kernels (also correct with grid = block = 1) ---------------------------
 
 /// Grid-stride `y = alpha * x + y`.
@@ -2031,6 +2077,12 @@ pub fn all() -> Vec<KernelCase> {
             grid_stride: true,
             check: check_histogram256,
             trace: || nacre::trace_module(&run_histogram256),
+        },
+        KernelCase {
+            name: "stride_counts",
+            grid_stride: false,
+            check: check_stride_counts,
+            trace: || nacre::trace_module(&run_stride_counts),
         },
         KernelCase {
             name: "atomic_total",

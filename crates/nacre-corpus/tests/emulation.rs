@@ -252,6 +252,8 @@ pub fn spec(case: &str) -> Vec<Arg> {
         "dyn_block_stats" => vec![F32s(300), F32s(9), U32(300), U32(128)],
         "histogram256" => vec![U32s(700), U32s(256), U32(700), U32(3)],
         "atomic_total" => vec![U32s(300), U32s(2), U32(300)],
+        // Just past the bound of the CPU's lockstep rewrite (see the case's docs).
+        "stride_counts" => vec![U32s(32), U32(u32::MAX - 131), U32(u32::MAX - 31)],
         "warp_exchange" => vec![
             I32s(300),
             F32s(300),

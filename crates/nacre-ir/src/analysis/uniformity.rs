@@ -10,16 +10,21 @@
 //! join again. The iteration runs to a fixpoint; it never changes code.
 
 use crate::analysis::PostDominators;
-use crate::{Block, Function, Inst, InstKind, Value};
+use crate::{Block, Function, GpuIndex, Inst, InstKind, Value};
 use std::collections::{HashMap, HashSet};
 
 /// True for instructions whose result is uniform when their operands are (arithmetic, not
-/// memory or calls). Integer division is included: it may trap, but then it traps for every
-/// thread alike.
+/// memory or calls), and for the block's own index and sizes (`blockIdx`, `blockDim`,
+/// `gridDim`: the same for every thread of a block, unlike `threadIdx`). Integer division is
+/// included: it may trap, but then it traps for every thread alike.
 pub fn arithmetic(kind: &InstKind) -> bool {
     matches!(
         kind,
         InstKind::Const(_)
+            | InstKind::GpuIndex(
+                GpuIndex::BlockIdx | GpuIndex::BlockDim | GpuIndex::GridDim,
+                _
+            )
             | InstKind::Unary(..)
             | InstKind::Binary(..)
             | InstKind::Fma(..)

@@ -12,9 +12,11 @@
 //!   between barriers ([`StepShape::Regions`]);
 //! - `state`: the per-thread state words that carry values across barriers, shared by both
 //!   lowerings with barriers;
-//! - `stride_loops`: yields at the back edge of grid-stride loops, so that threads
-//!   interleave in [`CpuMode::Grid`]; `stride_unroll`: small grid-stride loops unrolled
-//!   first, so that they yield once per several iterations;
+//! - `stride_lockstep`: grid-stride loops in uniform control flow counted once per block,
+//!   with a barrier per iteration, so that every thread runs the same iteration in turn
+//!   without a state machine; `stride_loops`: yields at the back edge of the other grid-stride
+//!   loops, so that threads interleave in [`CpuMode::Grid`]; `stride_unroll`: small ones
+//!   unrolled first, so that they yield once per several iterations;
 //! - [`collapse`]: a kernel whose only use of the GPU indices is a canonical grid-stride loop
 //!   also gets a *collapsed* step function that runs a chunk of the index range as one plain
 //!   loop;
@@ -27,6 +29,7 @@ pub mod lower;
 mod module;
 mod regions;
 mod state;
+mod stride_lockstep;
 mod stride_loops;
 mod stride_unroll;
 

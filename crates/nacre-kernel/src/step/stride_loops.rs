@@ -25,10 +25,14 @@ use nacre_ir::analysis::DominatorTree;
 use nacre_ir::{BinaryOp, Block, Function, GpuIndex, Inst, InstData, InstKind, Value, ValueDef};
 use std::collections::HashSet;
 
-/// Inserts a barrier before the terminator of each latch of a strided loop of `f`, and of
-/// `unrolled` (the latches of loops `stride_unroll` unrolled); returns the inserted
-/// instructions (the yields).
-pub(crate) fn insert_yields(f: &mut Function, unrolled: &[Block]) -> Vec<Inst> {
+/// Inserts a barrier before the terminator of each latch of a strided loop of `f` not headed
+/// by a block of `skip` (`stride_lockstep`'s loops), and of `unrolled` (the latches of loops
+/// `stride_unroll` unrolled); returns the inserted instructions (the yields).
+pub(crate) fn insert_yields(
+    f: &mut Function,
+    unrolled: &[Block],
+    skip: &HashSet<Block>,
+) -> Vec<Inst> {
     let dom = DominatorTree::compute(f);
     let rpo: Vec<Block> = dom.reverse_postorder().to_vec();
     let sized = sized_values(f, &rpo);
@@ -41,6 +45,7 @@ pub(crate) fn insert_yields(f: &mut Function, unrolled: &[Block]) -> Vec<Inst> {
         };
         let strided = f.insts[term].kind.successors().any(|call| {
             dom.dominates(call.block, b)
+                && !skip.contains(&call.block)
                 && call
                     .args
                     .iter()

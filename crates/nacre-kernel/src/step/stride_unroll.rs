@@ -31,11 +31,12 @@ pub const UNROLL: usize = 8;
 /// The most instructions a loop may have to be unrolled.
 pub const MAX_INSTS: usize = 48;
 
-/// Unrolls the grid-stride loops of `f` that qualify (module docs); returns the new latches
+/// Unrolls the grid-stride loops of `f` that qualify (module docs), except those headed by a
+/// block of `skip`; returns the new latches
 /// (each unrolled loop's last copy's), where the yields go: their back edge passes the last
 /// copy's advance, which `stride_loops` does not recognise as the header's own.
-pub(crate) fn unroll_strided_loops(f: &mut Function) -> Vec<Block> {
-    let mut done = HashSet::new();
+pub(crate) fn unroll_strided_loops(f: &mut Function, skip: &HashSet<Block>) -> Vec<Block> {
+    let mut done = skip.clone();
     let mut latches = Vec::new();
     while let Some(lp) = StridedLoop::find(f, &done) {
         done.insert(lp.header);
@@ -239,7 +240,7 @@ mod tests {
     #[test]
     fn a_small_strided_loop_becomes_one_loop_of_eight_copies() {
         let mut m = verify(strided(false, false)).unwrap().into_inner();
-        let latches = unroll_strided_loops(kernel(&mut m));
+        let latches = unroll_strided_loops(kernel(&mut m), &HashSet::new());
         assert_eq!(latches.len(), 1);
         let m = verify(m).expect("the unrolled kernel verifies");
         let k = m
@@ -264,7 +265,7 @@ mod tests {
     fn loops_with_barriers_or_shared_arrays_stay() {
         for (barrier, shared) in [(true, false), (false, true)] {
             let mut m = verify(strided(barrier, shared)).unwrap().into_inner();
-            assert!(unroll_strided_loops(kernel(&mut m)).is_empty());
+            assert!(unroll_strided_loops(kernel(&mut m), &HashSet::new()).is_empty());
         }
     }
 }

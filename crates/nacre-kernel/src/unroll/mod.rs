@@ -20,7 +20,7 @@ use nacre_ir::analysis::{compute_loops, LoopInfo};
 use nacre_ir::transform::{copy_blocks, repair, Variable};
 use nacre_ir::{
     BinaryOp, Block, BlockCall, CmpOp, FuncKind, Function, FunctionBuilder, InstKind, Module,
-    Scalar, Type, Value, ValueDef,
+    Scalar, Type, Value,
 };
 use std::collections::HashMap;
 
@@ -77,6 +77,43 @@ pub(crate) fn loop_blocks(
     }
 }
 
+/// A loop's exit test (see [`exit_test`]).
+pub(crate) struct ExitTest {
+    /// The position of the tested parameter `p` among the header's parameters.
+    pub param: usize,
+    /// The bound `p` is compared with.
+    pub limit: Value,
+}
+
+/// The loop's exit test, where its header (`blocks[0]`) ends in `br p < limit, A, B` (or
+/// `limit > p`) for a header parameter `p`, with `A` in the loop and `B` out of it, and no other
+/// block of the loop leaves it: the loop runs while `p < limit`.
+pub(crate) fn exit_test(f: &Function, blocks: &[Block]) -> Option<ExitTest> {
+    let header = *blocks.first()?;
+    let leaves = |b: Block| f.successors(b).iter().any(|s| !blocks.contains(s));
+    if blocks.iter().any(|&b| b != header && leaves(b)) {
+        return None;
+    }
+    let InstKind::Branch {
+        cond,
+        ref then_dest,
+        ref else_dest,
+    } = f.insts[f.terminator(header)?].kind
+    else {
+        return None;
+    };
+    if !blocks.contains(&then_dest.block) || blocks.contains(&else_dest.block) {
+        return None;
+    }
+    let (p, limit) = match *f.defining_inst(cond)? {
+        InstKind::Cmp(CmpOp::Lt, a, b) => (a, b),
+        InstKind::Cmp(CmpOp::Gt, a, b) => (b, a),
+        _ => return None,
+    };
+    let param = f.blocks[header].params.iter().position(|&x| x == p)?;
+    Some(ExitTest { param, limit })
+}
+
 /// A loop that qualifies (module docs).
 struct ShortLoop {
     header: Block,
@@ -98,44 +135,17 @@ impl ShortLoop {
         if shared {
             return None;
         }
-        // The header's branch is the loop's only exit.
-        let leaves = |b: Block| f.successors(b).iter().any(|s| !blocks.contains(s));
-        if blocks.iter().any(|&b| b != header && leaves(b)) {
-            return None;
-        }
-        let t = f.terminator(header)?;
-        let InstKind::Branch {
-            cond,
-            ref then_dest,
-            ref else_dest,
-        } = f.insts[t].kind
-        else {
-            return None;
-        };
-        if !blocks.contains(&then_dest.block) || blocks.contains(&else_dest.block) {
-            return None;
-        }
-        let (p, limit) = match *f.defining_inst(cond)? {
-            InstKind::Cmp(CmpOp::Lt, a, b) => (a, b),
-            InstKind::Cmp(CmpOp::Gt, a, b) => (b, a),
-            _ => return None,
-        };
-        let ValueDef::Param(b, n) = f.values[p].def else {
-            return None;
-        };
+        let ExitTest { param: n, limit } = exit_test(f, &blocks)?;
+        let p = f.blocks[header].params[n];
         let bits = match f.value_type(p) {
             Type::Scalar(s @ (Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64)) => s.bits(),
             _ => return None,
         };
-        if b != header {
-            return None;
-        }
         let c = constant(f, limit)?;
         let InstKind::Jump(ref back) = f.insts[f.terminator(latch)?].kind else {
             return None;
         };
-        let InstKind::Binary(BinaryOp::Add, x, step) = *f.defining_inst(back.args[n as usize])?
-        else {
+        let InstKind::Binary(BinaryOp::Add, x, step) = *f.defining_inst(back.args[n])? else {
             return None;
         };
         let s = constant(f, step)?;

@@ -82,7 +82,10 @@
 //! and a round ends when every other thread has reached *some* barrier, whichever it is; the
 //! next round resumes each one after the barrier it reached.
 //!
-//! **Grid-stride loops.** In [`CpuMode::Grid`], the back edge of a loop whose counter advances
+//! **Grid-stride loops.** In [`CpuMode::Grid`], a grid-stride loop in uniform control flow
+//! whose index starts at `u + threadIdx.x` becomes a uniform loop with a barrier per group of
+//! iterations (`stride_lockstep`), which the region lowering takes. Otherwise, the back edge of
+//! a loop whose counter advances
 //! by a multiple of `gridDim` or `blockDim` gets a *yield* (see `stride_loops`), so that round
 //! `k` runs iteration `k` of every thread and consecutive threads access consecutive elements,
 //! as warps do on a GPU; run thread after thread, the accesses of one thread are a grid apart
@@ -117,6 +120,7 @@ mod state_machine;
 use crate::error::KernelError;
 use crate::step::ctx;
 use crate::step::regions::{lower_regions, Input};
+use crate::step::stride_lockstep::lockstep_strided_loops;
 use crate::step::stride_loops::insert_yields;
 use crate::step::stride_unroll::unroll_strided_loops;
 use crate::step::CpuMode;
@@ -360,15 +364,16 @@ impl Lowering {
 
     /// The lowering, step by step (see the module docs).
     fn run(mut self, mode: CpuMode) -> Result<LoweredKernel, KernelError> {
-        // Fewer yields: small grid-stride loops unrolled (their copies join the body).
-        let unrolled = if mode == CpuMode::Grid {
-            unroll_strided_loops(&mut self.f)
+        // Grid-stride loops in uniform control flow run in lockstep (no yields); other small
+        // ones are unrolled, to yield less often (the new blocks join the body).
+        let (lockstep, unrolled) = if mode == CpuMode::Grid {
+            let lockstep = lockstep_strided_loops(&mut self.f);
+            let unrolled = unroll_strided_loops(&mut self.f, &lockstep);
+            (lockstep, unrolled)
         } else {
-            Vec::new()
+            (HashSet::new(), Vec::new())
         };
-        if !unrolled.is_empty() {
-            self.body = self.f.layout.clone();
-        }
+        self.body = self.f.layout.clone();
         let loaded = self.load_params();
 
         // Collectives exchange values around stops; grid-stride loops yield at their back
@@ -378,7 +383,9 @@ impl Lowering {
         let (warp_stops, votes) = self.lower_collectives();
         real_barriers += votes;
         let yields: HashSet<Inst> = if mode == CpuMode::Grid {
-            insert_yields(&mut self.f, &unrolled).into_iter().collect()
+            insert_yields(&mut self.f, &unrolled, &lockstep)
+                .into_iter()
+                .collect()
         } else {
             HashSet::new()
         };
