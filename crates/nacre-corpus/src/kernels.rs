@@ -1663,13 +1663,22 @@ pub fn run_stride_counts(out: Ptr<u32>, base: Val<u32>, n: Val<u32>) {
 fn check_stride_counts(engine: &Engine, n: usize) -> Result<(), String> {
     let f = engine.compile(run_stride_counts).map_err(err)?;
     let max = u64::from(u32::MAX);
-    // (base, n): ordinary; the last bound the rewrite takes (n + 32 + 32 = u32::MAX); past it.
-    let cases = [(3, n as u64), (max - 200, max - 64), (max - 131, max - 31)];
+    // (base, n): ordinary; the last bound the rewrite takes (n + 32 + 32 = u32::MAX); past it;
+    // a start that wraps for most threads (`base + threadIdx.x` past u32::MAX).
+    let cases = [
+        (3, n as u64),
+        (max - 200, max - 64),
+        (max - 131, max - 31),
+        (max - 5, 100),
+    ];
     for (base, bound) in cases {
         let mut out = Array::<u32>::alloc_on(engine.device(), 32).map_err(err)?;
         f.call(&mut out, base as u32, bound as u32).map_err(err)?;
         let want: Vec<u32> = (0..32u64)
-            .map(|t| bound.saturating_sub(base + t).div_ceil(32) as u32)
+            .map(|t| {
+                let start = (base + t) & max;
+                bound.saturating_sub(start).div_ceil(32) as u32
+            })
             .collect();
         if out.as_slice() != want.as_slice() {
             return Err(format!(

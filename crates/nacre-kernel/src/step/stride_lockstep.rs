@@ -26,29 +26,31 @@
 //! loop, with no state machine. A thread touches [`UNROLL`] elements a grid apart and the next
 //! thread their neighbours, so the group reads [`UNROLL`] sequential streams, which the
 //! hardware prefetcher follows (one element per thread and group measured 2x slower on a grid
-//! of 64 blocks, each group a fresh cache miss). Loops of more than [`MAX_INSTS`] instructions
-//! run one iteration per group. Between two barriers any interleaving of a block's threads is a
+//! of 64 blocks, each group a fresh cache miss), and saves and reloads its carried values
+//! once per group. Larger loops get fewer copies (at most [`MAX_COPIED`] instructions in
+//! all). Between two barriers any interleaving of a block's threads is a
 //! valid execution, and a barrier every thread reaches only narrows the choice; the barrier
 //! before the uniform loop makes the code before it a thread loop of its own.
 //!
-//! The argument needs the indices not to wrap: `n + UNROLL s + blockDim.x ≤ 2^32 - 1`, checked
-//! once before the loop (uniform); otherwise the original loop runs, thread after thread,
-//! without yields (correct, only slower).
+//! The argument needs the indices not to wrap: `max(n, u) + UNROLL s + blockDim.x ≤ 2^32 - 1`,
+//! checked once before the loop (uniform); otherwise the original loop runs, thread after
+//! thread, without yields (correct, only slower).
 //!
 //! A loop qualifies when its header has its only exit, `br i < n` on a `u32` header parameter
 //! `i`; its one latch passes `i + s` back, `s` computed from the grid or block size; `n` and
 //! `s` are the same for every thread and iteration (uniform values from before the loop, or
 //! arithmetic in it on those, constants and the block's sizes);
 //! its one preheader is in uniform control flow and passes `u + threadIdx.x` (or
-//! `threadIdx.x`) for `i`; neither `i` nor anything the loop defines is used after it; and the
-//! loop waits on nobody: arithmetic, loads, stores, bounds checks, `threadIdx` and atomic
-//! read-modify-writes whose old value is unused (no barrier, collective, fence, call,
+//! `threadIdx.x`) for `i`; nothing the loop defines but its header's parameters is used after
+//! it; and the loop waits on nobody: arithmetic, loads, stores, bounds checks, `threadIdx` and
+//! atomic read-modify-writes whose old value is unused (no barrier, collective, fence, call,
 //! compare-and-swap or shared array). The other header parameters (a thread's running sum)
 //! are carried through the barrier like any value, and after the loop come from whichever
-//! loop ran (SSA repair).
+//! loop ran (SSA repair). So is `i` where it is used after the loop (a thread's first index
+//! past `n`, which it keeps once there); otherwise each group recomputes it as `j + tid`.
 
 use super::stride_loops::sized_values;
-use super::stride_unroll::{MAX_INSTS, UNROLL};
+use super::stride_unroll::UNROLL;
 use crate::unroll::{exit_test, loop_blocks, repair_everywhere, ExitTest, Preds};
 use nacre_ir::analysis::uniformity::{arithmetic, divergence, Divergence};
 use nacre_ir::analysis::{compute_loops, LoopInfo};
@@ -58,6 +60,10 @@ use nacre_ir::{
     InstKind, Type, Value, ValueDef,
 };
 use std::collections::{HashMap, HashSet};
+
+/// The most instructions the copies of one loop may hold together: a loop of more than
+/// `MAX_COPIED / UNROLL` gets fewer copies, down to one.
+pub const MAX_COPIED: usize = 512;
 
 /// Rewrites the qualifying grid- and block-stride loops of kernel `f` (module docs); returns
 /// the headers that must get neither a yield nor an unroll: each rewritten loop's uniform
@@ -89,6 +95,9 @@ struct Lockstep {
     base: Option<Value>,
     /// Iterations per thread between two barriers.
     copies: usize,
+    /// The positions of the header parameters carried through the uniform loop: all but the
+    /// index, unless it is used after the loop (otherwise each group recomputes it).
+    carried: Vec<usize>,
 }
 
 /// The analyses [`Lockstep::check`] reads.
@@ -164,11 +173,15 @@ impl Lockstep {
             && facts.sized.contains(&stride)
             && !facts.div.blocks.contains(&pre)
             && blocks.iter().all(|&b| waits_on_nobody(f, b, &facts.used))
-            && !used_after(f, &blocks, param);
+            && !uses_outside(f, &blocks, &internal(f, &blocks));
         if !fits {
             return None;
         }
         let base = thread_offset(f, enter.args[param], &facts.div)?;
+        let keep_index = uses_outside(f, &blocks, &HashSet::from([index]));
+        let carried: Vec<usize> = (0..f.blocks[header].params.len())
+            .filter(|&k| k != param || keep_index)
+            .collect();
         let stride = Invariant::of(f, stride, &blocks, &facts.div)?;
         let size: usize = blocks.iter().map(|&b| f.blocks[b].insts.len()).sum();
         let limit = Invariant::of(f, limit, &blocks, &facts.div)?;
@@ -181,19 +194,15 @@ impl Lockstep {
             limit,
             stride,
             base,
-            copies: if size <= MAX_INSTS { UNROLL } else { 1 },
+            copies: (MAX_COPIED / size.max(1)).clamp(1, UNROLL),
+            carried,
         })
     }
 
     /// Rewrites the loop (module docs); returns the uniform loop's header.
     fn rewrite(self, f: &mut Function) -> Block {
         let header_params = f.blocks[self.header].params.clone();
-        let carried: Vec<Value> = header_params
-            .iter()
-            .enumerate()
-            .filter(|&(k, _)| k != self.index)
-            .map(|(_, &p)| p)
-            .collect();
+        let carried = self.pick(&header_params);
         let copies: Vec<HashMap<Block, Block>> = (0..self.copies)
             .map(|_| copy_blocks(f, &self.blocks, &HashMap::new(), true).blocks)
             .collect();
@@ -208,10 +217,13 @@ impl Lockstep {
         self.fill_uniform(f, uniform, thread, j, &carry_u);
         let inner = copies[0][&self.header];
         let mut args = carry_u.clone();
+        let recompute = !self.carried.contains(&self.index);
         append(f, thread, |em| {
-            let tid = em.gpu_index(GpuIndex::ThreadIdx, Dim::X);
-            let i = em.binary(BinaryOp::Add, j, tid);
-            args.insert(self.index, i);
+            if recompute {
+                let tid = em.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+                let i = em.binary(BinaryOp::Add, j, tid);
+                args.insert(self.index, i);
+            }
             em.jump(inner, args);
         });
         self.chain(f, &copies, next);
@@ -252,6 +264,11 @@ impl Lockstep {
         uniform
     }
 
+    /// The carried ones of `all`, values in the order of the header's parameters.
+    fn pick(&self, all: &[Value]) -> Vec<Value> {
+        self.carried.iter().map(|&k| all[k]).collect()
+    }
+
     /// New parameters of `block`, one per value of `like`, of the same types.
     fn params_like(&self, f: &mut Function, block: Block, like: &[Value]) -> Vec<Value> {
         like.iter()
@@ -262,7 +279,8 @@ impl Lockstep {
             .collect()
     }
 
-    /// Ends the preheader in `br n + copies s + blockDim.x <= u32::MAX, start, <the loop>`.
+    /// Ends the preheader in `br max(n, u) + copies s + blockDim.x <= u32::MAX, start, <the
+    /// loop>` (in `u64`).
     fn check_wrap(&self, f: &mut Function, start: Block) {
         let step = self.stride.emit(f, self.pre);
         let limit = self.limit.emit(f, self.pre);
@@ -273,10 +291,16 @@ impl Lockstep {
             unreachable!("checked: the preheader ends in a jump");
         };
         f.blocks[self.pre].insts.pop();
-        let copies = self.copies;
+        let (copies, base) = (self.copies, self.base);
         append(f, self.pre, |em| {
             let wide = |em: &mut FunctionBuilder<'_>, v| em.cast(v, Type::U64);
-            let (n, s) = (wide(em, limit), wide(em, step));
+            let (mut n, s) = (wide(em, limit), wide(em, step));
+            if let Some(u) = base {
+                // `u + threadIdx.x` must not wrap either, even where no iteration runs.
+                let u = wide(em, u);
+                let above = em.cmp(CmpOp::Gt, u, n);
+                n = em.select(above, u, n);
+            }
             let times = em.const_u64(copies as u64);
             let s = em.binary(BinaryOp::Mul, s, times);
             let dim = em.gpu_index(GpuIndex::BlockDim, Dim::X);
@@ -296,10 +320,7 @@ impl Lockstep {
             InstKind::Branch { else_dest, .. } => else_dest.args.clone(),
             _ => unreachable!("check_wrap ends the preheader in a branch"),
         };
-        let inits: Vec<Value> = (0..enter.len())
-            .filter(|&k| k != self.index)
-            .map(|k| enter[k])
-            .collect();
+        let inits = self.pick(&enter);
         debug_assert_eq!(inits.len(), carried.len());
         let base = self.base;
         append(f, start, |em| {
@@ -327,9 +348,12 @@ impl Lockstep {
         let InstKind::Branch { else_dest, .. } = f.insts[term].kind.clone() else {
             unreachable!("checked: the header ends in a branch");
         };
-        let to_carried = |v: Value| match header_params.iter().position(|&p| p == v) {
-            Some(k) => carry_u[k - usize::from(k > self.index)],
-            None => v,
+        let to_carried = |v: Value| {
+            let k = header_params.iter().position(|&p| p == v);
+            match k.and_then(|k| self.carried.iter().position(|&c| c == k)) {
+                Some(c) => carry_u[c],
+                None => v,
+            }
         };
         let exit = BlockCall {
             block: else_dest.block,
@@ -345,7 +369,6 @@ impl Lockstep {
     /// Chains the copies: each one's back edge goes on to the next one's header, the last
     /// one's to `next`, and every exit to `next`, with the carried values.
     fn chain(&self, f: &mut Function, copies: &[HashMap<Block, Block>], next: Block) {
-        let index = self.index;
         for (k, copy) in copies.iter().enumerate() {
             let inner = copy[&self.header];
             let own: Vec<Value> = f.blocks[inner].params.clone();
@@ -353,7 +376,7 @@ impl Lockstep {
             if let InstKind::Branch { else_dest, .. } = &mut f.insts[term].kind {
                 *else_dest = BlockCall {
                     block: next,
-                    args: drop_index(&own, index),
+                    args: self.pick(&own),
                 };
             }
             let term = f
@@ -367,7 +390,7 @@ impl Lockstep {
                     },
                     None => BlockCall {
                         block: next,
-                        args: drop_index(&back.args, index),
+                        args: self.pick(&back.args),
                     },
                 };
             }
@@ -385,14 +408,6 @@ fn append(f: &mut Function, block: Block, build: impl FnOnce(&mut FunctionBuilde
     build(&mut em);
     let insts = em.into_insts();
     f.blocks[block].insts.extend(insts);
-}
-
-fn drop_index(args: &[Value], index: usize) -> Vec<Value> {
-    args.iter()
-        .enumerate()
-        .filter(|&(k, _)| k != index)
-        .map(|(_, &v)| v)
-        .collect()
 }
 
 /// Whether `v` is defined in one of `blocks` (a parameter or an instruction's result).
@@ -423,33 +438,36 @@ fn waits_on_nobody(f: &Function, b: Block, used: &HashSet<Value>) -> bool {
     })
 }
 
-/// Whether the index (header parameter `param`) or a value the loop's instructions or inner
-/// blocks define is used outside it (the header's exit edge included); the other header
-/// parameters may be.
-fn used_after(f: &Function, blocks: &[Block], param: usize) -> bool {
-    let header = blocks[0];
-    let mut inside: HashSet<Value> = HashSet::from([f.blocks[header].params[param]]);
-    for &b in blocks {
-        if b != header {
+/// The values the loop of `blocks` defines other than its header's parameters.
+fn internal(f: &Function, blocks: &[Block]) -> HashSet<Value> {
+    let mut inside = HashSet::new();
+    for (k, &b) in blocks.iter().enumerate() {
+        if k > 0 {
             inside.extend(&f.blocks[b].params);
         }
         inside.extend(f.blocks[b].insts.iter().filter_map(|&i| f.insts[i].result));
     }
-    let mut leaks = false;
+    inside
+}
+
+/// Whether some value of `values` is used outside the loop of `blocks` (the header's exit
+/// edge included).
+fn uses_outside(f: &Function, blocks: &[Block], values: &HashSet<Value>) -> bool {
+    let mut used = false;
     for &b in f.layout.iter().filter(|b| !blocks.contains(b)) {
         for &i in &f.blocks[b].insts {
             f.insts[i]
                 .kind
-                .for_each_operand(|v| leaks |= inside.contains(&v));
+                .for_each_operand(|v| used |= values.contains(&v));
         }
     }
     let term = f
-        .terminator(header)
+        .terminator(blocks[0])
         .expect("checked: the header ends in a branch");
     if let InstKind::Branch { else_dest, .. } = &f.insts[term].kind {
-        leaks |= else_dest.args.iter().any(|v| inside.contains(v));
+        used |= else_dest.args.iter().any(|v| values.contains(v));
     }
-    leaks
+    used
 }
 
 /// `Some(None)` if `start` is `threadIdx.x`, `Some(Some(u))` if it is `u + threadIdx.x` (or

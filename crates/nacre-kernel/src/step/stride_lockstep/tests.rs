@@ -137,12 +137,26 @@ fn a_grid_stride_loop_becomes_a_uniform_loop_beside_its_fallback() {
 }
 
 #[test]
+fn an_index_used_after_the_loop_is_carried_through_the_uniform_loop() {
+    let v = Variant {
+        index_after: true,
+        ..Variant::default()
+    };
+    let mut m = grid_stride(v);
+    let k = kernel(&mut m);
+    let skip = lockstep_strided_loops(k);
+    // The original header has the index and the count; the uniform one `j` besides.
+    let carried = skip.iter().any(|&b| k.blocks[b].params.len() == 3);
+    assert!(carried, "{k}");
+    verify(m).expect("the rewritten kernel verifies");
+    let (shape, yields) = lowered(&grid_stride(v));
+    assert!(matches!(shape, StepShape::Regions { .. }), "{shape:?}");
+    assert_eq!(yields, 0);
+}
+
+#[test]
 fn without_the_rewrite_the_loop_yields_in_a_state_machine() {
     let declined = [
-        Variant {
-            index_after: true,
-            ..Variant::default()
-        },
         Variant {
             cas: true,
             ..Variant::default()
