@@ -59,18 +59,23 @@ fn step_info_records_layout() {
     assert_eq!(info.shared_bytes, 72 + 256);
     assert_eq!(info.barriers, 1);
 
-    // Grid-stride loops yield in grid mode (saving the phase and `i`), not in serial mode.
+    // In grid mode a grid-stride loop runs in lockstep: a uniform loop with a barrier per
+    // group of iterations (and one before it), thread loops per region, no yield and no
+    // state (`i` is recomputed from the uniform index); in serial mode it runs as written.
     let (_, info) = lowered("saxpy", &saxpy());
-    assert_eq!((info.barriers, info.yields, info.state_words), (0, 1, 2));
+    assert_eq!((info.barriers, info.yields, info.state_words), (2, 0, 0));
     let (module, id) = saxpy();
     let info = lower_kernel(&module, id, CpuMode::Serial).unwrap().info;
     assert_eq!((info.barriers, info.yields, info.state_words), (0, 0, 0));
-    // Kernels with barriers yield too; `strided_sum` saves `i` and `acc` at its yield, `s` at
-    // its second barrier.
+    // `strided_sum` carries `acc` across the groups' barriers in one state word (the tree
+    // reduction's `s` is uniform).
     let (_, info) = lowered("block_sum", &block_sum());
     assert_eq!(info.yields, 0);
     let (_, info) = lowered("strided_sum", &strided_sum());
-    assert_eq!((info.barriers, info.yields, info.state_words), (2, 1, 4));
+    assert_eq!((info.barriers, info.yields, info.state_words), (4, 0, 1));
+    // A loop whose trip count and start depend on the thread (`staggered`) yields.
+    let (_, info) = lowered("staggered", &staggered());
+    assert_eq!((info.barriers, info.yields), (1, 1), "{info:?}");
 
     // pointer, f64 (h), i8 (small), bool (odd), u32 (i) are live across the barrier; all
     // but `odd`, which needs a remainder, are recomputed from the thread's index by each
@@ -121,13 +126,21 @@ fn collapsed_snapshot() {
         .is_none());
 }
 
-/// A kernel with a barrier and a grid-stride loop (a yield) keeps the state machine.
+/// A kernel with a barrier and a block-stride loop whose start and trip count depend on the
+/// thread (a yield) keeps the state machine.
 #[test]
 fn state_machine_snapshot() {
-    let (module, id) = strided_sum();
+    let (module, id) = staggered();
     let low = lower_kernel(&module, id, CpuMode::Grid).unwrap();
     assert_eq!(low.info.shape, nacre_kernel::step::StepShape::StateMachine);
-    insta::assert_snapshot!("strided_sum_lowered", low.func.to_string());
+    insta::assert_snapshot!("staggered_lowered", low.func.to_string());
+    // A grid-stride loop before a barrier runs in lockstep: thread loops per region.
+    let (module, id) = strided_sum();
+    let low = lower_kernel(&module, id, CpuMode::Grid).unwrap();
+    assert!(matches!(
+        low.info.shape,
+        nacre_kernel::step::StepShape::Regions { .. }
+    ));
 }
 
 #[test]
