@@ -616,3 +616,39 @@ pub fn check_out_of_bounds(
         assert!(ok.is_ok(), "{name}: {target} {ok:?} on arrays in bounds");
     }
 }
+
+/// In grid mode the CPU runtime gives each worker its own copy of the histogram's global bins
+/// (only added to, relaxed, results unused), checked or not; kernels that read what their
+/// atomics return keep them shared. The corpus runs compare the results with the emulation.
+#[test]
+fn the_histograms_bins_and_no_read_atomic_are_privatised_on_the_cpu() {
+    let backend = make_backend(&Options::with_backend(BackendKind::Cranelift)).expect("backend");
+    let private = |name: &str, form: Form| {
+        let case = all()
+            .into_iter()
+            .find(|c| c.name == name)
+            .expect("a corpus case");
+        let traced = (case.trace)().expect("traces");
+        let verified = form.prepare(traced.module).expect("prepares");
+        let cpu = prepare_cpu(
+            verified.module(),
+            &traced.linkage,
+            &*backend,
+            CpuMode::Grid,
+            &nacre_c::COptions::default(),
+        )
+        .expect("cpu kernels");
+        let params: Vec<Vec<usize>> = cpu.iter().map(|(_, k)| k.private_params()).collect();
+        params
+    };
+    for form in [Form::Unchecked, Form::Checked] {
+        assert_eq!(private("histogram256", form), [vec![1]], "{form:?}");
+        for name in ["compact", "atomic_total"] {
+            let params = private(name, form);
+            assert!(
+                params.iter().all(Vec::is_empty),
+                "{name} {form:?}: {params:?}"
+            );
+        }
+    }
+}

@@ -28,6 +28,7 @@
 //! unspecified contents (on the CPU, whatever the worker's previous block left there).
 
 use crate::kernel::CpuKernel;
+use crate::private::Plan;
 use nacre_backend::LaunchDims;
 use nacre_ir::Trap;
 use nacre_kernel::step::{collapse, ctx};
@@ -310,16 +311,35 @@ impl CpuKernel {
         let chunks = shape.blocks.min(workers * CHUNKS_PER_WORKER);
         let trap = AtomicU32::new(0);
         let args_addr = args as usize;
-        (0..chunks).into_par_iter().for_each(|c| {
+        let run_chunk = |c: u64, args: *const u64| {
             let lo = (shape.blocks as u128 * c as u128 / chunks as u128) as u64;
             let hi = (shape.blocks as u128 * (c + 1) as u128 / chunks as u128) as u64;
             // SAFETY: forwarded contract; the chunks are disjoint, and every block has its own
             // shared memory and state (the worker's scratch).
-            let r = unsafe { self.run_blocks(shape, args_addr as *const u64, lo, hi, Some(&trap)) };
+            let r = unsafe { self.run_blocks(shape, args, lo, hi, Some(&trap)) };
             if let Err(code) = r {
                 let _ = trap.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
             }
-        });
+        };
+        // SAFETY: `args` holds one slot per parameter.
+        let plan = unsafe { Plan::new(self.private_sums(), &self.info().params, args) };
+        match plan {
+            None => (0..chunks)
+                .into_par_iter()
+                .for_each(|c| run_chunk(c, args_addr as *const u64)),
+            Some(plan) => (0..chunks)
+                .into_par_iter()
+                .fold(
+                    || plan.copies(),
+                    |copies, c| {
+                        run_chunk(c, copies.args());
+                        copies
+                    },
+                )
+                // SAFETY: the sums' memory is the caller's for the launch, and the kernel
+                // reaches it through no other argument (`Plan::new` checked).
+                .for_each(|copies| unsafe { plan.merge(copies) }),
+        }
         match trap.load(Ordering::Relaxed) {
             0 => Ok(()),
             code => Err(code),

@@ -4,7 +4,7 @@ use crate::c_tier::{TierState, Upgrade};
 use nacre_backend::{Executable, LaunchDims};
 use nacre_ir::{Module, Trap};
 use nacre_kernel::step::StepInfo;
-use nacre_kernel::CpuMode;
+use nacre_kernel::{CpuMode, PrivateSums};
 use std::fmt;
 use std::sync::Arc;
 
@@ -28,6 +28,8 @@ pub struct CpuKernel {
     mode: CpuMode,
     step_module: Module,
     collapsed: Option<CollapsedStep>,
+    /// The sum parameters launches in grid mode may privatise (see `crate::private`).
+    private: PrivateSums,
 }
 
 /// The collapsed step function of a grid-stride kernel (see `nacre_kernel::step::collapse`), and its
@@ -140,9 +142,10 @@ impl CpuKernel {
         info: StepInfo,
         mode: CpuMode,
         step_module: Module,
-        collapsed: Option<CollapsedStep>,
+        (collapsed, private): (Option<CollapsedStep>, PrivateSums),
     ) -> CpuKernel {
         CpuKernel {
+            private,
             name,
             entry: native_step(exec.as_ref()),
             exec,
@@ -158,6 +161,19 @@ impl CpuKernel {
     /// [`CpuMode::Grid`].
     pub(crate) fn collapsed(&self) -> Option<&CollapsedStep> {
         self.collapsed.as_ref()
+    }
+
+    /// The sum parameters launches may privatise.
+    pub(crate) fn private_sums(&self) -> &PrivateSums {
+        &self.private
+    }
+
+    /// The positions of the parameters a launch in grid mode gives each worker privately when
+    /// their memory is small and no other argument reaches it (see
+    /// [`nacre_kernel::private_sums`]): those the kernel only adds to, atomically and relaxed,
+    /// without reading the old value.
+    pub fn private_params(&self) -> Vec<usize> {
+        self.private.sums.iter().map(|s| s.param).collect()
     }
 
     /// True if launches on a one-dimensional grid may run as one collapsed loop (see

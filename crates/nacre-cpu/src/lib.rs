@@ -25,6 +25,7 @@ pub mod c_tier;
 pub mod exec;
 pub mod kernel;
 pub mod prepare;
+mod private;
 pub mod runtime;
 
 pub use c_tier::{wait_for_c_tier, TierState};

@@ -122,7 +122,20 @@ pub fn prepare_cpu(
                 c_tier::request(verified, linkage, slot.clone(), c_tier);
                 slot
             });
-        let kernel = CpuKernel::new(name, (exec, upgrade), info, mode, step, collapsed);
+        let private = match mode {
+            CpuMode::Grid => {
+                nacre_kernel::private_sums(&lowering.functions[id], module.bounds_checked)
+            }
+            CpuMode::Serial => Default::default(),
+        };
+        let kernel = CpuKernel::new(
+            name,
+            (exec, upgrade),
+            info,
+            mode,
+            step,
+            (collapsed, private),
+        );
         kernels.push((id, Arc::new(kernel)));
     }
     Ok(CpuKernels { kernels })

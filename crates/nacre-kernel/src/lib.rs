@@ -19,6 +19,8 @@
 //!   what the host code asks for;
 //! - [`grid_stride`]: the canonical grid-stride loop of a kernel and the lane analysis of its
 //!   body — [`grid_stride_loop`], [`lane_access`];
+//! - [`private_sums`]: pointer parameters reached only by relaxed atomic additions, which a
+//!   CPU launch may give each worker privately — [`private_sums()`];
 //! - [`mod@structure`]: the control-flow graph as nested branches, loops and labelled regions, for
 //!   C-family printers without `goto` — [`structure()`];
 //! - [`unroll`]: short loops with constant bounds unrolled whole, for thread loops the C
@@ -38,6 +40,7 @@ pub mod error;
 pub mod grid_stride;
 pub mod launch_checks;
 pub mod launch_shape;
+pub mod private_sums;
 pub mod shared_atomics;
 pub mod step;
 pub mod structure;
@@ -54,6 +57,7 @@ pub use launch_shape::{
     launch_shapes, specialise_launch_shapes, specialised_for_launches, LaunchShape, LaunchShapes,
     Specialised,
 };
+pub use private_sums::{private_sums, PrivateSum, PrivateSums};
 pub use shared_atomics::demote_shared_atomics;
 pub use step::CpuMode;
 pub use structure::{structure, structure_simplified, Stmt, StructureError};

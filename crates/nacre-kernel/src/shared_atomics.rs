@@ -23,8 +23,9 @@ pub fn demote_shared_atomics(module: &mut Module) {
     }
 }
 
-/// Whether `v` points into the block's shared memory.
-fn is_shared(f: &Function, v: Value) -> bool {
+/// Whether `v` points into the block's shared memory (by its definition chain, see the module
+/// docs).
+pub(crate) fn is_shared(f: &Function, v: Value) -> bool {
     match f.defining_inst(v) {
         Some(InstKind::SharedAlloc { .. } | InstKind::DynamicShared { .. }) => true,
         Some(InstKind::ElemPtr(base, _)) => is_shared(f, *base),
