@@ -170,7 +170,7 @@ impl CpuKernel {
 
     /// The positions of the parameters a launch in grid mode gives each worker privately when
     /// their memory is small and no other argument reaches it (see
-    /// [`nacre_kernel::private_sums`]): those the kernel only adds to, atomically and relaxed,
+    /// [`nacre_kernel::private_sums()`]): those the kernel only adds to, atomically and relaxed,
     /// without reading the old value.
     pub fn private_params(&self) -> Vec<usize> {
         self.private.sums.iter().map(|s| s.param).collect()

@@ -1,6 +1,7 @@
 //! Private copies of a launch's sum parameters: each worker adds into zeroed memory of its
 //! own, and the copies are added into the real memory when its blocks are done (see
-//! [`nacre_kernel::private_sums`] for which parameters qualify and why the result is the same).
+//! [`nacre_kernel::private_sums`](mod@nacre_kernel::private_sums) for which parameters
+//! qualify and why the result is the same).
 //!
 //! A launch privatises a sum when its memory is known and small ([`MAX_PRIVATE_BYTES`]) and no
 //! other pointer argument reaches it:

@@ -19,7 +19,7 @@
 //!   what the host code asks for;
 //! - [`grid_stride`]: the canonical grid-stride loop of a kernel and the lane analysis of its
 //!   body — [`grid_stride_loop`], [`lane_access`];
-//! - [`private_sums`]: pointer parameters reached only by relaxed atomic additions, which a
+//! - [`mod@private_sums`]: pointer parameters reached only by relaxed atomic additions, which a
 //!   CPU launch may give each worker privately — [`private_sums()`];
 //! - [`mod@structure`]: the control-flow graph as nested branches, loops and labelled regions, for
 //!   C-family printers without `goto` — [`structure()`];
