@@ -14,15 +14,17 @@
 //! Without a C++ compiler the test says it is skipped.
 
 use crate::emulation::{
-    build, check_against_cpu, check_out_of_bounds, cxx_ready, runner, Emulated, Form, Param,
+    build, check_against_cpu, check_out_of_bounds, cxx_ready, runner, Emulated, Form, Header, Param,
 };
 use nacre::ir::{Module, Type, VerifiedModule};
 use nacre_c::Dialect;
 use nacre_corpus::kernels::without_metal;
 use nacre_cuda::codegen::{emit_kernels, CudaDialect, KernelSource};
-use std::path::Path;
 
-const EMULATION_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../nacre-cuda/emulation");
+const HEADER: Header = Header {
+    dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../nacre-cuda/emulation"),
+    name: "nacre_cuda_emulation.h",
+};
 
 /// The kernel's source inside a namespace (its fixed-width typedefs then shadow the C
 /// library's), and a runner `nacre_run` that calls the kernel once per thread of every block.
@@ -85,7 +87,7 @@ fn emulated(
             .map(|(id, k)| {
                 let params = params(module, *id)?;
                 let source = emulation_source(k, &params);
-                let kernel = build(&cxx, Path::new(EMULATION_DIR), &k.name, &source, params)?;
+                let kernel = build(&cxx, &HEADER, &k.name, &source, params)?;
                 Ok((*id, kernel))
             })
             .collect()

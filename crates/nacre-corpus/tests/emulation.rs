@@ -30,7 +30,7 @@ use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 type RunFn = unsafe extern "C" fn(*const u32, *const *mut c_void, *mut u32);
 
@@ -111,11 +111,83 @@ pub fn runner(dim3: &str, per_thread: &[String]) -> String {
     )
 }
 
-/// Compiles `source` (a translation unit defining `nacre_run`, see the module docs) with
-/// `include` on the include path, for kernel `name` with `params`.
+/// A target's emulation header: the folder that holds it and its name as every translation
+/// unit's first line includes it.
+pub struct Header {
+    /// The folder, put on the include path.
+    pub dir: &'static str,
+    /// The file name.
+    pub name: &'static str,
+}
+
+/// The compiler flags of every emulated kernel, and of the precompiled header, which must be
+/// built with the same.
+const CXX_FLAGS: [&str; 7] = [
+    "-std=c++20",
+    "-O1",
+    "-ffp-contract=off",
+    "-fno-strict-aliasing",
+    "-fPIC",
+    "-pthread",
+    "-w",
+];
+
+/// The arguments that make `cxx` read `header` precompiled, building it the first time this
+/// process asks (in the tests' scratch folder under `target/`); none where the compiler cannot
+/// precompile it, when every kernel parses the header itself. Parsing it (the C++ library's
+/// threads and barriers) is most of a kernel's compile time: precompiled, the emulation tests
+/// take a fifth of the time.
+fn precompiled(cxx: &str, header: &Header) -> Vec<String> {
+    static BUILT: Mutex<Vec<(String, &'static str, Vec<String>)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, args)) = built.iter().find(|(c, n, _)| c == cxx && *n == header.name) {
+        return args.clone();
+    }
+    let args = build_precompiled(cxx, header).unwrap_or_default();
+    built.push((cxx.to_string(), header.name, args.clone()));
+    args
+}
+
+/// Precompiles `header` with `cxx`: GCC finds `<name>.gch` in a folder ahead of the header's
+/// on the include path, Clang takes the file with `-include-pch`.
+fn build_precompiled(cxx: &str, header: &Header) -> Option<Vec<String>> {
+    let version = Command::new(cxx).arg("--version").output().ok()?;
+    let clang = String::from_utf8_lossy(&version.stdout).contains("clang");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("emulation-pch")
+        .join(cxx.replace('/', "_"));
+    std::fs::create_dir_all(&dir).ok()?;
+    let out = dir.join(format!(
+        "{}.{}",
+        header.name,
+        if clang { "pch" } else { "gch" }
+    ));
+    // Built beside and renamed over the last process's: a compiler still reading that one
+    // keeps its file.
+    let fresh = dir.join(format!("{}.{}", header.name, std::process::id()));
+    let status = Command::new(cxx)
+        .args(CXX_FLAGS)
+        .args(["-x", "c++-header"])
+        .arg(Path::new(header.dir).join(header.name))
+        .arg("-o")
+        .arg(&fresh)
+        .status()
+        .ok()?;
+    if !status.success() || std::fs::rename(&fresh, &out).is_err() {
+        return None;
+    }
+    Some(if clang {
+        vec!["-include-pch".to_string(), out.display().to_string()]
+    } else {
+        vec![format!("-I{}", dir.display())]
+    })
+}
+
+/// Compiles `source` (a translation unit whose first line includes `header` and which defines
+/// `nacre_run`, see the module docs), for kernel `name` with `params`.
 pub fn build(
     cxx: &str,
-    include: &Path,
+    header: &Header,
     name: &str,
     source: &str,
     params: Vec<Param>,
@@ -131,14 +203,10 @@ pub fn build(
     let lib = dir.join("kernel.so");
     std::fs::write(&src, source).map_err(|e| e.to_string())?;
     let out = Command::new(cxx)
-        .args([
-            "-std=c++20",
-            "-O1",
-            "-ffp-contract=off",
-            "-fno-strict-aliasing",
-        ])
-        .args(["-shared", "-fPIC", "-pthread", "-w"])
-        .arg(format!("-I{}", include.display()))
+        .args(CXX_FLAGS)
+        .arg("-shared")
+        .args(precompiled(cxx, header))
+        .arg(format!("-I{}", header.dir))
         .arg(&src)
         .arg("-o")
         .arg(&lib)

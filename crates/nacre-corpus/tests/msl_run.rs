@@ -12,16 +12,18 @@
 //! a C++ compiler (`c++`, `g++`, `clang++`, or `NACRE_CXX`) the test says it is skipped.
 
 use crate::emulation::{
-    build, check_against_cpu, check_out_of_bounds, cxx_ready, runner, Emulated, Form, Param,
+    build, check_against_cpu, check_out_of_bounds, cxx_ready, runner, Emulated, Form, Header, Param,
 };
 use nacre::ir::VerifiedModule;
 use nacre_c::Dialect;
 use nacre_metal::clang_check::THREADGROUP_ATTRIBUTE;
 use nacre_metal::layout;
 use nacre_metal::{emit_msl, MslDialect, MslKernel};
-use std::path::Path;
 
-const EMULATION_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../nacre-metal/emulation");
+const HEADER: Header = Header {
+    dir: concat!(env!("CARGO_MANIFEST_DIR"), "/../nacre-metal/emulation"),
+    name: "metal_stdlib",
+};
 
 /// The kernel source with its kernel-scope shared arrays made function statics (one array
 /// for the threads of the threadgroup that runs), and a runner `nacre_run` that calls the
@@ -108,7 +110,7 @@ fn emulated(
                     })
                     .collect();
                 let source = emulation_source(k);
-                let kernel = build(&cxx, Path::new(EMULATION_DIR), &k.name, &source, params)?;
+                let kernel = build(&cxx, &HEADER, &k.name, &source, params)?;
                 Ok((k.id, kernel))
             })
             .collect()
