@@ -66,27 +66,40 @@ fn cxx() -> Option<String> {
         .map(str::to_string)
 }
 
-/// The definition of `nacre_run` (see the module docs): for every block of the grid in turn,
-/// one thread per thread of the block, all meeting at the block's `std::barrier` (published to
-/// the emulation header as `nacre_emulated_barrier`), each running `per_thread`. `dim3` is the
-/// emulation's three-component index type; `grid`, `block`, `gx`.. and `tx`.. name the launch's
-/// shape and the thread's block and thread indices, `dyn_shared` (16-byte aligned, per block)
-/// and `dyn_bytes` the block's dynamic shared memory.
-pub fn runner(dim3: &str, per_thread: &[String]) -> String {
-    let body: String = per_thread
-        .iter()
-        .map(|l| format!("                {l}\n"))
-        .collect();
+/// What a kernel's translation unit and the launcher share: one emulated GPU thread's place
+/// in the launch, and the launcher, which runs `per_thread` for every thread of every block
+/// (C linkage: a target may put the kernel's side in a namespace).
+const LAUNCH_INTERFACE: &str = r#"
+struct nacre_emulated_thread {
+    unsigned tx, ty, tz, gx, gy, gz;
+    const unsigned *dims;
+    unsigned char *dyn_shared;
+    void *const *args;
+    unsigned *status;
+};
+extern "C" void nacre_emulated_launch(const unsigned *dims, void *const *args, unsigned *status,
+                                      void (*per_thread)(const nacre_emulated_thread &));
+"#;
+
+/// The launcher (see [`LAUNCH_INTERFACE`]), compiled once per process and linked into every
+/// kernel (see [`prebuilt`]): for every block of the grid in turn, one thread per thread of the
+/// block, all meeting at the block's `std::barrier` (published to the emulation header as
+/// `nacre_emulated_barrier`), with the block's warps, votes and dynamic shared memory
+/// (16-byte aligned). Kept out of the kernels' sources, its C++ library templates are
+/// instantiated and compiled once instead of once per kernel.
+fn launcher_source(header: &Header) -> String {
     format!(
-        r#"extern "C" void nacre_run(const unsigned *dims, void *const *args, unsigned *status) {{
-    {dim3} grid{{dims[0], dims[1], dims[2]}};
-    {dim3} block{{dims[3], dims[4], dims[5]}};
-    unsigned dyn_bytes = dims[6];
-    unsigned n = block.x * block.y * block.z;
-    for (unsigned gz = 0; gz < grid.z; gz++)
-    for (unsigned gy = 0; gy < grid.y; gy++)
-    for (unsigned gx = 0; gx < grid.x; gx++) {{
-        std::vector<__int128> dyn_storage(dyn_bytes / 16 + 1);
+        r#"#include <{}>
+#undef thread
+{LAUNCH_INTERFACE}
+extern "C" void nacre_emulated_launch(const unsigned *dims, void *const *args, unsigned *status,
+                                      void (*per_thread)(const nacre_emulated_thread &)) {{
+    unsigned bx = dims[3], by = dims[4], bz = dims[5];
+    unsigned n = bx * by * bz;
+    for (unsigned gz = 0; gz < dims[2]; gz++)
+    for (unsigned gy = 0; gy < dims[1]; gy++)
+    for (unsigned gx = 0; gx < dims[0]; gx++) {{
+        std::vector<__int128> dyn_storage(dims[6] / 16 + 1);
         unsigned char *dyn_shared = (unsigned char *)dyn_storage.data();
         std::barrier<> group(n);
         std::deque<nacre_emulated_warp> warps;
@@ -94,18 +107,46 @@ pub fn runner(dim3: &str, per_thread: &[String]) -> String {
         std::vector<int> votes(n);
         std::vector<std::thread> threads;
         threads.reserve(n);
-        for (unsigned tz = 0; tz < block.z; tz++)
-        for (unsigned ty = 0; ty < block.y; ty++)
-        for (unsigned tx = 0; tx < block.x; tx++)
+        for (unsigned tz = 0; tz < bz; tz++)
+        for (unsigned ty = 0; ty < by; ty++)
+        for (unsigned tx = 0; tx < bx; tx++)
             threads.emplace_back([&, tx, ty, tz] {{
                 nacre_emulated_barrier = &group;
-                unsigned linear = tx + block.x * (ty + block.y * tz);
+                unsigned linear = tx + bx * (ty + by * tz);
                 nacre_emulated_warp_of = &warps[linear / 32];
                 nacre_emulated_lane = linear % 32;
                 nacre_emulated_votes = votes.data();
-{body}            }});
+                per_thread(nacre_emulated_thread{{tx, ty, tz, gx, gy, gz, dims, dyn_shared, args, status}});
+            }});
         for (auto &t : threads) t.join();
     }}
+}}
+"#,
+        header.name
+    )
+}
+
+/// The end of a kernel's translation unit (see the module docs): `nacre_run`, which hands the
+/// launcher a function running `per_thread` as one thread. `dim3` is the emulation's
+/// three-component index type; `grid`, `block`, `gx`.. and `tx`.. name the launch's shape and
+/// the thread's block and thread indices, `dyn_shared` and `dyn_bytes` the block's dynamic
+/// shared memory, `args` and `status` the runner's arguments.
+pub fn runner(dim3: &str, per_thread: &[String]) -> String {
+    let body: String = per_thread.iter().map(|l| format!("    {l}\n")).collect();
+    format!(
+        r#"{LAUNCH_INTERFACE}
+static void nacre_thread(const nacre_emulated_thread &t) {{
+    unsigned tx = t.tx, ty = t.ty, tz = t.tz, gx = t.gx, gy = t.gy, gz = t.gz;
+    {dim3} grid{{t.dims[0], t.dims[1], t.dims[2]}};
+    {dim3} block{{t.dims[3], t.dims[4], t.dims[5]}};
+    unsigned char *dyn_shared = t.dyn_shared;
+    unsigned dyn_bytes = t.dims[6];
+    void *const *args = t.args;
+    unsigned *status = t.status;
+{body}}}
+
+extern "C" void nacre_run(const unsigned *dims, void *const *args, unsigned *status) {{
+    nacre_emulated_launch(dims, args, status, nacre_thread);
 }}
 "#
     )
@@ -132,31 +173,71 @@ const CXX_FLAGS: [&str; 7] = [
     "-w",
 ];
 
-/// The arguments that make `cxx` read `header` precompiled, building it the first time this
-/// process asks (in the tests' scratch folder under `target/`); none where the compiler cannot
-/// precompile it, when every kernel parses the header itself. Parsing it (the C++ library's
-/// threads and barriers) is most of a kernel's compile time: precompiled, the emulation tests
-/// take a fifth of the time.
-fn precompiled(cxx: &str, header: &Header) -> Vec<String> {
-    static BUILT: Mutex<Vec<(String, &'static str, Vec<String>)>> = Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, _, args)) = built.iter().find(|(c, n, _)| c == cxx && *n == header.name) {
-        return args.clone();
-    }
-    let args = build_precompiled(cxx, header).unwrap_or_default();
-    built.push((cxx.to_string(), header.name, args.clone()));
-    args
+/// What every kernel of a target is built with, made once per process and compiler (in the
+/// tests' scratch folder under `target/`).
+#[derive(Clone)]
+struct Prebuilt {
+    /// The arguments that make the compiler read the header precompiled; none where it cannot
+    /// precompile it, when every kernel parses the header itself. Parsing it (the C++ library's
+    /// threads and barriers) was most of a kernel's compile time.
+    header_args: Vec<String>,
+    /// The launcher's object file (see [`launcher_source`]), linked into every kernel.
+    launcher: PathBuf,
 }
 
-/// Precompiles `header` with `cxx`: GCC finds `<name>.gch` in a folder ahead of the header's
-/// on the include path, Clang takes the file with `-include-pch`.
-fn build_precompiled(cxx: &str, header: &Header) -> Option<Vec<String>> {
+/// The [`Prebuilt`] parts for `cxx` and `header`, built the first time this process asks.
+fn prebuilt(cxx: &str, header: &Header) -> Result<Prebuilt, String> {
+    type Built = Vec<(String, &'static str, Prebuilt)>;
+    static BUILT: Mutex<Built> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, p)) = built.iter().find(|(c, n, _)| c == cxx && *n == header.name) {
+        return Ok(p.clone());
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("emulation")
+        .join(cxx.replace('/', "_"));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let header_args = precompile(cxx, header, &dir).unwrap_or_default();
+    let src = dir.join(format!(
+        "{}.launcher.{}.cpp",
+        header.name,
+        std::process::id()
+    ));
+    let fresh = dir.join(format!("{}.launcher.{}.o", header.name, std::process::id()));
+    let launcher = dir.join(format!("{}.launcher.o", header.name));
+    std::fs::write(&src, launcher_source(header)).map_err(|e| e.to_string())?;
+    let out = Command::new(cxx)
+        .args(CXX_FLAGS)
+        .arg("-c")
+        .args(&header_args)
+        .arg(format!("-I{}", header.dir))
+        .arg(&src)
+        .arg("-o")
+        .arg(&fresh)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&src);
+    if !out.status.success() {
+        return Err(format!(
+            "{cxx} rejected the launcher:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::rename(&fresh, &launcher).map_err(|e| e.to_string())?;
+    let p = Prebuilt {
+        header_args,
+        launcher,
+    };
+    built.push((cxx.to_string(), header.name, p.clone()));
+    Ok(p)
+}
+
+/// Precompiles `header` with `cxx` into `dir`: GCC finds `<name>.gch` in a folder ahead of the
+/// header's on the include path, Clang takes the file with `-include-pch`. `None` where the
+/// compiler cannot.
+fn precompile(cxx: &str, header: &Header, dir: &Path) -> Option<Vec<String>> {
     let version = Command::new(cxx).arg("--version").output().ok()?;
     let clang = String::from_utf8_lossy(&version.stdout).contains("clang");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("emulation-pch")
-        .join(cxx.replace('/', "_"));
-    std::fs::create_dir_all(&dir).ok()?;
     let out = dir.join(format!(
         "{}.{}",
         header.name,
@@ -198,6 +279,7 @@ pub fn build(
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::SeqCst)
     ));
+    let prebuilt = prebuilt(cxx, header)?;
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let src = dir.join("kernel.cpp");
     let lib = dir.join("kernel.so");
@@ -205,9 +287,10 @@ pub fn build(
     let out = Command::new(cxx)
         .args(CXX_FLAGS)
         .arg("-shared")
-        .args(precompiled(cxx, header))
+        .args(&prebuilt.header_args)
         .arg(format!("-I{}", header.dir))
         .arg(&src)
+        .arg(&prebuilt.launcher)
         .arg("-o")
         .arg(&lib)
         .output()
