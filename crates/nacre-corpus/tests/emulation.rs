@@ -7,6 +7,11 @@
 //! of a GPU, and requires every array to come out bit-identical to the same host function
 //! launching the kernels on the CPU runtime in grid mode.
 //!
+//! What every kernel shares is built once per process: the emulation header precompiled, and
+//! the launcher (the threads, barrier and warps of each block, [`launcher_source`]) compiled
+//! to an object that every kernel links; a kernel's `nacre_run` hands the launcher a function
+//! that runs one thread ([`runner`]).
+//!
 //! The runner's signature is `extern "C" void nacre_run(const unsigned *dims, void *const
 //! *args, unsigned *status)`: the launch's seven words (`nacre_backend::LaunchDims`: grid,
 //! block, bytes of dynamic shared memory), a pointer per kernel parameter
