@@ -46,6 +46,9 @@ pub mod step;
 pub mod structure;
 pub mod unroll;
 
+#[cfg(test)]
+mod test_host;
+
 pub use address_space::{infer_address_spaces, AddressSpaceError, DeviceModule};
 pub use bounds::{hoist_grid_stride_checks, remove_proven_kernel_checks};
 pub use check_free::{add_check_free_versions, CheckFreeOptions};

@@ -71,19 +71,7 @@ fn stencil_like(gather: bool) -> Module {
 /// `m` with an entry function that launches kernel `k` (parameters `params`) on 16 × 16
 /// blocks.
 fn with_host(mut m: Module, k: nacre_ir::FuncId, params: &[Type]) -> Module {
-    let host = m.add_function(FunctionBuilder::build(
-        "host",
-        FuncKind::Host,
-        params,
-        None,
-        |b, a| {
-            let one = b.const_u32(1);
-            let side = b.const_u32(16);
-            b.launch(k, [side, side, one], [side, side, one], a.to_vec());
-            b.ret(None);
-        },
-    ));
-    m.entry = Some(host);
+    crate::test_host::launch_once(&mut m, k, params, [16, 16, 1], [16, 16, 1]);
     m
 }
 

@@ -162,6 +162,7 @@ impl StridedLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_host::{kernel, launch_once};
     use nacre_ir::analysis::compute_loops;
     use nacre_ir::{
         verify, BinaryOp, CmpOp, Dim, FuncKind, FunctionBuilder, GpuIndex, InstKind, Module,
@@ -214,27 +215,8 @@ mod tests {
                 b.ret(None);
             },
         ));
-        let host = m.add_function(FunctionBuilder::build(
-            "host",
-            FuncKind::Host,
-            &[p32, Type::U32],
-            None,
-            |b, a| {
-                let one = b.const_u32(1);
-                let n = b.const_u32(64);
-                b.launch(k, [one, one, one], [n, one, one], a.to_vec());
-                b.ret(None);
-            },
-        ));
-        m.entry = Some(host);
+        launch_once(&mut m, k, &[p32, Type::U32], [1, 1, 1], [64, 1, 1]);
         m
-    }
-
-    fn kernel(m: &mut Module) -> &mut Function {
-        m.functions
-            .values_mut()
-            .find(|f| f.kind == FuncKind::Kernel)
-            .unwrap()
     }
 
     #[test]

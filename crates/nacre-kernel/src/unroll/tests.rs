@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_host::launch_once;
 use nacre_ir::{verify, Dim, GpuIndex};
 
 /// `k(out)`: `for (p = tid; p < limit; p += step) out[p] = p;` then `out[0] = p` (a header
@@ -35,19 +36,7 @@ fn tile_loop(limit: u32, step: u32) -> Module {
             b.ret(None);
         },
     ));
-    let host = m.add_function(FunctionBuilder::build(
-        "host",
-        FuncKind::Host,
-        &[p32],
-        None,
-        |b, a| {
-            let one = b.const_u32(1);
-            let n = b.const_u32(256);
-            b.launch(k, [one, one, one], [n, one, one], a.to_vec());
-            b.ret(None);
-        },
-    ));
-    m.entry = Some(host);
+    launch_once(&mut m, k, &[p32], [1, 1, 1], [256, 1, 1]);
     m
 }
 

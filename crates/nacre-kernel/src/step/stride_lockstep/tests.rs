@@ -1,5 +1,6 @@
 use super::*;
 use crate::step::{lower_kernel, CpuMode, StepShape};
+use crate::test_host::{kernel, launch_once};
 use nacre_ir::{verify, AtomicOp, FuncKind, MemOrder, Module, Scalar, Scope};
 
 /// How [`grid_stride`] varies its kernel.
@@ -68,27 +69,8 @@ fn grid_stride(v: Variant) -> Module {
             b.ret(None);
         },
     ));
-    let host = m.add_function(FunctionBuilder::build(
-        "host",
-        FuncKind::Host,
-        &[p32, Type::U32],
-        None,
-        |b, a| {
-            let one = b.const_u32(1);
-            let n = b.const_u32(64);
-            b.launch(k, [n, one, one], [n, one, one], a.to_vec());
-            b.ret(None);
-        },
-    ));
-    m.entry = Some(host);
+    launch_once(&mut m, k, &[p32, Type::U32], [64, 1, 1], [64, 1, 1]);
     verify(m).expect("the test kernel verifies").into_inner()
-}
-
-fn kernel(m: &mut Module) -> &mut Function {
-    m.functions
-        .values_mut()
-        .find(|f| f.kind == FuncKind::Kernel)
-        .expect("a kernel")
 }
 
 /// The kernel's step function's shape and yields.
