@@ -27,7 +27,7 @@
 //! Shared memory is not cleared between blocks: like on a GPU, a shared array starts with
 //! unspecified contents (on the CPU, whatever the worker's previous block left there).
 
-use crate::kernel::CpuKernel;
+use crate::kernel::{CpuKernel, StepCode};
 use crate::private::Plan;
 use nacre_backend::LaunchDims;
 use nacre_ir::Trap;
@@ -213,7 +213,9 @@ impl CpuKernel {
         }
         match self.mode() {
             // SAFETY: one block of one thread; buffers sized by `run_blocks`.
-            CpuMode::Serial => unsafe { self.run_blocks(&shape.serial(), args, 0, 1, None) },
+            CpuMode::Serial => unsafe {
+                self.run_blocks(self.one_worker(), &shape.serial(), args, (0, 1), None)
+            },
             CpuMode::Grid => {
                 // SAFETY: forwarded contract.
                 if unsafe { self.run_collapsed(&shape, args) }? {
@@ -223,6 +225,12 @@ impl CpuKernel {
                 unsafe { self.run_grid(&shape, args) }
             }
         }
+    }
+
+    /// The code a launch runs when no other worker runs blocks of it at the same time: the
+    /// step function with the sums' additions plain, for a kernel with sums.
+    fn one_worker(&self) -> StepCode<'_> {
+        self.plain_sums().unwrap_or_else(|| self.current())
     }
 
     /// Runs a launch of a collapsible kernel (see [`nacre_kernel::step::collapse`]) as chunks of its
@@ -306,17 +314,19 @@ impl CpuKernel {
         let workers = rayon::current_num_threads() as u64;
         if shape.blocks == 1 || workers <= 1 {
             // SAFETY: forwarded contract.
-            return unsafe { self.run_blocks(shape, args, 0, shape.blocks, None) };
+            return unsafe {
+                self.run_blocks(self.one_worker(), shape, args, (0, shape.blocks), None)
+            };
         }
         let chunks = shape.blocks.min(workers * CHUNKS_PER_WORKER);
         let trap = AtomicU32::new(0);
         let args_addr = args as usize;
-        let run_chunk = |c: u64, args: *const u64| {
+        let run_chunk = |code: StepCode<'_>, c: u64, args: *const u64| {
             let lo = (shape.blocks as u128 * c as u128 / chunks as u128) as u64;
             let hi = (shape.blocks as u128 * (c + 1) as u128 / chunks as u128) as u64;
             // SAFETY: forwarded contract; the chunks are disjoint, and every block has its own
             // shared memory and state (the worker's scratch).
-            let r = unsafe { self.run_blocks(shape, args, lo, hi, Some(&trap)) };
+            let r = unsafe { self.run_blocks(code, shape, args, (lo, hi), Some(&trap)) };
             if let Err(code) = r {
                 let _ = trap.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
             }
@@ -326,19 +336,27 @@ impl CpuKernel {
         match plan {
             None => (0..chunks)
                 .into_par_iter()
-                .for_each(|c| run_chunk(c, args_addr as *const u64)),
-            Some(plan) => (0..chunks)
-                .into_par_iter()
-                .fold(
-                    || plan.copies(),
-                    |copies, c| {
-                        run_chunk(c, copies.args());
-                        copies
-                    },
-                )
-                // SAFETY: the sums' memory is the caller's for the launch, and the kernel
-                // reaches it through no other argument (`Plan::new` checked).
-                .for_each(|copies| unsafe { plan.merge(copies) }),
+                .for_each(|c| run_chunk(self.current(), c, args_addr as *const u64)),
+            Some(plan) => {
+                // Each worker adds into copies of its own: with every sum private, plain
+                // additions suffice.
+                let code = match plan.covers(self.private_sums()) {
+                    true => self.one_worker(),
+                    false => self.current(),
+                };
+                (0..chunks)
+                    .into_par_iter()
+                    .fold(
+                        || plan.copies(),
+                        |copies, c| {
+                            run_chunk(code, c, copies.args());
+                            copies
+                        },
+                    )
+                    // SAFETY: the sums' memory is the caller's for the launch, and the kernel
+                    // reaches it through no other argument (`Plan::new` checked).
+                    .for_each(|copies| unsafe { plan.merge(copies) })
+            }
         }
         match trap.load(Ordering::Relaxed) {
             0 => Ok(()),
@@ -346,17 +364,17 @@ impl CpuKernel {
         }
     }
 
-    /// Runs blocks `lo..hi` (linear indices, x fastest) on the calling thread. Stops early
-    /// when `stop` holds a trap (raised by another worker).
+    /// Runs blocks `lo..hi` (linear indices, x fastest) on the calling thread with `code`.
+    /// Stops early when `stop` holds a trap (raised by another worker).
     ///
     /// # Safety
     /// As [`cpu_launch`].
     unsafe fn run_blocks(
         &self,
+        code: StepCode<'_>,
         shape: &Shape,
         args: *const u64,
-        lo: u64,
-        hi: u64,
+        (lo, hi): (u64, u64),
         stop: Option<&AtomicU32>,
     ) -> Result<(), u32> {
         let info = self.info();
@@ -394,7 +412,7 @@ impl CpuKernel {
                 loop {
                     // SAFETY: `ctx` describes this block and points to buffers of the sizes
                     // the step function needs; `args` per the caller.
-                    let stopped = unsafe { self.step(args, ctx.as_mut_ptr()) }?;
+                    let stopped = unsafe { code.step(args, ctx.as_mut_ptr()) }?;
                     if stopped == 0 {
                         break;
                     }

@@ -20,56 +20,67 @@ pub(crate) type StepFn =
 /// [`crate::cpu_launch`]; it must stay alive as long as that code can run.
 pub struct CpuKernel {
     name: String,
-    exec: Arc<dyn Executable>,
-    entry: Option<StepFn>,
-    /// The step function's C tier (see `crate::c_tier`), for kernels that are not collapsed.
-    upgrade: Option<Arc<Upgrade>>,
+    /// The step function, with its C tier (see `crate::c_tier`) for kernels that are not
+    /// collapsed.
+    main: StepFunction,
     info: StepInfo,
     mode: CpuMode,
     step_module: Module,
     collapsed: Option<CollapsedStep>,
     /// The sum parameters launches in grid mode may privatise (see `crate::private`).
     private: PrivateSums,
+    /// The step function with the sums' atomic additions plain
+    /// ([`nacre_kernel::make_sums_plain`]), for launches whose sums are all private or that run
+    /// on one worker; `None` for kernels without sums.
+    plain_sums: Option<StepFunction>,
 }
 
-/// The collapsed step function of a grid-stride kernel (see `nacre_kernel::step::collapse`), and its
-/// C tier (see `crate::c_tier`) when it has one.
-pub(crate) struct CollapsedStep {
+/// A compiled step function and its C tier (see `crate::c_tier`) when it has one.
+pub(crate) struct StepFunction {
     exec: Arc<dyn Executable>,
     entry: Option<StepFn>,
-    /// The largest value of the loop index's type.
-    pub(crate) max: u64,
     upgrade: Option<Arc<Upgrade>>,
 }
 
-impl CollapsedStep {
-    /// Wraps a compiled collapsed step function whose loop index has maximum `max`; its C
-    /// tier, if requested, arrives in `upgrade`.
-    pub(crate) fn new(
-        exec: Arc<dyn Executable>,
-        max: u64,
-        upgrade: Option<Arc<Upgrade>>,
-    ) -> CollapsedStep {
-        CollapsedStep {
+impl StepFunction {
+    /// Wraps a compiled step function; its C tier, if requested, arrives in `upgrade`.
+    pub(crate) fn new(exec: Arc<dyn Executable>, upgrade: Option<Arc<Upgrade>>) -> StepFunction {
+        StepFunction {
             entry: native_step(exec.as_ref()),
             exec,
-            max,
             upgrade,
         }
     }
 
     /// The code launches run now: the C tier once it is ready, else the backend's.
     pub(crate) fn current(&self) -> StepCode<'_> {
-        match self.upgrade.as_deref().and_then(Upgrade::ready) {
-            Some(t) => StepCode {
-                entry: Some(t.entry()),
-                exec: self.exec.as_ref(),
-            },
-            None => StepCode {
-                entry: self.entry,
-                exec: self.exec.as_ref(),
-            },
+        let entry = match self.upgrade.as_deref().and_then(Upgrade::ready) {
+            Some(t) => Some(t.entry()),
+            None => self.entry,
+        };
+        StepCode {
+            entry,
+            exec: self.exec.as_ref(),
         }
+    }
+}
+
+/// The collapsed step function of a grid-stride kernel (see `nacre_kernel::step::collapse`).
+pub(crate) struct CollapsedStep {
+    step: StepFunction,
+    /// The largest value of the loop index's type.
+    pub(crate) max: u64,
+}
+
+impl CollapsedStep {
+    /// Wraps a compiled collapsed step function whose loop index has maximum `max`.
+    pub(crate) fn new(step: StepFunction, max: u64) -> CollapsedStep {
+        CollapsedStep { step, max }
+    }
+
+    /// The code launches run now: the C tier once it is ready, else the backend's.
+    pub(crate) fn current(&self) -> StepCode<'_> {
+        self.step.current()
     }
 }
 
@@ -135,21 +146,26 @@ unsafe fn call_step(
 }
 
 impl CpuKernel {
-    /// Wraps a compiled step module, whose C tier (if requested) arrives in `upgrade`.
+    /// Wraps a compiled step function `main`, with the collapsed step function of a
+    /// collapsible kernel, the sums launches may privatise, and the step function with the
+    /// sums' additions plain (for a kernel with sums).
     pub(crate) fn new(
         name: String,
-        (exec, upgrade): (Arc<dyn Executable>, Option<Arc<Upgrade>>),
+        main: StepFunction,
         info: StepInfo,
         mode: CpuMode,
         step_module: Module,
-        (collapsed, private): (Option<CollapsedStep>, PrivateSums),
+        (collapsed, private, plain_sums): (
+            Option<CollapsedStep>,
+            PrivateSums,
+            Option<StepFunction>,
+        ),
     ) -> CpuKernel {
         CpuKernel {
             private,
+            plain_sums,
             name,
-            entry: native_step(exec.as_ref()),
-            exec,
-            upgrade,
+            main,
             info,
             mode,
             step_module,
@@ -174,6 +190,13 @@ impl CpuKernel {
     /// without reading the old value.
     pub fn private_params(&self) -> Vec<usize> {
         self.private.sums.iter().map(|s| s.param).collect()
+    }
+
+    /// True if the kernel has a step function whose additions to its sums are plain (see
+    /// [`nacre_kernel::make_sums_plain`]), run by launches on one worker or with every sum
+    /// private to each worker.
+    pub fn has_plain_sums(&self) -> bool {
+        self.plain_sums.is_some()
     }
 
     /// True if launches on a one-dimensional grid may run as one collapsed loop (see
@@ -204,33 +227,33 @@ impl CpuKernel {
 
     /// The backend's listing of the compiled step module, if it keeps one.
     pub fn listing(&self) -> Option<&str> {
-        self.exec.listing()
+        self.main.exec.listing()
     }
 
     /// The backend's listing of the compiled collapsed step module, if the kernel has one and
     /// the backend keeps listings.
     pub fn collapsed_listing(&self) -> Option<&str> {
-        self.collapsed.as_ref().and_then(|c| c.exec.listing())
+        self.collapsed.as_ref().and_then(|c| c.step.exec.listing())
     }
 
     /// The C source of the collapsed step function's C tier, once compiled.
     pub fn collapsed_c_source(&self) -> Option<&str> {
-        let upgrade = self.collapsed.as_ref()?.upgrade.as_deref()?;
+        let upgrade = self.collapsed.as_ref()?.step.upgrade.as_deref()?;
         upgrade.ready()?.listing()
     }
 
     /// The C source of the step function's C tier (kernels that do not collapse), once
     /// compiled.
     pub fn c_source(&self) -> Option<&str> {
-        self.upgrade.as_deref()?.ready()?.listing()
+        self.main.upgrade.as_deref()?.ready()?.listing()
     }
 
     /// The C tier of the kernel: the collapsed step function's, or the step function's for
     /// a kernel that does not collapse (see `crate::c_tier`).
     fn tier(&self) -> Option<&Upgrade> {
         match &self.collapsed {
-            Some(c) => c.upgrade.as_deref(),
-            None => self.upgrade.as_deref(),
+            Some(c) => c.step.upgrade.as_deref(),
+            None => self.main.upgrade.as_deref(),
         }
     }
 
@@ -250,7 +273,7 @@ impl CpuKernel {
     /// True if the step function runs as native code (otherwise through
     /// [`Executable::call`], e.g. on the interpreter).
     pub fn is_native(&self) -> bool {
-        self.entry.is_some()
+        self.main.entry.is_some()
     }
 
     /// The handle of this kernel for [`crate::cpu_launch`]: its address.
@@ -296,20 +319,17 @@ impl CpuKernel {
             .map_err(|code| Trap::from_code(code).unwrap_or(Trap::DeviceError))
     }
 
-    /// One call of the step function: `Ok(nonzero)` if some thread waits at a barrier,
-    /// `Err(code)` if the kernel trapped.
-    ///
-    /// # Safety
-    /// `args` holds one slot per parameter and `ctx` a context block (see
-    /// [`nacre_kernel::step::ctx`]) whose shared and state areas are large enough.
-    #[inline]
-    pub(crate) unsafe fn step(&self, args: *const u64, ctx: *mut u64) -> Result<u32, u32> {
-        let entry = match self.upgrade.as_deref().and_then(Upgrade::ready) {
-            Some(t) => Some(t.entry()),
-            None => self.entry,
-        };
-        // SAFETY: forwarded contract (the C tier's code is the same step function).
-        unsafe { call_step(entry, self.exec.as_ref(), args, ctx) }
+    /// The code of the step function that launches run now: the C tier once it is ready,
+    /// else the backend's.
+    pub(crate) fn current(&self) -> StepCode<'_> {
+        self.main.current()
+    }
+
+    /// The step function with the sums' additions plain, for kernels with sums: only for
+    /// launches where no two workers add to the same memory at once (one worker, or every
+    /// sum private to each worker).
+    pub(crate) fn plain_sums(&self) -> Option<StepCode<'_>> {
+        self.plain_sums.as_ref().map(StepFunction::current)
     }
 }
 

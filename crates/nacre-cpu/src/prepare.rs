@@ -3,7 +3,7 @@
 
 use crate::c_tier::{self, Upgrade};
 use crate::exec::cpu_launch;
-use crate::kernel::{CollapsedStep, CpuKernel};
+use crate::kernel::{CollapsedStep, CpuKernel, StepFunction};
 use nacre_backend::{Backend, Executable, LaunchBinding, Linkage};
 use nacre_c::COptions;
 use nacre_ir::passes::{optimize, PassOptions};
@@ -67,7 +67,10 @@ impl PreparedKernels for CpuKernels {
 /// function (see `collapse`), compiled the same way and, when `backend` is a native backend
 /// other than C, queued for the C tier (see `c_tier`: compiled by the system C compiler in
 /// the background with `c_tier`'s compiler and flags; this function does not wait for it);
-/// the step function of a kernel that does not collapse is queued for it instead. The host
+/// the step function of a kernel that does not collapse is queued for it instead. A kernel
+/// that does not collapse and has sums ([`nacre_kernel::private_sums()`]) also gets the step
+/// function with the sums' additions plain ([`nacre_kernel::make_sums_plain`]), compiled and
+/// queued the same way, for launches that run on one worker or privatise every sum. The host
 /// functions of `module` can then be compiled by any CPU backend; the returned kernels must
 /// outlive the compiled code.
 pub fn prepare_cpu(
@@ -103,42 +106,69 @@ pub fn prepare_cpu(
         let collapsed = match mode {
             CpuMode::Grid => match lower_collapsed(module, id)? {
                 Some(c) => {
-                    let (exec, verified) = compile_step(module, linkage, c.lowered, backend)?;
-                    let upgrade = wants_c_tier(backend).then(|| {
-                        let slot = Arc::new(Upgrade::default());
-                        c_tier::request(verified, linkage, slot.clone(), c_tier);
-                        slot
-                    });
-                    Some(CollapsedStep::new(exec, c.max, upgrade))
+                    let compiled = compile_step(module, linkage, c.lowered, backend)?;
+                    Some(CollapsedStep::new(
+                        with_c_tier(compiled, linkage, backend, c_tier),
+                        c.max,
+                    ))
                 }
                 None => None,
             },
             CpuMode::Serial => None,
         };
         // A kernel that does not collapse runs its step function: it gets the C tier.
-        let upgrade =
-            (mode == CpuMode::Grid && collapsed.is_none() && wants_c_tier(backend)).then(|| {
-                let slot = Arc::new(Upgrade::default());
-                c_tier::request(verified, linkage, slot.clone(), c_tier);
-                slot
-            });
+        let main = match mode == CpuMode::Grid && collapsed.is_none() {
+            true => with_c_tier((exec, verified), linkage, backend, c_tier),
+            false => StepFunction::new(exec, None),
+        };
         let private = match mode {
             CpuMode::Grid => {
                 nacre_kernel::private_sums(&lowering.functions[id], module.bounds_checked)
             }
             CpuMode::Serial => Default::default(),
         };
+        let plain_sums = match collapsed.is_none() && !private.sums.is_empty() {
+            true => {
+                let mut plain = lowering.clone();
+                nacre_kernel::make_sums_plain(&mut plain.functions[id], &private);
+                let lowered = lower_kernel(&plain, id, mode)?;
+                // The executor runs either step function with the same buffers.
+                match lowered.info == info {
+                    true => {
+                        let compiled = compile_step(module, linkage, lowered, backend)?;
+                        Some(with_c_tier(compiled, linkage, backend, c_tier))
+                    }
+                    false => None,
+                }
+            }
+            false => None,
+        };
         let kernel = CpuKernel::new(
             name,
-            (exec, upgrade),
+            main,
             info,
             mode,
             step,
-            (collapsed, private),
+            (collapsed, private, plain_sums),
         );
         kernels.push((id, Arc::new(kernel)));
     }
     Ok(CpuKernels { kernels })
+}
+
+/// A compiled step function, queued for the C tier when `backend` wants one.
+fn with_c_tier(
+    (exec, verified): (Arc<dyn Executable>, VerifiedModule),
+    linkage: &Linkage,
+    backend: &dyn Backend,
+    c_tier: &COptions,
+) -> StepFunction {
+    let upgrade = wants_c_tier(backend).then(|| {
+        let slot = Arc::new(Upgrade::default());
+        c_tier::request(verified, linkage, slot.clone(), c_tier);
+        slot
+    });
+    StepFunction::new(exec, upgrade)
 }
 
 /// True if collapsed step functions compiled by `backend` also get a C tier (see

@@ -11,6 +11,11 @@
 //! - in an unchecked one it is the live array the pointer lies in (the launch has checked that
 //!   there is one, and the caller promises that accesses stay inside it).
 //!
+//! When a launch privatises every sum of the kernel, no two workers add to the same memory, and
+//! the workers run the kernel's variant whose additions to the sums are plain loads and stores
+//! ([`nacre_kernel::make_sums_plain`]), as a launch on one worker does: a histogram's flush
+//! of its block's bins was a locked addition per bin.
+//!
 //! A copy mirrors the sum's memory at the same alignment modulo 16 bytes; the sum's pointer
 //! (and, when checked, its base) are moved into the copy by one offset, so every check has the
 //! outcome it would have had.
@@ -83,6 +88,12 @@ impl Plan {
             })
             .collect();
         (!targets.is_empty()).then_some(Plan { targets, args })
+    }
+
+    /// True if the plan privatises every sum of `sums` (the kernel's): then no two workers
+    /// add to the same memory.
+    pub(crate) fn covers(&self, sums: &PrivateSums) -> bool {
+        self.targets.len() == sums.sums.len()
     }
 
     /// A worker's zeroed copies.

@@ -20,7 +20,8 @@
 //! - [`grid_stride`]: the canonical grid-stride loop of a kernel and the lane analysis of its
 //!   body — [`grid_stride_loop`], [`lane_access`];
 //! - [`mod@private_sums`]: pointer parameters reached only by relaxed atomic additions, which a
-//!   CPU launch may give each worker privately — [`private_sums()`];
+//!   CPU launch may give each worker privately — [`private_sums()`], and the variant of a kernel
+//!   whose additions to them are plain — [`make_sums_plain`];
 //! - [`mod@structure`]: the control-flow graph as nested branches, loops and labelled regions, for
 //!   C-family printers without `goto` — [`structure()`];
 //! - [`unroll`]: short loops with constant bounds unrolled whole, for thread loops the C
@@ -60,7 +61,7 @@ pub use launch_shape::{
     launch_shapes, specialise_launch_shapes, specialised_for_launches, LaunchShape, LaunchShapes,
     Specialised,
 };
-pub use private_sums::{private_sums, PrivateSum, PrivateSums};
+pub use private_sums::{make_sums_plain, private_sums, PrivateSum, PrivateSums};
 pub use shared_atomics::demote_shared_atomics;
 pub use step::CpuMode;
 pub use structure::{structure, structure_simplified, Stmt, StructureError};

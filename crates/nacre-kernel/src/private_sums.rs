@@ -28,7 +28,7 @@
 //! makes it no sum. A kernel that accesses memory through a pointer with no parameter root
 //! (other than its shared memory) has no sums: such a pointer could reach a sum's memory.
 
-use crate::shared_atomics::is_shared;
+use crate::shared_atomics::{demote_where, is_shared};
 use cranelift_entity::SecondaryMap;
 use nacre_ir::analysis::pointer_roots::{param_bit, ParamSet, PointerRoots};
 use nacre_ir::transform::companion_positions;
@@ -93,6 +93,26 @@ pub fn private_sums(f: &Function, bounds_checked: bool) -> PrivateSums {
         .map(|(i, &c)| (i, c))
         .collect();
     PrivateSums { sums, pointers }
+}
+
+/// Makes the atomic additions to the sums of `f` plain (a load, the addition, a store), for a
+/// variant of the kernel that runs only where no other thread adds to the same memory at the
+/// same time: on one worker, or on workers that each add into private copies of every sum
+/// (`sums` as [`private_sums`] found them for `f`). Returns how many atomics it replaced.
+///
+/// The atomics on a sum's memory are then the only accesses to it (see the module docs), and
+/// in the order one worker runs its blocks a plain addition leaves what the atomic would.
+pub fn make_sums_plain(f: &mut Function, sums: &PrivateSums) -> usize {
+    if sums.sums.is_empty() {
+        return 0;
+    }
+    let roots = PointerRoots::compute(f);
+    let sum_params: Vec<usize> = sums.sums.iter().map(|s| s.param).collect();
+    demote_where(f, |_, ptr| {
+        roots
+            .unique(ptr)
+            .is_some_and(|param| sum_params.contains(&param))
+    })
 }
 
 /// The number of parameters a bounds-checked signature had before its companions: the
@@ -313,5 +333,40 @@ mod tests {
         let ambiguous = [p, q, Type::U64, p, Type::U64, q, Type::U64];
         assert_eq!(original_params(&ambiguous), Some(3));
         assert_eq!(original_params(&[Type::U64, u32p()]), None);
+    }
+
+    #[test]
+    fn only_the_sums_atomics_become_plain() {
+        // p[0] is a sum; p[1]'s atomic result is read, so it stays atomic.
+        let mut f = kernel(&[u32p(), u32p()], |b, p| {
+            add(b, p[0], 0, MemOrder::Relaxed);
+            add(b, p[0], 1, MemOrder::Relaxed);
+            let old = add(b, p[1], 0, MemOrder::Relaxed);
+            let at = b.const_u32(1);
+            let e = b.elem_ptr(p[1], at);
+            b.store(e, old);
+        });
+        let sums = private_sums(&f, false);
+        assert_eq!(sums.sums.len(), 1);
+        assert_eq!(make_sums_plain(&mut f, &sums), 2);
+        let atomics = f
+            .live_insts()
+            .filter(|d| matches!(d.kind, InstKind::AtomicRmw { .. }))
+            .count();
+        assert_eq!(atomics, 1);
+        let stores = f
+            .live_insts()
+            .filter(|d| matches!(d.kind, InstKind::Store(..)))
+            .count();
+        assert_eq!(stores, 3);
+        let mut m = nacre_ir::Module::new();
+        m.entry = Some(m.add_function(f));
+        nacre_ir::verify(m).expect("still valid");
+        // Without sums nothing changes.
+        let mut g = kernel(&[u32p()], |b, p| {
+            add(b, p[0], 0, MemOrder::AcqRel);
+        });
+        let none = private_sums(&g, false);
+        assert_eq!(make_sums_plain(&mut g, &none), 0);
     }
 }

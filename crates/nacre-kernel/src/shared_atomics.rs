@@ -36,6 +36,13 @@ pub(crate) fn is_shared(f: &Function, v: Value) -> bool {
 }
 
 fn demote(f: &mut Function) {
+    demote_where(f, is_shared);
+}
+
+/// Replaces every atomic of `f` whose pointer `demoted` accepts by plain accesses (a load,
+/// the operation, a store); returns how many it replaced.
+pub(crate) fn demote_where(f: &mut Function, demoted: impl Fn(&Function, Value) -> bool) -> usize {
+    let mut count = 0;
     for b in f.layout.clone() {
         let mut insts = Vec::with_capacity(f.blocks[b].insts.len());
         for inst in std::mem::take(&mut f.blocks[b].insts) {
@@ -44,12 +51,14 @@ fn demote(f: &mut Function) {
                 InstKind::AtomicRmw { ptr, .. } | InstKind::AtomicCas { ptr, .. } => *ptr,
                 _ => continue,
             };
-            if is_shared(f, ptr) {
+            if demoted(f, ptr) {
                 insts.extend(plain(f, inst));
+                count += 1;
             }
         }
         f.blocks[b].insts = insts;
     }
+    count
 }
 
 /// A new instruction of `f` with a result of type `ty` (not yet in a block).
