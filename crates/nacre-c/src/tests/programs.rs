@@ -662,7 +662,15 @@ fn tuning_flags_are_what_the_compiler_accepts() {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Free Software Foundation"));
     if gcc {
-        assert_eq!(cc, ["-O2", "-march=native", "-fvect-cost-model=dynamic"]);
+        assert_eq!(
+            cc,
+            [
+                "-O2",
+                "-march=native",
+                "-fvect-cost-model=dynamic",
+                "--param=vect-max-version-for-alias-checks=32"
+            ]
+        );
     }
     // A compiler that does not run gets `-O2` alone (and its compile fails later, with a
     // typed error).
