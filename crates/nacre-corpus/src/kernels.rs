@@ -881,16 +881,13 @@ pub fn softmax_rows(x: Ptr<f32>, out: Ptr<f32>, cols: Val<u32>) {
     let red = shared_array::<f32, 256>();
     let t = thread_idx_x();
     let row = block_idx_x() * cols;
+    let last = cols.max(1u32) - 1u32;
     let cached = SOFTMAX_CACHED * SOFTMAX_BLOCK;
     let mut vals = [Val::new(0.0f32); SOFTMAX_CACHED as usize];
     let mut m = Val::new(f32::NEG_INFINITY);
     for (k, slot) in vals.iter_mut().enumerate() {
         let j = t + k as u32 * SOFTMAX_BLOCK;
-        let v = if j < cols {
-            x[row + j]
-        } else {
-            Val::new(f32::NEG_INFINITY)
-        };
+        let v = select(j < cols, x[row + j.min(last)], f32::NEG_INFINITY);
         *slot = v;
         m = m.max(v);
     }

@@ -39,6 +39,7 @@ pub mod check_free;
 pub mod compares;
 pub mod error;
 pub mod grid_stride;
+mod guarded_loads;
 pub mod launch_checks;
 pub mod launch_shape;
 pub mod private_sums;

@@ -28,6 +28,11 @@
 //! both bodies and the choice passed in, and 122.4 µs when every thread computed the choice
 //! itself (its 64-bit arithmetic costs as much as the stencil);
 //! `bench/results/stencil_variants.txt`.
+//!
+//! With [`CheckFreeOptions::wide_indices`] (the CPU), proven indices are then computed in
+//! `u64` (`widen`), and clamped loads under a select, `select(j < n, p[a + min(j, n - 1)], d)`,
+//! become loads under a branch with the address `a + j` (`crate::guarded_loads`), which C
+//! compilers vectorise as masked loads.
 
 mod symbolic;
 mod widen;
@@ -191,9 +196,11 @@ fn version(f: &mut Function, options: CheckFreeOptions) -> Option<Choice> {
     let (ok, insts) = materialise(f, entry, &nodes, &conditions);
     split_bodies(f, entry, start, ok, &proven);
     if options.wide_indices {
+        let mut clones = std::collections::HashMap::new();
         for (access, derived) in indices {
-            widen::index(f, access, &derived);
+            widen::index(f, access, &derived, &mut clones);
         }
+        crate::guarded_loads::guard_clamped_loads(f, &clones);
     }
     Some(Choice {
         ok,

@@ -14,8 +14,14 @@ use nacre_ir::{BinaryOp, Block, Function, FunctionBuilder, Inst, InstKind, Type,
 use std::collections::{HashMap, HashSet};
 
 /// Rewrites the `elem_ptr` instruction `access` of the check-free body to index with the
-/// `u64` clone of its index (`derived`: the values whose ranges its proof derived).
-pub(super) fn index(f: &mut Function, access: Inst, derived: &HashSet<Value>) {
+/// `u64` clone of its index (`derived`: the values whose ranges its proof derived). Records
+/// each clone it makes in `clones` (clone → original: equal where the body runs).
+pub(super) fn index(
+    f: &mut Function,
+    access: Inst,
+    derived: &HashSet<Value>,
+    clones: &mut HashMap<Value, Value>,
+) {
     let InstKind::ElemPtr(ptr, index) = f.insts[access].kind else {
         return;
     };
@@ -30,7 +36,9 @@ pub(super) fn index(f: &mut Function, access: Inst, derived: &HashSet<Value>) {
     // it is: zero-extending it changes nothing for the compiler.
     if let Some(wide) = w.derivation(f, index, 0) {
         f.insts[access].kind = InstKind::ElemPtr(ptr, wide);
+        clones.insert(wide, index);
     }
+    clones.extend(w.done.into_iter().map(|(original, wide)| (wide, original)));
 }
 
 /// The deepest derivation cloned (deeper operands enter zero-extended).
