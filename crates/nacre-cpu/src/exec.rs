@@ -47,8 +47,28 @@ const _: () = assert!(MAX_BLOCK_THREADS <= nacre_kernel::step::LANE_THREADS);
 /// Chunks of blocks per rayon worker in grid mode (some slack for load balancing).
 const CHUNKS_PER_WORKER: u64 = 4;
 
-/// Loop indices per chunk of a collapsed launch (chunks are handed out one at a time).
+/// The most loop indices per chunk of a collapsed launch (chunks are handed out one at a
+/// time).
 const COLLAPSE_CHUNK: u64 = 1 << 15;
+
+/// The fewest loop indices per chunk of a collapsed launch whose bound is known.
+const MIN_COLLAPSE_CHUNK: u64 = 1 << 10;
+
+/// Chunks per worker a collapsed launch aims for when its bound is known.
+const COLLAPSE_CHUNKS_PER_WORKER: u64 = 8;
+
+/// Loop indices per chunk of a collapsed launch over `bound` indices (unknown: `None`) on
+/// `workers` workers: about [`COLLAPSE_CHUNKS_PER_WORKER`] chunks each, within
+/// [`MIN_COLLAPSE_CHUNK`] and [`COLLAPSE_CHUNK`]. A loop of 262,144 expensive iterations on
+/// 16 workers made only 8 chunks of the largest size, leaving half the workers idle.
+fn collapse_chunk(bound: Option<u64>, workers: u64) -> u64 {
+    match bound {
+        Some(x) => x
+            .div_ceil(workers.max(1) * COLLAPSE_CHUNKS_PER_WORKER)
+            .clamp(MIN_COLLAPSE_CHUNK, COLLAPSE_CHUNK),
+        None => COLLAPSE_CHUNK,
+    }
+}
 
 /// The launcher the CPU runtime binds into host modules (a [`nacre_backend::LaunchFn`]).
 ///
@@ -254,6 +274,10 @@ impl CpuKernel {
         }
         let mut ctx = shape.serial().ctx(0, 0);
         ctx[ctx::CHUNK_LIMIT] = max - threads;
+        let workers = rayon::current_num_threads();
+        // SAFETY: `args` holds one slot per parameter, and the bound is one of them.
+        let bound = collapsed.bound_param.map(|k| unsafe { args.add(k).read() });
+        let chunk = collapse_chunk(bound, workers as u64);
         let next = AtomicU64::new(0);
         let ended = AtomicBool::new(false);
         let refused = AtomicBool::new(false);
@@ -263,16 +287,14 @@ impl CpuKernel {
             if ended.load(Ordering::Relaxed) || trap.load(Ordering::Relaxed) != 0 {
                 return;
             }
-            let lo = next
-                .fetch_add(1, Ordering::Relaxed)
-                .saturating_mul(COLLAPSE_CHUNK);
+            let lo = next.fetch_add(chunk, Ordering::Relaxed);
             if lo >= max {
                 // Unreachable when the wrap check passed (the bound is below `max`).
                 ended.store(true, Ordering::Relaxed);
                 return;
             }
             ctx[ctx::CHUNK_LO] = lo;
-            ctx[ctx::CHUNK_HI] = lo.saturating_add(COLLAPSE_CHUNK).min(max);
+            ctx[ctx::CHUNK_HI] = lo.saturating_add(chunk).min(max);
             // SAFETY: the context describes one block of one thread with no shared memory
             // or state, which is all a collapsed step function uses; `args` per the caller.
             match unsafe { step.step(args_addr as *const u64, ctx.as_mut_ptr()) } {
@@ -294,7 +316,6 @@ impl CpuKernel {
                 }
             }
         };
-        let workers = rayon::current_num_threads();
         if workers <= 1 {
             work(ctx);
         } else {
@@ -505,6 +526,17 @@ mod tests {
             Shape::new(&over, 17).map(|s| s.blocks),
             Err(Trap::SharedMemoryLimit.code())
         );
+    }
+
+    #[test]
+    fn collapsed_chunks_are_sized_by_the_bound() {
+        // 262,144 indices on 16 workers: 128 chunks of 2048.
+        assert_eq!(collapse_chunk(Some(1 << 18), 16), 2048);
+        // Large loops keep the largest chunks, small ones the smallest.
+        assert_eq!(collapse_chunk(Some(1 << 24), 2), COLLAPSE_CHUNK);
+        assert_eq!(collapse_chunk(Some(100), 2), MIN_COLLAPSE_CHUNK);
+        assert_eq!(collapse_chunk(Some(u64::MAX), 0), COLLAPSE_CHUNK);
+        assert_eq!(collapse_chunk(None, 16), COLLAPSE_CHUNK);
     }
 
     #[test]

@@ -70,12 +70,19 @@ pub(crate) struct CollapsedStep {
     step: StepFunction,
     /// The largest value of the loop index's type.
     pub(crate) max: u64,
+    /// The parameter that is the loop's bound, when it is one.
+    pub(crate) bound_param: Option<usize>,
 }
 
 impl CollapsedStep {
-    /// Wraps a compiled collapsed step function whose loop index has maximum `max`.
-    pub(crate) fn new(step: StepFunction, max: u64) -> CollapsedStep {
-        CollapsedStep { step, max }
+    /// Wraps a compiled collapsed step function whose loop index has maximum `max` and whose
+    /// bound is parameter `bound_param` (when it is one).
+    pub(crate) fn new(step: StepFunction, max: u64, bound_param: Option<usize>) -> CollapsedStep {
+        CollapsedStep {
+            step,
+            max,
+            bound_param,
+        }
     }
 
     /// The code launches run now: the C tier once it is ready, else the backend's.

@@ -110,6 +110,7 @@ pub fn prepare_cpu(
                     Some(CollapsedStep::new(
                         with_c_tier(compiled, linkage, backend, c_tier),
                         c.max,
+                        c.bound_param,
                     ))
                 }
                 None => None,

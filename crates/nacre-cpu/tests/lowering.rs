@@ -111,6 +111,8 @@ fn collapsed_snapshot() {
         .unwrap()
         .expect("saxpy has the collapsible shape");
     assert_eq!(c.max, u32::MAX as u64);
+    // The bound `n` is the last parameter: the executor sizes chunks by it.
+    assert_eq!(c.bound_param, Some(3));
     let step = step_module(&module, c.lowered).unwrap();
     let raw = verify(step.clone()).unwrap_or_else(|e| panic!("{e}\n{step}"));
     let (step, _) = optimize(raw, &PassOptions::default());

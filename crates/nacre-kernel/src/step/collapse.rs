@@ -21,6 +21,7 @@ use crate::step::CpuMode;
 use nacre_ir::FunctionBuilder;
 use nacre_ir::{
     BinaryOp, BlockCall, BlockData, CmpOp, FuncId, Function, InstKind, Module, Type, Value,
+    ValueDef,
 };
 
 /// Result of a collapsed step function: the loop's condition ended it.
@@ -36,6 +37,9 @@ pub struct Collapsed {
     pub lowered: LoweredKernel,
     /// The largest value of the loop index's type.
     pub max: u64,
+    /// The kernel parameter that is the loop bound `X`, when it is one: the executor sizes
+    /// its chunks by it (an argument slot holds `X`'s bits).
+    pub bound_param: Option<usize>,
 }
 
 /// Lowers kernel `id` of `module` to a collapsed step function (see the module docs), or
@@ -55,6 +59,11 @@ pub fn lower_collapsed(module: &Module, id: FuncId) -> Result<Option<Collapsed>,
         return Ok(None);
     };
     let max = plan.max;
+    let kernel = &module.functions[id];
+    let bound_param = match kernel.values[plan.bound].def {
+        ValueDef::Param(block, k) if Some(block) == kernel.entry() => Some(k as usize),
+        _ => None,
+    };
     // One thread per call: no yields.
     let mut lowered = lower_kernel(module, id, CpuMode::Serial)?;
     let f = &mut lowered.func;
@@ -126,7 +135,11 @@ pub fn lower_collapsed(module: &Module, id: FuncId) -> Result<Option<Collapsed>,
     if module.bounds_checked {
         nacre_ir::transform::bounds::elide::hoist_loop_checks(f);
     }
-    Ok(Some(Collapsed { lowered, max }))
+    Ok(Some(Collapsed {
+        lowered,
+        max,
+        bound_param,
+    }))
 }
 
 /// What the collapsed entry computes (in the loop index's type unless noted).
