@@ -354,30 +354,28 @@ impl CpuKernel {
         };
         // SAFETY: `args` holds one slot per parameter.
         let plan = unsafe { Plan::new(self.private_sums(), &self.info().params, args) };
+        // Each worker adds into copies of its own: with every sum private, plain additions
+        // suffice.
+        let code = match &plan {
+            Some(plan) if plan.covers(self.private_sums()) => self.one_worker(),
+            _ => self.current(),
+        };
         match plan {
             None => (0..chunks)
                 .into_par_iter()
-                .for_each(|c| run_chunk(self.current(), c, args_addr as *const u64)),
-            Some(plan) => {
-                // Each worker adds into copies of its own: with every sum private, plain
-                // additions suffice.
-                let code = match plan.covers(self.private_sums()) {
-                    true => self.one_worker(),
-                    false => self.current(),
-                };
-                (0..chunks)
-                    .into_par_iter()
-                    .fold(
-                        || plan.copies(),
-                        |copies, c| {
-                            run_chunk(code, c, copies.args());
-                            copies
-                        },
-                    )
-                    // SAFETY: the sums' memory is the caller's for the launch, and the kernel
-                    // reaches it through no other argument (`Plan::new` checked).
-                    .for_each(|copies| unsafe { plan.merge(copies) })
-            }
+                .for_each(|c| run_chunk(code, c, args_addr as *const u64)),
+            Some(plan) => (0..chunks)
+                .into_par_iter()
+                .fold(
+                    || plan.copies(),
+                    |copies, c| {
+                        run_chunk(code, c, copies.args());
+                        copies
+                    },
+                )
+                // SAFETY: the sums' memory is the caller's for the launch, and the kernel
+                // reaches it through no other argument (`Plan::new` checked).
+                .for_each(|copies| unsafe { plan.merge(copies) }),
         }
         match trap.load(Ordering::Relaxed) {
             0 => Ok(()),
@@ -424,9 +422,9 @@ impl CpuKernel {
                 ctx[ctx::BARRIERS_OPEN] = ctx::open_word(0);
                 // Collectives start every block with zero sequence numbers and counters.
                 // Kernels without them skip the call: an empty `fill` is still a `memset`
-                // of an empty slice whose dangling address makes glibc's masked AVX-512
-                // store take a microcode assist, 50 ns per block (3 ms of a 65,536-block
-                // saxpy on this machine).
+                // at the empty `Vec`'s dangling address, where glibc's masked AVX-512 store
+                // takes a microcode assist, about 130 ns a call
+                // (`bench/results/empty_memset.txt`).
                 if exchange_words > 0 {
                     scratch.exchange[..exchange_words].fill(0);
                 }

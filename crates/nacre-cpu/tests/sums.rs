@@ -72,6 +72,15 @@ fn run(
     (s.as_slice().to_vec(), l.as_slice().to_vec())
 }
 
+/// Runs `f` in a rayon pool of `workers` threads (the launches in it run on those).
+fn on_workers<R: Send>(workers: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .build()
+        .expect("a thread pool")
+        .install(f)
+}
+
 #[test]
 fn sums_are_exact_with_plain_or_atomic_additions() {
     let n = 100_000;
@@ -87,24 +96,16 @@ fn sums_are_exact_with_plain_or_atomic_additions() {
             (small.clone(), large.clone())
         );
         // One worker runs the plain additions.
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
         assert_eq!(
-            one.install(|| run(&kernel, &data, LARGE as usize)),
+            on_workers(1, || run(&kernel, &data, LARGE as usize)),
             (small.clone(), large.clone())
         );
         // Data below SMALL bins only: both sums fit, every worker adds into copies of its own.
         let few: Vec<u32> = data.iter().map(|v| v % SMALL).collect();
         // `few % 16` is `data % 16`: the small histogram is the same, the large one too.
         let want_large = small.clone();
-        let four = rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
-            .build()
-            .unwrap();
         assert_eq!(
-            four.install(|| run(&kernel, &few, SMALL as usize)),
+            on_workers(4, || run(&kernel, &few, SMALL as usize)),
             (small.clone(), want_large),
             "{}",
             backend.name()

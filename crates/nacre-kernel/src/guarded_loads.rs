@@ -25,23 +25,27 @@
 //! check-free body runs).
 
 use nacre_ir::{
-    BinaryOp, BlockData, CmpOp, Function, FunctionBuilder, Inst, InstKind, Type, Value,
+    BinaryOp, BlockData, CmpOp, Function, FunctionBuilder, Inst, InstKind, Scalar, Type, Value,
 };
 use std::collections::HashMap;
 
 /// Rewrites the clamped loads under a select of kernel `f` (see the module docs); `clones`
 /// maps each `u64` clone of the widening to its original. Returns how many it rewrote.
 pub(crate) fn guard_clamped_loads(f: &mut Function, clones: &HashMap<Value, Value>) -> usize {
-    let mut count = 0;
-    while let Some(found) = find(f, clones) {
-        rewrite(f, found);
-        count += 1;
+    let found = find(f, clones);
+    let replaced: HashMap<Value, Value> = found.iter().map(|&found| rewrite(f, found)).collect();
+    if !replaced.is_empty() {
+        for data in f.insts.values_mut() {
+            data.kind
+                .map_operands(|v| replaced.get(&v).copied().unwrap_or(v));
+        }
     }
-    count
+    replaced.len()
 }
 
 /// A select to rewrite: `sel = select(cond, load(elem_ptr(base, index)), other)`, and the
 /// index with `j` in place of the clamp.
+#[derive(Copy, Clone)]
 struct Found {
     sel: Inst,
     cond: Value,
@@ -53,13 +57,15 @@ struct Found {
     j: Value,
 }
 
-fn find(f: &Function, clones: &HashMap<Value, Value>) -> Option<Found> {
+/// Every select of `f` to rewrite.
+fn find(f: &Function, clones: &HashMap<Value, Value>) -> Vec<Found> {
     let uses = use_counts(f);
     let m = Match { f, clones };
     f.layout
         .iter()
         .flat_map(|&b| &f.blocks[b].insts)
-        .find_map(|&i| m.select(i, &uses))
+        .filter_map(|&i| m.select(i, &uses))
+        .collect()
 }
 
 /// How many operands of laid-out instructions name each value.
@@ -180,13 +186,14 @@ impl Match<'_> {
 }
 
 fn is_unsigned(ty: Type) -> bool {
-    matches!(ty, Type::U8 | Type::U16 | Type::U32 | Type::U64)
+    ty.scalar().is_some_and(Scalar::is_unsigned_int)
 }
 
 /// Splits the select's block at the select: `br cond, load_block, join(other)`;
 /// `load_block: v = load(elem_ptr(base, offset + j)); jump join(v)`; the join takes the
-/// select's value as a parameter, and the rest of the block.
-fn rewrite(f: &mut Function, found: Found) {
+/// select's value as a parameter, and the rest of the block. Returns the select's value and
+/// the join's parameter, which replaces it (the caller replaces the uses).
+fn rewrite(f: &mut Function, found: Found) -> (Value, Value) {
     let block = *f
         .layout
         .iter()
@@ -222,13 +229,9 @@ fn rewrite(f: &mut Function, found: Found) {
     let made = b.into_insts();
     f.blocks[block].insts.extend(made);
 
-    for i in f.insts.keys().collect::<Vec<_>>() {
-        f.insts[i]
-            .kind
-            .map_operands(|v| if v == sel_value { merged } else { v });
-    }
     let pos = f.layout.iter().position(|&b| b == block).expect("laid out");
     f.layout.splice(pos + 1..pos + 1, [load_block, join]);
+    (sel_value, merged)
 }
 
 #[cfg(test)]
@@ -299,6 +302,37 @@ mod tests {
             ));
             verified(f);
         }
+    }
+
+    #[test]
+    fn chained_selects_are_all_rewritten() {
+        // `v2 = select(t < n, x[min(t, n - 1)], v1)`, `v1` itself a clamped select: the
+        // branch of the second passes the first's new value.
+        let params = [Type::ptr(Scalar::F32), Type::U32];
+        let mut f = FunctionBuilder::build("k", FuncKind::Kernel, &params, None, |b, p| {
+            let t = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
+            let cond = b.cmp(CmpOp::Lt, t, p[1]);
+            let one = b.const_u32(1);
+            let last = b.binary(BinaryOp::Sub, p[1], one);
+            let clamp = b.binary(BinaryOp::Min, last, t);
+            let minus = b.const_bits(Type::F32, u64::from((-1.0f32).to_bits()));
+            let mut v = minus;
+            for offset in [None, Some(one)] {
+                let index = match offset {
+                    Some(o) => b.binary(BinaryOp::Add, clamp, o),
+                    None => clamp,
+                };
+                let ptr = b.elem_ptr(p[0], index);
+                let loaded = b.load(ptr);
+                v = b.select(cond, loaded, v);
+            }
+            let out = b.elem_ptr(p[0], t);
+            b.store(out, v);
+            b.ret(None);
+        });
+        assert_eq!(guard_clamped_loads(&mut f, &HashMap::new()), 2);
+        assert_eq!(f.layout.len(), 5);
+        verified(f);
     }
 
     #[test]
