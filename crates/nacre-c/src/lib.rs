@@ -71,6 +71,7 @@ pub use function::Side;
 pub use kernel::{emit_kernel_source, KernelCode};
 
 use nacre_backend::{Backend, BackendError, Executable, Linkage};
+use nacre_ir::transform::version_loops;
 use nacre_ir::VerifiedModule;
 use std::sync::Arc;
 
@@ -109,6 +110,9 @@ impl CBackend {
         verified: &VerifiedModule,
         linkage: &Linkage,
     ) -> Result<CExecutable, BackendError> {
+        // Loop nests whose inner loop may not run get a copy that it always does, which the
+        // C compiler's outer-loop vectoriser takes (see `version_loops`).
+        let verified = &version_loops(verified.clone());
         let module = verified.module();
         // Checked first: a module whose launches cannot be bound is not worth compiling.
         let launch = emit::launch_table(module, linkage)?;

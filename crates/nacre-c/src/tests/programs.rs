@@ -48,6 +48,43 @@ fn counted_loop(
     results
 }
 
+/// `nest(n, m)`: `for i in 0..n { x = i; for k in 0..m { x = 3x + k }; acc += x }`, `acc`.
+fn nest_reference(n: i64, m: i64) -> i64 {
+    (0..n)
+        .map(|i| (0..m).fold(i, |x, k| x.wrapping_mul(3).wrapping_add(k)))
+        .fold(0i64, i64::wrapping_add)
+}
+
+#[test]
+fn a_nest_whose_inner_loop_may_not_run_is_versioned_and_keeps_its_results() {
+    let m = module(vec![function(
+        "nest",
+        &[Type::I64, Type::I64],
+        Some(Type::I64),
+        |b, p| {
+            let (n, m) = (p[0], p[1]);
+            let zero = konst(b, Type::I64, 0);
+            let acc = counted_loop(b, n, vec![zero], |b, i, acc| {
+                let x = counted_loop(b, m, vec![i], |b, k, x| {
+                    let three = konst(b, Type::I64, 3);
+                    let x3 = b.binary(BinaryOp::Mul, x[0], three);
+                    vec![b.binary(BinaryOp::Add, x3, k)]
+                });
+                vec![b.binary(BinaryOp::Add, acc[0], x[0])]
+            });
+            b.ret(Some(acc[0]));
+        },
+    )]);
+    let exe = compile(m);
+    // The outer loop and its copy each multiply by three once.
+    let source = exe.listing().unwrap_or_default();
+    assert_eq!(source.matches(" * ").count(), 2, "{source}");
+    for (n, m) in [(0i64, 0i64), (5, 0), (5, -2), (7, 1), (9, 4), (3, 40)] {
+        let got = exe.call(&[n as u64, m as u64]).unwrap();
+        assert_eq!(got as i64, nest_reference(n, m), "nest({n}, {m})");
+    }
+}
+
 #[test]
 fn array_sum_and_fill() {
     // fill(p, n): p[i] = i * i as f32; then returns sum of p[i] as f64.

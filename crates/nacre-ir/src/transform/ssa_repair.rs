@@ -20,7 +20,7 @@
 //! no predecessor, i.e. unreachable code) is given a zero constant there: for a verified
 //! kernel this happens only in unreachable code.
 
-use crate::{Block, Function, Type, Value};
+use crate::{Block, Function, FunctionBuilder, Type, Value};
 use std::collections::{HashMap, HashSet};
 
 /// A variable to repair: its original value and the blocks that redefine it.
@@ -32,6 +32,23 @@ pub struct Variable {
     /// where a copy of the original definition stands; either way every use of the variable
     /// in such a block comes after the definition.
     pub redefs: HashMap<Block, Value>,
+}
+
+/// Reconnects the uses of `vars` anywhere in `f` (SSA repair over its whole layout) after
+/// their definitions were copied; the zeros a path without a definition needs go at the
+/// start of the entry block, which dominates everything.
+pub fn repair_everywhere(f: &mut Function, vars: &[Variable]) {
+    let region = f.layout.clone();
+    let entry = f.entry();
+    repair(f, &region, vars, &mut |f, ty| {
+        let mut b = FunctionBuilder::detached(f);
+        let zero = b.const_bits(ty, 0);
+        let made = b.into_insts();
+        if let Some(e) = entry {
+            f.blocks[e].insts.splice(0..0, made);
+        }
+        zero
+    });
 }
 
 /// Repairs the uses of `vars` in the blocks of `region` (which must list every block that can

@@ -51,9 +51,10 @@
 
 use super::stride_loops::sized_values;
 use super::stride_unroll::UNROLL;
-use crate::unroll::{exit_test, loop_blocks, repair_everywhere, ExitTest, Preds};
+use crate::unroll::{exit_test, loop_blocks, ExitTest, Preds};
 use nacre_ir::analysis::uniformity::{arithmetic, divergence, Divergence};
 use nacre_ir::analysis::{compute_loops, LoopInfo};
+use nacre_ir::transform::repair_everywhere;
 use nacre_ir::transform::{copy_blocks, Variable};
 use nacre_ir::{
     BinaryOp, Block, BlockCall, BlockData, CmpOp, Dim, Function, FunctionBuilder, GpuIndex, Inst,

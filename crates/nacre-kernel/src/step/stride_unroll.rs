@@ -19,8 +19,9 @@
 //! definition per copy, reconnected by SSA repair.
 
 use super::stride_loops::{advances_by_size, sized_values};
-use crate::unroll::{loop_blocks, repair_everywhere};
+use crate::unroll::loop_blocks;
 use nacre_ir::analysis::{compute_loops, DominatorTree};
+use nacre_ir::transform::repair_everywhere;
 use nacre_ir::transform::{copy_blocks, Variable};
 use nacre_ir::{Block, Function, InstKind, Value};
 use std::collections::{HashMap, HashSet};

@@ -17,10 +17,9 @@
 
 use cranelift_entity::SecondaryMap;
 use nacre_ir::analysis::{compute_loops, LoopInfo};
-use nacre_ir::transform::{copy_blocks, repair, Variable};
+use nacre_ir::transform::{copy_blocks, repair_everywhere, Variable};
 use nacre_ir::{
-    BinaryOp, Block, BlockCall, CmpOp, FuncKind, Function, FunctionBuilder, InstKind, Module,
-    Scalar, Type, Value,
+    BinaryOp, Block, BlockCall, CmpOp, FuncKind, Function, InstKind, Module, Scalar, Type, Value,
 };
 use std::collections::HashMap;
 
@@ -238,23 +237,6 @@ impl ShortLoop {
             .collect();
         repair_everywhere(f, &vars);
     }
-}
-
-/// Reconnects the uses of `vars` anywhere in `f` (SSA repair over its whole layout) after
-/// their definitions were copied; the zeros a path without a definition needs go at the
-/// start of the entry block, which dominates everything.
-pub(crate) fn repair_everywhere(f: &mut Function, vars: &[Variable]) {
-    let region = f.layout.clone();
-    let entry = f.entry();
-    repair(f, &region, vars, &mut |f, ty| {
-        let mut b = FunctionBuilder::detached(f);
-        let zero = b.const_bits(ty, 0);
-        let made = b.into_insts();
-        if let Some(e) = entry {
-            f.blocks[e].insts.splice(0..0, made);
-        }
-        zero
-    });
 }
 
 /// A constant's value, if `v` is a constant of at most 64 bits.

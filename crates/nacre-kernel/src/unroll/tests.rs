@@ -1,6 +1,6 @@
 use super::*;
 use crate::test_host::launch_once;
-use nacre_ir::{verify, Dim, GpuIndex};
+use nacre_ir::{verify, Dim, FunctionBuilder, GpuIndex};
 
 /// `k(out)`: `for (p = tid; p < limit; p += step) out[p] = p;` then `out[0] = p` (a header
 /// value used after the loop).
