@@ -40,6 +40,8 @@
 //! A collapsed step function (see `collapse`) reads the same context, for one block of one
 //! thread, plus the chunk words, and returns one of the results defined there instead.
 
+use nacre_ir::WARP_SIZE;
+
 /// First of three words: the block's index in x, y, z.
 pub const BLOCK_IDX: usize = 0;
 /// First of three words: threads per block in x, y, z.
@@ -95,11 +97,22 @@ pub const EXCHANGE_SLOT_BYTES: u64 = 24;
 /// Counters of voting barriers per block, used in rotation.
 pub const VOTE_COUNTERS: u32 = 3;
 
-/// Bytes of the exchange area of a block of `threads` threads: one slot per thread, then the
-/// [`VOTE_COUNTERS`] `u32` counters of voting barriers (rounded to 8 bytes). The executor
-/// zeroes it before each block's first round.
+/// Bytes of one warp's memo of its reductions and votes: two entries (by the warp sequence
+/// number's parity), each a `u32` tag (the sequence number plus one) and, 8 bytes in, the
+/// result.
+pub const WARP_MEMO_BYTES: u64 = 32;
+
+/// Bytes of the voting barriers' counters: [`VOTE_COUNTERS`] `u32`s, rounded to 8 bytes.
+pub const VOTE_COUNTER_BYTES: u64 = (VOTE_COUNTERS as u64 * 4).next_multiple_of(8);
+
+/// Bytes of the exchange area of a block of `threads` threads: one slot per thread, the
+/// [`VOTE_COUNTERS`] `u32` counters of voting barriers ([`VOTE_COUNTER_BYTES`]), then one
+/// memo per warp ([`WARP_MEMO_BYTES`]). The executor zeroes it before each block's first
+/// round.
 pub const fn exchange_bytes(threads: u64) -> u64 {
-    threads * EXCHANGE_SLOT_BYTES + (VOTE_COUNTERS as u64 * 4).next_multiple_of(8)
+    threads * EXCHANGE_SLOT_BYTES
+        + VOTE_COUNTER_BYTES
+        + threads.div_ceil(WARP_SIZE as u64) * WARP_MEMO_BYTES
 }
 
 /// Bit of a step function's result: some thread waits at a barrier.

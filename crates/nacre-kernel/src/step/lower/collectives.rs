@@ -22,12 +22,19 @@
 //! numbers agree. Reductions fold lane 0's butterfly over all 32 slots, missing lanes counting
 //! as the identity ([`nacre_ir::collective::reduce_lanes`]), so every target gets the same
 //! float sums.
+//!
+//! A reduction or vote gives every lane the same result, so the first lane to read it folds
+//! the slots and keeps the result in its warp's memo ([`ctx::WARP_MEMO_BYTES`]), tagged with
+//! the sequence number; the other lanes find the tag and read the result: one fold of 32
+//! slots per warp instead of one per lane. The memo has an entry per parity, like the slots,
+//! and for the same reason.
 
 use super::Lowering;
 use crate::step::ctx;
 use nacre_ir::FunctionBuilder;
 use nacre_ir::{
-    BinaryOp, BlockVote, CmpOp, Inst, InstKind, Scalar, Shuffle, Type, Value, WarpOp, WARP_SIZE,
+    BinaryOp, Block, BlockData, BlockVote, CmpOp, Inst, InstKind, Scalar, Shuffle, Type, Value,
+    WarpOp, WARP_SIZE,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -61,25 +68,39 @@ impl Lowering {
             threads: self.ctx_word_u32(ctx::BLOCK_THREADS),
             base: self.ctx_word(ctx::EXCHANGE_BASE),
         };
-        for b in self.body.clone() {
+        // The body grows while it is walked: a reduction splits its block, and the rest of the
+        // block (which may hold more collectives) comes next.
+        let mut next = 0;
+        while next < self.body.len() {
+            let b = self.body[next];
+            next += 1;
             let insts = std::mem::take(&mut self.f.blocks[b].insts);
             let mut out = Vec::with_capacity(insts.len());
-            for inst in insts {
+            let mut rest = insts.into_iter();
+            let mut split = false;
+            while let Some(inst) = rest.next() {
                 let data = &self.f.insts[inst];
                 let Some(r) = data.result.filter(|_| data.kind.is_collective()) else {
                     out.push(inst);
                     continue;
                 };
                 let kind = data.kind.clone();
+                if let InstKind::Warp(op, v) = kind {
+                    let ty = self.f.values[r].ty;
+                    let before = std::mem::take(&mut out);
+                    let (join, stop) = self.memo_reduction(ex, b, before, (op, v, ty));
+                    warp_stops.insert(stop);
+                    aliases.insert(r, self.f.blocks[join].params[0]);
+                    self.f.blocks[join].insts = rest.collect();
+                    split = true;
+                    break;
+                }
                 let mut em = FunctionBuilder::detached(&mut self.f);
                 let (v, stop) = match kind {
                     InstKind::LaneId => (lane(&mut em, ex.t), None),
                     InstKind::Shuffle(op, v, x) => warp_exchange(&mut em, ex, v, |em, ex, at| {
                         shuffle_read(em, ex, op, v, x, at)
                     }),
-                    InstKind::Warp(op, v) => {
-                        warp_exchange(&mut em, ex, v, |em, ex, at| warp_read(em, ex, op, v, at))
-                    }
                     InstKind::BlockVote(op, v) => {
                         votes += 1;
                         (block_vote(&mut em, ex, op, v), None)
@@ -90,10 +111,57 @@ impl Lowering {
                 out.extend(em.into_insts());
                 aliases.insert(r, v);
             }
-            self.f.blocks[b].insts = out;
+            if !split {
+                self.f.blocks[b].insts = out;
+            }
         }
         self.rename(&aliases);
         (warp_stops, votes)
+    }
+
+    /// A reduction or vote of `v` over the warp, at the end of `b` (whose instructions so far
+    /// are `before`): the exchange's write and stop, then the result from the warp's memo
+    /// when a lane computed it already, else computed over the lanes' slots and kept in the
+    /// memo. Every lane gets the same result, so the warp folds its 32 slots once instead of
+    /// once per lane. Returns the block that receives the result (its one parameter) and
+    /// continues `b`, and the stop. `ty` is the result's type.
+    fn memo_reduction(
+        &mut self,
+        ex: Exchange,
+        b: Block,
+        before: Vec<Inst>,
+        (op, v, ty): (WarpOp, Value, Type),
+    ) -> (Block, Inst) {
+        let [hit, miss, join] = [(); 3].map(|_| self.f.blocks.push(BlockData::default()));
+        self.f.add_block_param(join, ty);
+        let mut em = FunctionBuilder::detached(&mut self.f);
+        let (seq, at) = warp_write(&mut em, ex, v);
+        let stop = em.barrier();
+        let (tag_at, value_at) = memo_entry(&mut em, ex, seq);
+        let tag = em.load(tag_at);
+        let one = em.const_u32(1);
+        let want = em.binary(BinaryOp::Add, seq, one);
+        let found = em.cmp(CmpOp::Eq, tag, want);
+        let value_at = em.cast(value_at, ptr_to(ty));
+        em.branch(found, hit, Vec::new(), miss, Vec::new());
+        let head = em.into_insts();
+        self.f.blocks[b].insts = before.into_iter().chain(head).collect();
+        self.append(hit, |em| {
+            let kept = em.load(value_at);
+            em.jump(join, vec![kept]);
+        });
+        self.append(miss, |em| {
+            let r = warp_read(em, ex, op, v, at);
+            em.store(value_at, r);
+            em.store(tag_at, want);
+            em.jump(join, vec![r]);
+        });
+        for list in [&mut self.body, &mut self.f.layout] {
+            if let Some(k) = list.iter().position(|&x| x == b) {
+                list.splice(k + 1..k + 1, [hit, miss, join]);
+            }
+        }
+        (join, stop)
     }
 
     pub(super) fn has_collectives(&self) -> bool {
@@ -139,18 +207,50 @@ fn warp_exchange(
     v: Value,
     read: impl FnOnce(&mut FunctionBuilder<'_>, Exchange, Value) -> Value,
 ) -> (Value, Option<Inst>) {
+    let (_, at) = warp_write(em, ex, v);
+    let stop = em.barrier();
+    (read(em, ex, at), Some(stop))
+}
+
+/// The write of `v` to the thread's current slot (by its warp sequence number's parity).
+/// Returns the sequence number and the slot's offset.
+fn warp_write(em: &mut FunctionBuilder<'_>, ex: Exchange, v: Value) -> (Value, Value) {
     let seq = next_sequence(em, ex, WARP_SEQ);
-    let one = em.const_u32(1);
-    let parity = em.binary(BinaryOp::And, seq, one);
-    let parity = em.cast(parity, Type::U64);
-    let eight = em.const_u64(8);
-    let off = em.binary(BinaryOp::Mul, parity, eight);
+    let off = parity_times(em, seq, 8);
     let values = em.const_u64(VALUES);
     let at = em.binary(BinaryOp::Add, off, values);
     let ty = em.value_type(v);
     store_at(em, ex, ex.t, at, v, ty);
-    let stop = em.barrier();
-    (read(em, ex, at), Some(stop))
+    (seq, at)
+}
+
+/// `(seq & 1) * bytes`, as a `u64`.
+fn parity_times(em: &mut FunctionBuilder<'_>, seq: Value, bytes: u64) -> Value {
+    let one = em.const_u32(1);
+    let parity = em.binary(BinaryOp::And, seq, one);
+    let parity = em.cast(parity, Type::U64);
+    let bytes = em.const_u64(bytes);
+    em.binary(BinaryOp::Mul, parity, bytes)
+}
+
+/// The addresses (`u64`) of the tag (a `u32`) and of the value of the calling warp's memo
+/// entry for sequence number `seq` (see [`ctx::WARP_MEMO_BYTES`]).
+fn memo_entry(em: &mut FunctionBuilder<'_>, ex: Exchange, seq: Value) -> (Value, Value) {
+    let zero = em.const_u64(0);
+    let counters = slot_addr(em, ex, ex.threads, zero);
+    let counter_bytes = em.const_u64(ctx::VOTE_COUNTER_BYTES);
+    let memos = em.binary(BinaryOp::Add, counters, counter_bytes);
+    let shift = em.const_u32(WARP_SIZE.trailing_zeros());
+    let warp = em.binary(BinaryOp::Shr, ex.t, shift);
+    let warp = em.cast(warp, Type::U64);
+    let size = em.const_u64(ctx::WARP_MEMO_BYTES);
+    let at = em.binary(BinaryOp::Mul, warp, size);
+    let at = em.binary(BinaryOp::Add, memos, at);
+    let entry = parity_times(em, seq, ctx::WARP_MEMO_BYTES / 2);
+    let tag = em.binary(BinaryOp::Add, at, entry);
+    let eight = em.const_u64(8);
+    let value = em.binary(BinaryOp::Add, tag, eight);
+    (em.cast(tag, Type::ptr(Scalar::U32)), value)
 }
 
 fn store_at(em: &mut FunctionBuilder<'_>, ex: Exchange, t: Value, at: Value, v: Value, ty: Type) {
