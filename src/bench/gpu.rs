@@ -1083,6 +1083,7 @@ fn target_suffixes() -> Vec<String> {
     v.extend(language::kernels().map(|k| k.suffix));
     v.push(language::saxpy_f16_name());
     v.push(atomics::histogram_name());
+    v.push(warps::blocksum_name());
     v.extend(tiled::kernels().map(|k| k.suffix));
     v
 }

@@ -34,6 +34,37 @@ __kernel void blocksum(__global const float *x, __global float *out, uint n) {
     if (t == 0) out[get_group_id(0)] = s[0];
 }
 
+// The single-pass sum of x[..n] added to out[0] (the corpus's block_sum_warp): a grid-stride
+// sum per work-item in 8 independent accumulators, a tree over the work-group in local memory
+// (OpenCL 1.2 has no sub-group reductions), then one atomic add per work-group (a
+// compare-and-swap loop on the float's bits: OpenCL 1.2 has no float atomics).
+__kernel void blocksum_atomic(__global const float *x, __global float *out, uint n) {
+    __local float s[256];
+    uint t = get_local_id(0), stride = get_global_size(0), i = get_global_id(0);
+    float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (n >= 7 * stride) {
+        for (; i < n - 7 * stride; i += 8 * stride)
+            for (uint k = 0; k < 8; k++) acc[k] += x[i + k * stride];
+    }
+    float r = 0.0f;
+    for (; i < n; i += stride) r += x[i];
+    for (uint k = 0; k < 8; k++) r += acc[k];
+    s[t] = r;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint k = get_local_size(0) / 2; k > 0; k /= 2) {
+        if (t < k) s[t] = s[t] + s[t + k];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t == 0) {
+        volatile __global uint *bits = (volatile __global uint *)out;
+        uint seen = *bits, was;
+        do {
+            was = seen;
+            seen = atomic_cmpxchg(bits, was, as_uint(as_float(was) + s[0]));
+        } while (seen != was);
+    }
+}
+
 // `iters` steps of the logistic map on each element (grid-stride).
 __kernel void logistic(__global float *v, uint n, uint iters) {
     uint stride = get_global_size(0);
