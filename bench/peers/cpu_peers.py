@@ -41,7 +41,7 @@ class Run:
         self.failed, self.notes = [], []
 
     def wants(self, name):
-        return not self.args.filter or any(f in name for f in self.args.filter)
+        return selects(self.args.filter, name)
 
     def time(self, name, launch, finish):
         quick = self.args.quick
@@ -67,6 +67,13 @@ class Run:
             self.failed.append(name)
             print(f"  {name}: result check failed, not timed: {detail}", file=sys.stderr)
         return ok
+
+
+def selects(filters, name):
+    """`nacre bench --filter`'s rule: a filter selects the names that contain it, one ending in
+    `$` those that end with the rest; no filter selects everything."""
+    return not filters or any(name.endswith(f[:-1]) if f.endswith("$") else f in name
+                              for f in filters)
 
 
 def close(np, got, want, tol):

@@ -224,7 +224,8 @@ class Config:
         return self.blocks.get(n, default_blocks(n))
 
     def wants(self, name):
-        return not self.filter or any(f in name for f in self.filter)
+        return not self.filter or any(name.endswith(f[:-1]) if f.endswith("$") else f in name
+                                      for f in self.filter)
 
     def as_json(self):
         return {

@@ -59,6 +59,11 @@ def test_filter_selects_names():
                      "peer_cupy_launch100_latency", "peer_cupy_compile_logistic"]
 
 
+def test_a_filter_ending_in_a_dollar_matches_name_ends():
+    cfg = args("--filter", "logistic_262144_256$", "--frameworks", "cupy")
+    assert gp.planned_names(cfg) == ["peer_cupy_logistic_262144_256"]
+
+
 def test_torch_plans_its_captured_graph_of_the_launch_chain():
     names = gp.planned_names(args("--filter", "launch100", "--frameworks", "torch,cupy"))
     assert names == ["peer_torch_launch100_latency", "peer_torch_graph_launch100_latency",

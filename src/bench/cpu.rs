@@ -46,7 +46,8 @@ pub struct CpuArgs {
     /// Sample briefly (about 30 ms per benchmark instead of 0.5 s): a rough run in seconds.
     #[arg(long)]
     pub quick: bool,
-    /// Run only the benchmarks whose name contains one of these (comma-separated) strings.
+    /// Run only the benchmarks whose name contains one of these (comma-separated) strings; one
+    /// ending in `$` selects the names that end with it.
     #[arg(long, value_delimiter = ',', value_name = "SUBSTRINGS")]
     pub filter: Vec<String>,
 }

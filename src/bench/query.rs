@@ -43,7 +43,8 @@ pub struct QueryArgs {
     /// Fewer samples.
     #[arg(long)]
     pub quick: bool,
-    /// Only benchmarks whose names contain one of these.
+    /// Only benchmarks whose names contain one of these (one ending in `$`: whose names end
+    /// with it).
     #[arg(long, value_delimiter = ',')]
     pub filter: Vec<String>,
     /// Writes the results as JSON.
@@ -106,7 +107,7 @@ pub fn run(args: &QueryArgs) -> Result<()> {
         ];
         let wanted = |k: &&str| {
             let row = format!("query_{k}_{name}");
-            args.filter.is_empty() || args.filter.iter().any(|f| row.contains(f.as_str()))
+            report::selects(&args.filter, &row)
         };
         if rows.iter().any(wanted) {
             rt.block_on(query(&mut results, &cfg, name, sql, &plain, &nacre, &data))?;

@@ -31,8 +31,7 @@ pub struct Results {
 }
 
 impl Results {
-    /// No rows yet; `filter` selects the benchmarks whose names contain one of its strings
-    /// (all of them when empty).
+    /// No rows yet; `filter` selects benchmarks as [`selects`] says (all of them when empty).
     pub fn new(filter: Vec<String>) -> Results {
         let progress = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         progress.set_style(
@@ -50,8 +49,7 @@ impl Results {
     /// Whether the filter selects benchmark `name` (the spinner then names it: suites ask
     /// just before measuring).
     pub fn wants(&self, name: &str) -> bool {
-        let wanted =
-            self.filter.is_empty() || self.filter.iter().any(|f| name.contains(f.as_str()));
+        let wanted = selects(&self.filter, name);
         if wanted {
             self.progress
                 .set_message(format!("{name} ({} measured)", self.rows.len()));
@@ -411,6 +409,17 @@ pub fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Whether `--filter` selects benchmark `name`: an empty filter selects everything; a string
+/// selects the names that contain it, and one ending in `$` the names that end with the rest
+/// (`query_nacre_q1$` is Q1 alone, where `query_nacre_q1` also names Q12 and Q14).
+pub fn selects(filter: &[String], name: &str) -> bool {
+    filter.is_empty()
+        || filter.iter().any(|f| match f.strip_suffix('$') {
+            Some(end) => name.ends_with(end),
+            None => name.contains(f.as_str()),
+        })
+}
+
 /// Fails when `filter` is set but selected none of the suite's benchmarks.
 pub fn ensure_matched(filter: &[String], rows: &[Row]) -> Result<()> {
     if !filter.is_empty() && rows.is_empty() {
@@ -443,6 +452,18 @@ pub fn write_document(path: &Path, doc: &Value) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_filter_selects_substrings_or_name_ends() {
+        let filter = |fs: &[&str]| fs.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+        assert!(selects(&[], "anything"));
+        assert!(selects(&filter(&["nacre_q1"]), "query_nacre_q12"));
+        assert!(selects(&filter(&["nacre_q1$"]), "query_nacre_q1"));
+        assert!(!selects(&filter(&["nacre_q1$"]), "query_nacre_q12"));
+        assert!(selects(&filter(&["x", "q14$"]), "query_nacre_q14"));
+        // A lone `$` ends every name.
+        assert!(selects(&filter(&["$"]), "gpu_cpu_saxpy_1048576"));
+    }
 
     fn row(name: &str, ns: f64) -> Row {
         Row {
