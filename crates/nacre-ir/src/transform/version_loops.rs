@@ -33,6 +33,7 @@ use crate::builder::FunctionBuilder;
 use crate::entities::{Block, Value};
 use crate::function::{Function, ValueDef};
 use crate::instructions::{CmpOp, Const, InstKind};
+use crate::transform::bounds::elide::{def_block, edge_arg};
 use crate::transform::copy_blocks;
 use crate::transform::ssa_repair::{repair_everywhere, Variable};
 use crate::verifier::{check_function, VerifiedModule};
@@ -225,44 +226,30 @@ fn first_test(
     let [entering] = outside_preds(inner_preds, loops, inner)[..] else {
         return None;
     };
-    let calls: Vec<&[Value]> = f.insts[f.terminator(entering)?]
-        .kind
-        .successors()
-        .filter(|c| c.block == inner)
-        .map(|c| &c.args[..])
-        .collect();
-    let [args] = calls[..] else {
-        return None;
-    };
-    let operand = |v: Value| invariant(f, entry_value(f, inner, args, v), outer_blocks);
+    let operand = |v: Value| invariant(f, entry_value(f, inner, entering, v)?, outer_blocks);
     match (operand(a)?, operand(b)?) {
         (Operand::Const(_), Operand::Const(_)) => None,
         (x, y) => Some((op, x, y)),
     }
 }
 
-/// `v` as the inner loop's header sees it on entry: the entering edge's argument for one of
-/// its parameters, else `v` itself.
-fn entry_value(f: &Function, inner: Block, args: &[Value], v: Value) -> Value {
+/// `v` as the inner loop's header sees it on entry from `entering`: that edge's argument for
+/// one of its parameters, else `v` itself.
+fn entry_value(f: &Function, inner: Block, entering: Block, v: Value) -> Option<Value> {
     match f.values[v].def {
-        ValueDef::Param(b, k) if b == inner => args[k as usize],
-        _ => v,
+        ValueDef::Param(b, k) if b == inner => edge_arg(f, entering, inner, k as usize),
+        _ => Some(v),
     }
 }
 
 /// `v` as an operand that does not change in the outer loop: a constant, or a value defined
 /// outside the loop's blocks.
 fn invariant(f: &Function, v: Value, outer_blocks: &HashSet<Block>) -> Option<Operand> {
-    match f.values[v].def {
-        ValueDef::Result(i) => match f.insts[i].kind {
-            InstKind::Const(c) => Some(Operand::Const(c)),
-            _ => {
-                let home = outer_blocks.iter().any(|&b| f.blocks[b].insts.contains(&i));
-                (!home).then_some(Operand::Value(v))
-            }
-        },
-        ValueDef::Param(b, _) => (!outer_blocks.contains(&b)).then_some(Operand::Value(v)),
+    if let Some(&InstKind::Const(c)) = f.defining_inst(v) {
+        return Some(Operand::Const(c));
     }
+    let home = def_block(f, v)?;
+    (!outer_blocks.contains(&home)).then_some(Operand::Value(v))
 }
 
 /// Copies the outer loop and enters the copy through a block that tests the inner loop's
