@@ -112,9 +112,7 @@ pub fn run(args: &QueryArgs) -> Result<()> {
         if rows.iter().any(wanted) {
             rt.block_on(query(&mut results, &cfg, name, sql, &plain, &nacre, &data))?;
         }
-        // Pipelines with joins run on the CPU only.
-        let scan_only = tpch::QUERIES.iter().any(|q| q.0 == name);
-        if let Some((d, ctx)) = device.as_ref().filter(|_| scan_only) {
+        if let Some((d, ctx)) = &device {
             rt.block_on(on_device(&mut results, &cfg, (name, sql), &plain, (d, ctx)))?;
         }
     }

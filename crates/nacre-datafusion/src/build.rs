@@ -173,19 +173,49 @@ impl BuildSide {
                 frame[l.validity(first + k)] = v.as_ptr() as u64;
             }
         }
-        let (keys, rows, size, base) = match &self.table {
-            Table::Hash { keys, rows } => (keys.as_ptr() as u64, rows, rows.len() as u64 - 1, 0),
-            Table::Direct { base, rows } => (0, rows, rows.len() as u64, *base as u64),
-        };
-        frame[l.join_keys()] = keys;
-        frame[l.join_rows()] = rows.as_ptr() as u64;
-        frame[l.join_size()] = size;
-        frame[l.join_base()] = base;
+        let t = self.table_parts();
+        let at = l.join();
+        frame[at.keys] = t.keys.map_or(0, |k| k.as_ptr() as u64);
+        frame[at.rows] = t.rows.as_ptr() as u64;
+        frame[at.size] = t.size;
+        frame[at.base] = t.base;
+    }
+
+    /// Its build columns as pipelines read them, each with its type.
+    pub(crate) fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// Its lookup table as traced code reads it (see [`crate::codegen::JoinWords`]).
+    pub(crate) fn table_parts(&self) -> TableParts<'_> {
+        match &self.table {
+            Table::Hash { keys, rows } => TableParts {
+                keys: Some(keys),
+                rows,
+                size: rows.len() as u64 - 1,
+                base: 0,
+            },
+            Table::Direct { base, rows } => TableParts {
+                keys: None,
+                rows,
+                size: rows.len() as u64,
+                base: *base as u64,
+            },
+        }
     }
 }
 
+/// A build side's lookup table: the hash table's slot keys (`None` for a direct table), the
+/// build rows (row + 1, 0: none) per slot or key, and the words of its size and least key.
+pub(crate) struct TableParts<'a> {
+    pub(crate) keys: Option<&'a [i64]>,
+    pub(crate) rows: &'a [u32],
+    pub(crate) size: u64,
+    pub(crate) base: u64,
+}
+
 /// A build column as pipelines read it, with its type.
-type Column = (ArrayRef, ColType);
+pub(crate) type Column = (ArrayRef, ColType);
 
 /// Build column `index` of `program` from its `parts` (one per batch) as pipelines read it, and
 /// its validity bytes where the program reads it and it holds nulls.

@@ -23,16 +23,25 @@
 //! plain columns, with more combinations, or with 128-bit minimum or maximum run on the CPU
 //! instead ([`device_plan`], `Outcome::Host`), as do tables with nulls in the columns
 //! a pipeline reads (the CPU's code reads their validity; [`table_plan`]).
+//!
+//! **Joins.** The build side is made on the CPU as for the CPU pipelines (`crate::build`:
+//! a direct or hash table of its keys and its columns as pipelines read them) and copied to
+//! the device for each run, its table and the build columns the kernel reads; the kernel
+//! probes it as the CPU's code does ([`crate::codegen::join`]). A build side with nulls in
+//! a column the kernel reads runs on the CPU, one whose keys repeat in DataFusion, as do
+//! group keys from the build side. Columns under `LIKE` prefixes over 4 bytes are loaded as
+//! the CPU reads them, as prefix views ([`crate::run::prefix_views`]).
 
+use crate::build::BuildSide;
 use crate::codegen::kernel::{self, KernelLayout, Strategy, BLOCK};
 use crate::codegen::{STATUS_OVERFLOW, STATUS_UNSUPPORTED, STATUS_WIDE};
 use crate::error::Error;
 use crate::expr::Expr;
 use crate::pipeline::{Pipeline, Program};
-use crate::run::{grouped_output, ungrouped_output, Banks};
+use crate::run::{grouped_output, prefix_views, ungrouped_output, Banks};
 use crate::types::ColType;
 use datafusion::arrow::array::{
-    Array as _, ArrayRef, PrimitiveArray, RecordBatch, StringViewArray,
+    Array as _, ArrayRef, PrimitiveArray, RecordBatch, StringViewArray, UInt64Array,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
@@ -54,12 +63,6 @@ const MAX_BLOCKS: usize = 4096;
 
 /// Why a pipeline cannot run on the device (it runs on the CPU), or `Ok` if it can.
 pub fn device_plan(p: &Program) -> Result<(), String> {
-    if p.join.is_some() {
-        return Err("joins run in the CPU pipeline".into());
-    }
-    if !p.long_prefix_columns().is_empty() {
-        return Err("LIKE prefixes over 4 bytes run in the CPU pipeline".into());
-    }
     if p.nullable.iter().any(|&n| n) {
         return Err("kernels do not read nulls".into());
     }
@@ -68,6 +71,13 @@ pub fn device_plan(p: &Program) -> Result<(), String> {
     }
     if p.keys.iter().any(|k| !matches!(**k, Expr::Column { .. })) {
         return Err("group keys that are not plain columns".into());
+    }
+    let first_build = p.join.as_ref().map_or(usize::MAX, |j| j.first_build);
+    if p.keys
+        .iter()
+        .any(|k| matches!(**k, Expr::Column { index, .. } if index >= first_build))
+    {
+        return Err("group keys from a join's build side".into());
     }
     Ok(())
 }
@@ -344,10 +354,15 @@ fn values<T: ArrowPrimitiveType>(arrays: &[ArrayRef]) -> Vec<T::Native> {
 }
 
 /// The string views of a column's arrays, two words each (strings of other encodings
-/// converted by Arrow's cast).
+/// converted by Arrow's cast; prefix views, `UInt64` arrays from [`prefix_views`], as they
+/// are).
 fn view_words(arrays: &[ArrayRef]) -> Result<Vec<u64>, Error> {
     let mut out = Vec::new();
     for a in arrays {
+        if let Some(words) = a.as_any().downcast_ref::<UInt64Array>() {
+            out.extend_from_slice(words.values());
+            continue;
+        }
         let a = match a.data_type() {
             DataType::Utf8View => a.clone(),
             _ => cast(a, &DataType::Utf8View)?,
@@ -516,8 +531,19 @@ fn load(p: &Pipeline, e: &Engine, kind: DeviceKind) -> Result<Loaded, Error> {
             columns.push(None);
             continue;
         }
-        let c = cached((kind, "values"), batches, &[col], |arrays| {
-            let c = load_column(e, ty, arrays)?;
+        let prefixes = p.program.long_prefix_columns().contains(&k);
+        let what = if prefixes { "prefix views" } else { "values" };
+        let c = cached((kind, what), batches, &[col], |arrays| {
+            let c = match prefixes {
+                true => {
+                    let views = arrays
+                        .iter()
+                        .map(prefix_views)
+                        .collect::<Result<Vec<_>, _>>()?;
+                    load_column(e, ty, &views)?
+                }
+                false => load_column(e, ty, arrays)?,
+            };
             let bytes = c.bytes();
             Ok((c, bytes))
         })?;
@@ -672,36 +698,105 @@ pub(crate) fn empty_output(p: &Pipeline) -> Result<RecordBatch, Error> {
 }
 
 /// Runs the pipeline over every partition of its scan in one launch on device `kind` (see
-/// the module docs): the whole table's partial aggregate. The caller has found the table
-/// suits the device ([`table_plan`]; kernels do not read validity).
-pub(crate) fn run_table(p: &Pipeline, kind: DeviceKind) -> Result<Outcome, Error> {
-    match run_program(p, &p.program, kind)? {
+/// the module docs), probing `build`, its join's build side (`None` without a join): the
+/// whole table's partial aggregate. The caller has found the table suits the device
+/// ([`table_plan`]; kernels do not read validity).
+pub(crate) fn run_table(
+    p: &Pipeline,
+    kind: DeviceKind,
+    build: Option<&BuildSide>,
+) -> Result<Outcome, Error> {
+    let program = match (&p.program.join, build) {
+        (None, _) => p.program.clone(),
+        (Some(_), None) => return Ok(Outcome::Host("the join's build side is missing".into())),
+        (Some(_), Some(b)) if b.nulls().iter().any(|&n| n) => {
+            return Ok(Outcome::Host("nulls in the join's build side".into()))
+        }
+        (Some(_), Some(b)) => Arc::new(p.program.with_lookup(b.lookup())),
+    };
+    match run_program(p, &program, kind, build)? {
         Some(outcome) => Ok(outcome),
         // A decimal outside 64 bits in the narrow program: the wide one, which never asks
         // again (a second ask would leave the table to DataFusion).
         None => {
-            Ok(run_program(p, &Arc::new(p.program.wide()), kind)?.unwrap_or(Outcome::DataFusion))
+            Ok(run_program(p, &Arc::new(program.wide()), kind, build)?
+                .unwrap_or(Outcome::DataFusion))
         }
     }
 }
 
-/// Runs `program` (the pipeline's, or its wide form) over the table on device `kind`;
-/// `None` where the narrow program met a decimal outside 64 bits ([`STATUS_WIDE`]).
+/// A join's build side in device memory: its columns (by build column) and lookup table.
+struct DeviceBuild {
+    /// The columns the program reads (`None`: unread).
+    columns: Vec<Option<Column>>,
+    keys: Option<Array<i64>>,
+    rows: Array<u32>,
+    size: u64,
+    base: u64,
+}
+
+impl DeviceBuild {
+    /// Copies `b` to the device of `e`: the columns `program` reads, and the table.
+    fn load(e: &Engine, program: &Program, b: &BuildSide) -> Result<DeviceBuild, Error> {
+        let first = program.join.as_ref().map_or(0, |j| j.first_build);
+        let mut columns = Vec::new();
+        for (k, (a, ty)) in b.columns().iter().enumerate() {
+            let read = program.reads(first + k);
+            columns.push(
+                read.then(|| load_column(e, *ty, std::slice::from_ref(a)))
+                    .transpose()?,
+            );
+        }
+        let t = b.table_parts();
+        Ok(DeviceBuild {
+            columns,
+            keys: t.keys.map(|k| on_device(e, k)).transpose()?,
+            rows: on_device(e, t.rows)?,
+            size: t.size,
+            base: t.base,
+        })
+    }
+
+    /// Stores its addresses in `frame` (the build columns from `first`).
+    fn fill_frame(&self, frame: &mut [u64], l: KernelLayout, first: usize) {
+        for (k, c) in self.columns.iter().enumerate() {
+            if let Some(w) = frame.get_mut(first + k) {
+                *w = c.as_ref().map_or(0, Column::address);
+            }
+        }
+        let at = l.join();
+        frame[at.keys] = self.keys.as_ref().map_or(0, |k| k.as_ptr() as u64);
+        frame[at.rows] = self.rows.as_ptr() as u64;
+        frame[at.size] = self.size;
+        frame[at.base] = self.base;
+    }
+}
+
+/// Runs `program` (the pipeline's, or its wide form) over the table on device `kind`,
+/// probing `build`; `None` where the narrow program met a decimal outside 64 bits
+/// ([`STATUS_WIDE`]).
 fn run_program(
     p: &Pipeline,
     program: &Arc<Program>,
     kind: DeviceKind,
+    build: Option<&BuildSide>,
 ) -> Result<Option<Outcome>, Error> {
-    if p.scan
+    let no_rows = p
+        .scan
         .partitions
         .iter()
         .flatten()
-        .all(|b| b.num_rows() == 0)
-    {
+        .all(|b| b.num_rows() == 0);
+    // A build side without rows matches no row.
+    if no_rows || build.is_some_and(|b| b.rows() == 0) {
         return Ok(Some(Outcome::Done(empty_output(p)?)));
     }
     let e = engine(kind)?;
     let data = load(p, &e, kind)?;
+    let joined = match (&program.join, build) {
+        (Some(_), Some(b)) => Some(DeviceBuild::load(&e, program, b)?),
+        _ => None,
+    };
     let keys = match data.keys.as_deref() {
         None => None,
         Some(Encoded::Codes(c)) => Some(c),
@@ -716,7 +811,11 @@ fn run_program(
     let groups = keys.map_or(1, |k| k.values.len().max(1));
     // The kernel reads `rows` values of every loaded array: make sure they hold them.
     let complete = data.columns.iter().flatten().all(|c| c.rows() == data.rows)
-        && keys.is_none_or(|k| k.codes.len() == data.rows);
+        && keys.is_none_or(|k| k.codes.len() == data.rows)
+        && joined.as_ref().is_none_or(|j| {
+            let rows = build.map_or(0, BuildSide::rows);
+            j.columns.iter().flatten().all(|c| c.rows() == rows)
+        });
     if !complete {
         return Ok(Some(Outcome::Host(
             "a column loaded to the device does not hold every row".into(),
@@ -737,6 +836,9 @@ fn run_program(
     frame[l.bank(1)] = s.wide.as_ptr() as u64;
     frame[l.bank(2)] = s.floats.as_ptr() as u64;
     frame[l.status()] = s.status.as_ptr() as u64;
+    if let (Some(j), Some(first)) = (&joined, program.join.as_ref().map(|j| j.first_build)) {
+        j.fill_frame(frame, l, first);
+    }
     s.prefetch(&e);
 
     let f = compiled(program, kind, Strategy::for_groups(groups))?;
@@ -745,11 +847,13 @@ fn run_program(
     let blocks = threads.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS) as u32;
     // SAFETY: the frame (device memory) holds the addresses of device arrays with `rows`
     // values of each read column and of the code array (read only with keys; both checked
-    // above), of the
-    // accumulators of `groups` groups (every code is below `groups`: `encode` gives codes
-    // below its number of combinations) and of the status word,
-    // all alive until the call returns (it waits for the kernel); the kernel reads rows
-    // below `rows` only.
+    // above), of the accumulators of `groups` groups (every code is below `groups`:
+    // `encode` gives codes below its number of combinations), of the status word and, with
+    // a join, of the build columns the program reads (each with the build side's rows,
+    // checked above) and of the build side's table (as `BuildSide::table_parts` gives it:
+    // the probe reads slots below its size word and finds build rows below the build
+    // side's rows, as on the CPU), all alive until the call returns (it waits for the
+    // kernel); the kernel reads rows below `rows` only.
     let called = unsafe { f.call(RawPtr::new(s.frame.as_ptr()), data.rows as u64, blocks) };
     let finished = Instant::now();
     let status = s.status.as_slice()[0];

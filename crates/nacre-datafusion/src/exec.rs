@@ -172,14 +172,16 @@ impl NacreAggregateExec {
     }
 }
 
-/// The whole table's partial aggregate from one launch on device `kind`, or `None` where the
-/// device declines it or fails (the partitions then run on the CPU).
+/// The whole table's partial aggregate from one launch on device `kind` (probing `build`,
+/// the join's build side), or `None` where the device declines it or fails (the partitions
+/// then run on the CPU).
 fn run_table(
     pipeline: &Pipeline,
     kind: DeviceKind,
     counts: &Counts,
+    build: Option<&BuildSide>,
 ) -> Result<Option<RecordBatch>, Error> {
-    match device::run_table(pipeline, kind) {
+    match device::run_table(pipeline, kind, build) {
         Ok(Outcome::Done(batch)) => {
             let partitions = pipeline.scan.partitions.len();
             counts.on_device.fetch_add(partitions, Ordering::Relaxed);
@@ -308,14 +310,25 @@ impl Partitions {
         }
     }
 
-    /// Every partition on the CPU, each in a thread of its own, their outputs one after the
-    /// other in one stream (the device declined the table, whose other partitions give
-    /// nothing; tables with joins do not run on devices).
-    fn all_on_cpu(&self) -> Result<SendableRecordBatchStream> {
+    /// Every partition on the CPU (joined with `built`, the join's build side), each in a
+    /// thread of its own, their outputs one after the other in one stream (the device
+    /// declined the table, whose other partitions give nothing).
+    fn all_on_cpu(&self, built: Option<&Built>) -> Result<SendableRecordBatchStream> {
         let partitions = self.pipeline.scan.partitions.len();
+        let build = match built {
+            Some(Built::Side(b)) => Some(b),
+            _ => None,
+        };
+        let duplicates = matches!(built, Some(Built::Duplicates));
         let ran: Vec<Result<Option<RecordBatch>, Error>> = std::thread::scope(|s| {
             let threads: Vec<_> = (0..partitions)
-                .map(|q| s.spawn(move || run(&self.pipeline, &self.options, q, &self.counts, None)))
+                .map(|q| {
+                    s.spawn(move || match duplicates {
+                        // DataFusion runs a join whose build keys repeat.
+                        true => Ok(None),
+                        false => run(&self.pipeline, &self.options, q, &self.counts, build),
+                    })
+                })
                 .collect();
             threads
                 .into_iter()
@@ -398,10 +411,22 @@ impl ExecutionPlan for NacreAggregateExec {
                     this.on_cpu(partition, built.as_deref())
                 }
                 Share::Nothing => Ok(this.batch(device::empty_output(&this.pipeline)?)),
-                Share::Table(kind) => match run_table(&this.pipeline, kind, &this.counts)? {
-                    Some(batch) => Ok(this.batch(batch)),
-                    None => this.all_on_cpu(),
-                },
+                Share::Table(kind) => {
+                    let built = this.build_side().await?;
+                    let build = match built.as_deref() {
+                        Some(Built::Side(b)) => Some(b),
+                        _ => None,
+                    };
+                    let duplicates = matches!(built.as_deref(), Some(Built::Duplicates));
+                    let ran = match duplicates {
+                        true => None,
+                        false => run_table(&this.pipeline, kind, &this.counts, build)?,
+                    };
+                    match ran {
+                        Some(batch) => Ok(this.batch(batch)),
+                        None => this.all_on_cpu(built.as_deref()),
+                    }
+                }
             }
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(

@@ -279,7 +279,7 @@ fn check_frame(program: &Program, frame: &[u64], l: FrameLayout) -> Result<(), E
     }
     if let Some(j) = &program.join {
         let hashed = j.lookup == crate::pipeline::Lookup::Hash;
-        if frame[l.join_rows()] == 0 || (hashed && frame[l.join_keys()] == 0) {
+        if frame[l.join().rows] == 0 || (hashed && frame[l.join().keys] == 0) {
             return Err(Error::Mismatch(
                 "the join's table is missing or of another kind".into(),
             ));

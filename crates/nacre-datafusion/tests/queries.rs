@@ -899,6 +899,7 @@ async fn cuda_runs_where_usable_and_says_why_not() {
 async fn gpu_kernels_compile_with_nvrtc() {
     use nacre_cuda::nvrtc;
     use nacre_datafusion::codegen::kernel::Strategy;
+    use nacre_datafusion::pipeline::Lookup;
     if let Err(e) = nvrtc::available() {
         let required = std::env::var("NACRE_REQUIRE_CUDA_TOOLS").is_ok_and(|v| v == "1");
         assert!(!required, "NVRTC required: {e}");
@@ -907,7 +908,7 @@ async fn gpu_kernels_compile_with_nvrtc() {
     }
     let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
     let c = contexts_on("cpu-kernels", |ctx| data.register(ctx).expect("registered")).await;
-    for (name, sql) in tpch::QUERIES {
+    for (name, sql) in tpch::QUERIES.iter().chain(&tpch::JOIN_QUERIES) {
         let plan = physical_plan(&c.nacre, sql).await;
         let mut nodes = Vec::new();
         compiled_nodes(&plan, &mut nodes);
@@ -915,7 +916,19 @@ async fn gpu_kernels_compile_with_nvrtc() {
             .downcast_ref::<NacreAggregateExec>()
             .expect("compiled");
         let program = exec.pipeline().program.clone();
-        for strategy in [Strategy::Registers(6), Strategy::Atomics] {
+        // A join's probe in both forms: a hash table and a direct one.
+        let programs = match program.join {
+            Some(_) => [Lookup::Hash, Lookup::Direct]
+                .map(|l| Arc::new(program.with_lookup(l)))
+                .to_vec(),
+            None => vec![program],
+        };
+        for (program, strategy) in programs.iter().flat_map(|p| {
+            [
+                (p.clone(), Strategy::Registers(6)),
+                (p.clone(), Strategy::Atomics),
+            ]
+        }) {
             let launcher = nacre_datafusion::device::launcher(program.clone(), strategy);
             let traced = nacre::trace_module(&launcher).expect("traced");
             let module = nacre::optimize(traced.module, &Default::default()).expect("optimised");
@@ -1067,6 +1080,48 @@ async fn joins_match_datafusion() {
     let sql = "select count(*), sum(f.x) from fact f join dup d on f.k = d.k";
     same(&c, sql, true).await;
     assert_eq!(fallbacks(&c, sql).await, PARTITIONS, "{sql}");
+}
+
+/// Joins as kernels (`SET nacre.device = 'cpu-kernels'`: the GPU kernels on the CPU
+/// runtime): the probe runs in the kernel over the build side's table and columns copied to
+/// the device, a hash table of sparse keys or a direct one of dense keys, with build columns
+/// in filters and aggregates; a build side whose keys repeat goes to DataFusion. TPC-H Q12
+/// and Q14 too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_as_kernels_match_datafusion() {
+    let data = tpch::Tables::generate(0.01, PARTITIONS).expect("generated");
+    let c = contexts_on("cpu-kernels", |ctx| {
+        join_tables(ctx);
+        data.register(ctx).expect("registered");
+    })
+    .await;
+    let sparse_key = "cast(f.k32 as bigint) * 1000003 - 500000000";
+    let on_device = [
+        // Sparse build keys (a hash table), NULL build keys matching nothing.
+        format!("select count(*), sum(f.x), sum(f.m) from fact f join dim d on {sparse_key} = d.k"),
+        // Dense build keys (a direct table), a build column in a filter over both sides and
+        // in an aggregate, more groups than registers hold (atomics).
+        "select f.k32, count(*), sum(f.x + d.k32), sum(f.m) from fact f join dense d \
+         on f.k32 = d.k32 where f.x > d.k32 group by f.k32 order by 1 limit 40"
+            .to_string(),
+        tpch::JOIN_QUERIES[0].1.to_string(),
+        tpch::JOIN_QUERIES[1].1.to_string(),
+    ];
+    for sql in &on_device {
+        same(&c, sql, true).await;
+        assert_eq!(placements(&c.nacre, sql).await, ["cpu-kernels"], "{sql}");
+        assert_eq!(device_runs(&c.nacre, sql).await, PARTITIONS, "{sql}");
+    }
+    // Two build rows of one key: DataFusion runs the join.
+    let sql = format!("select count(*), sum(f.x) from fact f join dup d on {sparse_key} = d.k");
+    same(&c, &sql, true).await;
+    assert_eq!(device_runs(&c.nacre, &sql).await, 0, "{sql}");
+    assert_eq!(fallbacks(&c, &sql).await, PARTITIONS, "{sql}");
+    // A nullable build column the kernel would read: the partitions run on the CPU.
+    let sql = "select sum(d.v), count(*) from fact f join dense d on f.k32 = d.k32";
+    same(&c, sql, true).await;
+    assert_eq!(device_runs(&c.nacre, sql).await, 0, "{sql}");
+    assert_eq!(fallbacks(&c, sql).await, 0, "{sql}");
 }
 
 /// `LIKE` prefixes longer than a view's 4 bytes, over strings shorter and longer than 12

@@ -3,13 +3,28 @@
 //! table of the key range ([`Lookup::Direct`]). The host builds both (`crate::build`); a
 //! slot holds the build row plus one, 0 where there is none.
 
-use super::{load, ptr_at, traced_hash, FrameLayout};
+use super::{load, ptr_at, traced_hash};
 use crate::pipeline::Lookup;
 use nacre::{select, Ptr, Val};
 
 /// The hash of a build key, as traced code computes it (the host places keys with it).
 pub fn hash_key(key: i64) -> u64 {
     super::hash_words(&[key as u64])
+}
+
+/// Where a frame holds a join's lookup table: the words of the hash table's keys' address,
+/// the build rows' address, the size and the least key (see [`super::FrameLayout::join`]).
+#[derive(Copy, Clone, Debug)]
+pub struct JoinWords {
+    /// The address of the hash table's slot keys (`i64` each; unread by direct tables).
+    pub keys: usize,
+    /// The address of the build rows (a `u32` each: row + 1, 0 for none), per hash table
+    /// slot or per key value.
+    pub rows: usize,
+    /// The hash table's capacity minus one, or the direct table's length.
+    pub size: usize,
+    /// The least build key (the direct table's first).
+    pub base: usize,
 }
 
 /// A join's lookup table as traced code sees it.
@@ -27,14 +42,14 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// The table whose words the host stored in `frame`.
-    pub(crate) fn load(frame: Ptr<u64>, l: FrameLayout, lookup: Lookup) -> Table {
+    /// The table whose words the host stored in `frame` at `at`.
+    pub(crate) fn load(frame: Ptr<u64>, at: JoinWords, lookup: Lookup) -> Table {
         Table {
             lookup,
-            keys: ptr_at(frame, l.join_keys()),
-            rows: ptr_at(frame, l.join_rows()),
-            size: load(frame, l.join_size()),
-            base: load(frame, l.join_base()).cast::<i64>(),
+            keys: ptr_at(frame, at.keys),
+            rows: ptr_at(frame, at.rows),
+            size: load(frame, at.size),
+            base: load(frame, at.base).cast::<i64>(),
         }
     }
 

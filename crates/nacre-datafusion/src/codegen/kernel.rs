@@ -22,8 +22,15 @@
 //! `g · banks[b] + k`); 128-bit sums are two `u64` words, low then high, added with a carry
 //! (exact modulo 2¹²⁸, as the CPU's wrapping sums). Minimum and maximum of 128-bit values
 //! have no atomic form: such pipelines run on the CPU ([`supports`]).
+//!
+//! A pipeline with a join probes the build side's lookup table as the CPU's does (the
+//! module [`super::join`]): the host copies the table and the build columns to the device
+//! and stores their addresses in the frame ([`KernelLayout::join`], the build columns after
+//! the scanned ones).
 
-use super::{contribution, fold, identity_bits, ptr_at, Banks, Contribution, Flags, Row, Sources};
+use super::{
+    contribution, fold, identity_bits, ptr_at, Banks, Contribution, Flags, JoinWords, Row, Sources,
+};
 use crate::pipeline::{Acc, AccKind, Program, MAX_ACCS};
 use crate::types::Repr;
 use nacre::atomic::{Atomic, Ordering};
@@ -102,9 +109,19 @@ impl KernelLayout {
     pub fn status(self) -> usize {
         self.columns + 4
     }
+    /// The words holding a join's lookup table (unread without a join).
+    pub fn join(self) -> JoinWords {
+        let at = self.columns + 5;
+        JoinWords {
+            keys: at,
+            rows: at + 1,
+            size: at + 2,
+            base: at + 3,
+        }
+    }
     /// Words in all.
     pub fn words(self) -> usize {
-        self.columns + 5
+        self.columns + 9
     }
 }
 
@@ -401,7 +418,7 @@ pub fn registers_kernel(p: &Program, groups: usize, frame: Ptr<u64>, n: Val<u64>
         reset_group(p, &shared, t);
     }
     sync_threads();
-    let src = Sources::kernel(p, frame);
+    let src = Sources::kernel(p, frame, l.join());
     let step = global_size_x().cast::<u64>();
     let mut i = global_id_x().cast::<u64>();
     let mut banks = [identity_banks(p); REGISTER_GROUPS];
@@ -427,7 +444,7 @@ pub fn registers_kernel(p: &Program, groups: usize, frame: Ptr<u64>, n: Val<u64>
 pub fn atomics_kernel(p: &Program, frame: Ptr<u64>, n: Val<u64>) {
     let l = KernelLayout::of(p);
     let global = Accumulators::global(p, frame, l);
-    let src = Sources::kernel(p, frame);
+    let src = Sources::kernel(p, frame, l.join());
     let step = global_size_x().cast::<u64>();
     let mut i = global_id_x().cast::<u64>();
     let mut flags = Flags::clear();

@@ -27,6 +27,7 @@ pub mod kernel;
 use crate::expr::{ArithOp, CmpOp, Expr, Lit, I128_DIGITS};
 use crate::pipeline::{bank, Acc, AccKind, Join, Program, MAX_ACCS};
 use crate::types::{ColType, Repr};
+pub use join::JoinWords;
 use nacre::{select, Ptr, Val};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,22 +88,15 @@ impl FrameLayout {
     pub fn lut(self) -> usize {
         2 * self.columns + 8
     }
-    /// The word holding the address of a join's hash table keys (the module [`join`]).
-    pub fn join_keys(self) -> usize {
-        2 * self.columns + 9
-    }
-    /// The word holding the address of a join's build rows (a `u32` each: row + 1, 0 for
-    /// none), per hash table slot or per key value.
-    pub fn join_rows(self) -> usize {
-        2 * self.columns + 10
-    }
-    /// The word holding the hash table's capacity minus one, or the direct table's length.
-    pub fn join_size(self) -> usize {
-        2 * self.columns + 11
-    }
-    /// The word holding the least build key (the direct table's first).
-    pub fn join_base(self) -> usize {
-        2 * self.columns + 12
+    /// The words holding a join's lookup table (the module [`join`]).
+    pub fn join(self) -> JoinWords {
+        let at = 2 * self.columns + 9;
+        JoinWords {
+            keys: at,
+            rows: at + 1,
+            size: at + 2,
+            base: at + 3,
+        }
     }
     /// Words in all.
     pub fn words(self) -> usize {
@@ -155,17 +149,21 @@ impl Sources {
             join: p
                 .join
                 .as_ref()
-                .map(|j| join::Table::load(frame, l, j.lookup)),
+                .map(|j| join::Table::load(frame, l.join(), j.lookup)),
         }
     }
 
-    /// The columns of a kernel's frame: kernels run programs without nulls or joins
-    /// (`device::device_plan` and `device::table_plan` leave those to the CPU).
-    fn kernel(p: &Program, frame: Ptr<u64>) -> Sources {
+    /// The columns and join table of a kernel's frame (`join`: where it holds the table):
+    /// kernels run programs without nulls (`device::device_plan` and `device::table_plan`
+    /// leave those to the CPU).
+    fn kernel(p: &Program, frame: Ptr<u64>, join: JoinWords) -> Sources {
         Sources {
             cols: columns(p, frame),
             validity: Vec::new(),
-            join: None,
+            join: p
+                .join
+                .as_ref()
+                .map(|j| join::Table::load(frame, join, j.lookup)),
         }
     }
 }
