@@ -25,6 +25,8 @@ pub mod disk_cache;
 #[cfg(feature = "conformance")]
 pub mod launch_conformance;
 pub mod linkage;
+#[cfg(feature = "conformance")]
+pub mod local_conformance;
 pub mod stack;
 #[cfg(feature = "conformance")]
 pub mod stack_conformance;

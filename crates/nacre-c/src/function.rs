@@ -305,6 +305,9 @@ pub struct FunctionPrinter<'c, 'a, D: Dialect + ?Sized> {
     shared: HashMap<Inst, String>,
     /// The declarations of the block-shared arrays, in layout order.
     shared_decls: Vec<String>,
+    /// The declarations of the call's local arrays ([`InstKind::LocalArray`]: `l0`, `l1`,
+    /// ... in layout order), among the function's declarations; `shared` names them too.
+    local_decls: Vec<String>,
     /// The dialect's storage of voting barriers ([`Dialect::block_vote_storage`]), printed
     /// after the shared arrays, if the kernel has any.
     vote_decls: Vec<String>,
@@ -392,6 +395,7 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             trap_return,
             shared: HashMap::new(),
             shared_decls: Vec::new(),
+            local_decls: Vec::new(),
             vote_decls: Vec::new(),
             indices: [false; 4],
             dynamic_shared: false,
@@ -484,6 +488,18 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
                     let storage = self.ctx.dialect.block_vote_storage();
                     self.vote_decls = storage.iter().map(|d| d.to_string()).collect();
                 }
+            }
+            InstKind::LocalArray { elem, len } => {
+                if self.ctx.side == Side::Device {
+                    return Err(self.ctx.unsupported("local arrays in device code"));
+                }
+                let name = format!("l{}", self.local_decls.len());
+                let ty = self.ctx.c_type(Type::Scalar(elem))?;
+                let align = nacre_ir::LOCAL_ARRAY_ALIGN;
+                self.local_decls.push(format!(
+                    "{ty} {name}[{len}] __attribute__((aligned({align})));"
+                ));
+                self.shared.insert(inst, name);
             }
             InstKind::SharedAlloc { elem, len } => {
                 let name = format!("s{}", self.shared_decls.len());
@@ -602,6 +618,9 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             line(&mut decls, 1, format_args!("{u8_t} {TRAPPED} = 0;"));
         }
 
+        for d in &self.local_decls {
+            line(&mut decls, 1, d);
+        }
         let mut body = String::new();
         if self.ctx.dialect.structured_control_flow() {
             body = self.structured_body()?;
@@ -773,6 +792,12 @@ impl<'c, 'a, D: Dialect + ?Sized> FunctionPrinter<'c, 'a, D> {
             }
             // `collect` named the storage of every shared array of the layout.
             InstKind::SharedAlloc { .. } => self.shared[&inst].clone(),
+            // Zeroed where it is allocated, then its address.
+            InstKind::LocalArray { .. } => {
+                let name = self.shared[&inst].clone();
+                line(out, 1, format_args!("memset({name}, 0, sizeof {name});"));
+                name
+            }
             InstKind::DynamicShared { .. } => {
                 let r = result.ok_or_else(|| self.internal("dynamic_shared without a result"))?;
                 let ptr_type = self.ctx.c_type(self.func.values[r].ty)?;

@@ -2735,6 +2735,7 @@ pub fn census(module: &Module) -> std::collections::BTreeMap<String, usize> {
                     K::GpuIndex(g, d) => format!("gpu.{}.{}", g.name(), d.name()),
                     K::Barrier => "barrier".to_string(),
                     K::SharedAlloc { elem, .. } => format!("shared_alloc.{elem}"),
+                    K::LocalArray { elem, .. } => format!("local_array.{elem}"),
                     K::DynamicShared { elem } => format!("dynamic_shared.{elem}"),
                     K::DynamicSharedBytes => "dynamic_shared_bytes".to_string(),
                     K::LaneId => "lane_id".to_string(),

@@ -441,6 +441,7 @@ impl Lowerer<'_, '_> {
                 self.launch(l)?;
                 None
             }
+            InstKind::LocalArray { elem, len } => Some(self.local_array(*elem, *len)?),
             InstKind::GpuIndex(..)
             | InstKind::Barrier
             | InstKind::SharedAlloc { .. }
@@ -1102,6 +1103,28 @@ impl Lowerer<'_, '_> {
             .call_indirect(sig, launcher, &[handle, base, args, self.status]);
         self.check_status();
         Ok(())
+    }
+
+    /// A zeroed stack slot of `len` elements of `elem` (an [`InstKind::LocalArray`]): its
+    /// address.
+    fn local_array(&mut self, elem: Scalar, len: u32) -> Result<clif::Value, BackendError> {
+        let bytes = u32::try_from(u64::from(len) * u64::from(elem.bytes()))
+            .map_err(|_| malformed(self.func, "a local array over 4 GiB"))?;
+        let align_shift = nacre_ir::LOCAL_ARRAY_ALIGN.trailing_zeros() as u8;
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            bytes,
+            align_shift,
+        ));
+        let addr = self.b.ins().stack_addr(self.env.pointer, slot, 0);
+        let mut sig = clif::Signature::new(self.env.call_conv);
+        sig.params.push(AbiParam::new(self.env.pointer));
+        sig.params.push(AbiParam::new(types::I64));
+        let sig = self.b.import_signature(sig);
+        let callee = self.iconst(self.env.pointer, runtime::zero_fn() as u64);
+        let n = self.iconst(types::I64, u64::from(bytes));
+        self.b.ins().call_indirect(sig, callee, &[addr, n]);
+        Ok(addr)
     }
 
     /// The function's launch slot and its capacity in arguments, created on first use with

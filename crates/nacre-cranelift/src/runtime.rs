@@ -15,6 +15,19 @@ use cranelift_jit::JITBuilder;
 use nacre_ir::semantics;
 use nacre_ir::{MathFn, MathFn2, Scalar};
 
+/// Zeroes `n` bytes at `p`: a local array's storage, which generated code passes (its own
+/// stack slot of `n` bytes).
+extern "C" fn zero_bytes(p: *mut u8, n: u64) {
+    // SAFETY: generated code calls this only with the address and size of a stack slot of
+    // the calling function (`lower`'s local arrays), valid for writing `n` bytes.
+    unsafe { std::ptr::write_bytes(p, 0, n as usize) }
+}
+
+/// The address of [`zero_bytes`].
+pub(crate) fn zero_fn() -> usize {
+    zero_bytes as *const () as usize
+}
+
 /// `a % b` on `f32` (C's `fmodf`).
 extern "C" fn fmod_f32(a: f32, b: f32) -> f32 {
     a % b

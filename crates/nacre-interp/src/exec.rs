@@ -12,7 +12,7 @@
 //! are normalised on entry.
 
 use crate::mem::{load, store};
-use crate::ops::{CallOp, LaunchOp, Op, Reg};
+use crate::ops::{CallOp, LaunchOp, LocalOp, Op, Reg};
 use crate::program::{LoweredFunc, Program};
 use nacre_backend::atomic;
 use nacre_backend::LaunchDims;
@@ -54,6 +54,9 @@ pub(crate) struct Scratch {
     regs: Vec<u128>,
     frames: Vec<Frame>,
     ext_args: Vec<u64>,
+    /// The local arrays of the calls in progress, each with the depth (frames below it) of
+    /// the call that made it: freed when that call returns.
+    locals: Vec<(usize, Box<[u128]>)>,
 }
 
 impl Scratch {
@@ -63,6 +66,7 @@ impl Scratch {
             regs: Vec::new(),
             frames: Vec::new(),
             ext_args: Vec::new(),
+            locals: Vec::new(),
         }
     }
 
@@ -85,6 +89,8 @@ const STACK_LAUNCH_ARGS: usize = 16;
 enum Exit {
     /// An IR call: set up the callee's frame.
     Call(CallOp),
+    /// A local array to allocate for the current call.
+    Local(LocalOp),
     /// A return with the result bits.
     Ret(u128),
 }
@@ -96,8 +102,10 @@ pub(crate) fn run(prog: &Program, args: &[u64], scratch: &mut Scratch) -> Result
         regs: stack,
         frames,
         ext_args,
+        locals,
     } = scratch;
     frames.clear();
+    locals.clear();
     let mut fi = prog.entry;
     let mut f = &prog.funcs[fi];
     if stack.len() < f.nregs {
@@ -146,18 +154,33 @@ pub(crate) fn run(prog: &Program, args: &[u64], scratch: &mut Scratch) -> Result
                 base = new_base;
                 pc = 0;
             }
-            Exit::Ret(v) => match frames.pop() {
-                // The entry's result is at most 64 bits (the verifier's host boundary).
-                None => return Ok(v as u64),
-                Some(frame) => {
-                    fi = frame.func as usize;
-                    f = &prog.funcs[fi];
-                    base = frame.base as usize;
-                    pc = frame.pc as usize;
-                    stack[base + frame.d as usize] = v;
+            Exit::Local(l) => {
+                let mut words = vec![0u128; l.words as usize].into_boxed_slice();
+                stack[base + l.d as usize] = words.as_mut_ptr() as usize as u128;
+                locals.push((frames.len(), words));
+            }
+            Exit::Ret(v) => {
+                free_locals(locals, frames.len());
+                match frames.pop() {
+                    // The entry's result is at most 64 bits (the verifier's host boundary).
+                    None => return Ok(v as u64),
+                    Some(frame) => {
+                        fi = frame.func as usize;
+                        f = &prog.funcs[fi];
+                        base = frame.base as usize;
+                        pc = frame.pc as usize;
+                        stack[base + frame.d as usize] = v;
+                    }
                 }
-            },
+            }
         }
+    }
+}
+
+/// Frees the local arrays of the call at `depth` (frames below it) that returns.
+fn free_locals(locals: &mut Vec<(usize, Box<[u128]>)>, depth: usize) {
+    while locals.last().is_some_and(|(d, _)| *d >= depth) {
+        locals.pop();
     }
 }
 
@@ -325,6 +348,10 @@ fn execute(
             Op::Call(c) => {
                 *pc_io = pc;
                 return Ok(Exit::Call(c));
+            }
+            Op::LocalArray(l) => {
+                *pc_io = pc;
+                return Ok(Exit::Local(l));
             }
             Op::CallExtern(c) => {
                 let ext = &prog.externs[c.callee as usize];

@@ -12,8 +12,8 @@
 use crate::moves::sequentialize;
 use crate::ops::{
     AddrOp, AtomicCasOp, AtomicRmwOp, CallOp, CheckOp, CmpJmp, CondJmp, FenceOp, GenBin, GenCast,
-    GenCmp, GenFma, GenMath, GenMath2, GenUn, Jmp, LaunchOp, Nothing, Op, Reg, RetVal, StoreOp,
-    Target, R2, R3, R4,
+    GenCmp, GenFma, GenMath, GenMath2, GenUn, Jmp, LaunchOp, LocalOp, Nothing, Op, Reg, RetVal,
+    StoreOp, Target, R2, R3, R4,
 };
 use crate::program::{ExternEntry, LaunchEntry, LoweredFunc, Program};
 use nacre_backend::{BackendError, Linkage};
@@ -1193,6 +1193,16 @@ impl<'a> FnLowerer<'a> {
                     nargs,
                     d,
                 })
+            }
+            InstKind::LocalArray { elem, len } => {
+                let bytes = u64::from(*len) * u64::from(elem.bytes());
+                let words = u32::try_from(bytes.div_ceil(16))
+                    .map_err(|_| self.err("a local array over 64 GiB"))?;
+                let d = match data.result {
+                    Some(v) => self.slot(v)?,
+                    None => self.scratch,
+                };
+                Op::LocalArray(LocalOp { words, d })
             }
             InstKind::CallExtern(e, args) => {
                 let callee = *self

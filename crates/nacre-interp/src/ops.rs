@@ -107,6 +107,22 @@ pub(crate) struct CallOp {
     pub d: Reg,
 }
 
+/// A local array of `words` zeroed 16-byte words ([`nacre_ir::InstKind::LocalArray`]), its
+/// address into `d`.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct LocalOp {
+    /// 16-byte words.
+    pub words: u32,
+    /// Destination slot.
+    pub d: Reg,
+}
+
+impl Operands for LocalOp {
+    fn fmt_op(&self, m: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{} = {m} {} words", self.d, self.words)
+    }
+}
+
 /// A kernel launch. The caller's argument pool holds, from `args`, the six grid and block
 /// size slots (grid x, y, z, then block x, y, z) followed by `nargs` kernel argument slots.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -542,6 +558,8 @@ define_ops! {
     CallExtern(CallOp) = "call_extern";
     /// Launch a kernel through the module's launcher; a failed launch traps.
     Launch(LaunchOp) = "launch";
+    /// Allocate a zeroed local array, freed when the function returns.
+    LocalArray(LocalOp) = "local_array";
 
     /// 8-bit wrapping add.
     IAdd8(R3) = "iadd8";

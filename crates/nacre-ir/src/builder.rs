@@ -366,6 +366,12 @@ impl<'f> FunctionBuilder<'f> {
         self.value(InstKind::SharedAlloc { elem, len }, Type::ptr(elem))
     }
 
+    /// A zeroed array of `len` elements of `elem` private to the call (see
+    /// [`InstKind::LocalArray`]); returns the pointer to it.
+    pub fn local_array(&mut self, elem: Scalar, len: u32) -> Value {
+        self.value(InstKind::LocalArray { elem, len }, Type::ptr(elem))
+    }
+
     /// The block's dynamic shared memory as a pointer to `elem`.
     pub fn dynamic_shared(&mut self, elem: Scalar) -> Value {
         self.value(InstKind::DynamicShared { elem }, Type::ptr(elem))

@@ -11,6 +11,11 @@ use crate::trap::Trap;
 use crate::types::{Scalar, Type};
 use std::fmt;
 
+/// The alignment in bytes of an [`InstKind::LocalArray`] (a cache line).
+pub const LOCAL_ARRAY_ALIGN: u32 = 64;
+/// The most bytes an [`InstKind::LocalArray`] holds (backends put it on the call's stack).
+pub const MAX_LOCAL_ARRAY_BYTES: u64 = 1 << 20;
+
 /// A constant: a type and its bits (see [`crate::semantics`] for the encoding).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Const {
@@ -356,6 +361,17 @@ pub enum InstKind {
         /// Number of elements.
         len: u32,
     },
+    /// A zeroed array of `len` elements private to one call of the function, alive until
+    /// the call returns and aligned to [`LOCAL_ARRAY_ALIGN`] bytes (host functions only; at
+    /// most [`MAX_LOCAL_ARRAY_BYTES`]); the result is a pointer to its first element. The
+    /// CPU's step functions that run a whole block per call hold the block's shared arrays
+    /// in one, so that a C compiler sees memory no other pointer reaches.
+    LocalArray {
+        /// Element type.
+        elem: Scalar,
+        /// Number of elements.
+        len: u32,
+    },
     /// The block's dynamic shared memory (kernels only), sized by the launch
     /// ([`Launch::shared_bytes`]), as a pointer to `elem`: every instance in a kernel points to
     /// the same memory (CUDA `extern __shared__`, Metal `[[threadgroup(0)]]`), aligned to 16
@@ -432,6 +448,7 @@ impl InstKind {
             | InstKind::Load(_)
             | InstKind::GpuIndex(..)
             | InstKind::SharedAlloc { .. }
+            | InstKind::LocalArray { .. }
             | InstKind::DynamicShared { .. }
             | InstKind::DynamicSharedBytes
             | InstKind::LaneId => true,
@@ -463,6 +480,7 @@ impl InstKind {
             | InstKind::GpuIndex(..)
             | InstKind::Barrier
             | InstKind::SharedAlloc { .. }
+            | InstKind::LocalArray { .. }
             | InstKind::DynamicShared { .. }
             | InstKind::DynamicSharedBytes
             | InstKind::LaneId
@@ -539,6 +557,7 @@ impl InstKind {
             | InstKind::GpuIndex(..)
             | InstKind::Barrier
             | InstKind::SharedAlloc { .. }
+            | InstKind::LocalArray { .. }
             | InstKind::DynamicShared { .. }
             | InstKind::DynamicSharedBytes
             | InstKind::LaneId

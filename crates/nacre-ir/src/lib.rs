@@ -58,6 +58,7 @@ pub use entities::{Block, ExternId, FuncId, Inst, Value};
 pub use function::{BlockData, FuncKind, Function, InstData, Signature, ValueData, ValueDef};
 pub use instructions::{
     BinaryOp, BlockCall, CmpOp, Const, Dim, GpuIndex, InstKind, Launch, MathFn, MathFn2, UnaryOp,
+    LOCAL_ARRAY_ALIGN, MAX_LOCAL_ARRAY_BYTES,
 };
 pub use module::{ExternFunc, Module};
 pub use passes::{PassOptions, PassStats};

@@ -189,6 +189,7 @@ fn write_function(
                 InstKind::GpuIndex(index, dim) => write!(f, "{}.{}", index.name(), dim.name())?,
                 InstKind::Barrier => f.write_str("barrier")?,
                 InstKind::SharedAlloc { elem, len } => write!(f, "shared_alloc.{elem} {len}")?,
+                InstKind::LocalArray { elem, len } => write!(f, "local_array.{elem} {len}")?,
                 InstKind::DynamicShared { elem } => write!(f, "dynamic_shared.{elem}")?,
                 InstKind::DynamicSharedBytes => f.write_str("dynamic_shared_bytes")?,
                 InstKind::LaneId => f.write_str("lane_id")?,

@@ -30,6 +30,11 @@ fn launch_conformance() {
 }
 
 #[test]
+fn local_arrays() {
+    nacre_backend::local_conformance::check_local_arrays(&try_compile, "c");
+}
+
+#[test]
 fn kernels_are_not_printed() {
     // The kernels' bodies use GPU intrinsics, which plain C does not support: the module
     // compiles only because they are skipped.

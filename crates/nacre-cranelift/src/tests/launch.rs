@@ -26,6 +26,14 @@ fn launch_conformance() {
 }
 
 #[test]
+fn local_arrays() {
+    for &opt in OPT_LEVELS.iter() {
+        let compile = |m, linkage| try_compile(m, linkage, opt);
+        nacre_backend::local_conformance::check_local_arrays(&compile, "cranelift");
+    }
+}
+
+#[test]
 fn host_code_with_launches_is_native() {
     let (m, linkage) = with_entry(|ids| ids.host);
     let exe = try_compile(m, linkage, OptLevel::None).expect("compiles");

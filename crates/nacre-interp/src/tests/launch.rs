@@ -19,6 +19,11 @@ fn launch_conformance() {
 }
 
 #[test]
+fn local_arrays() {
+    nacre_backend::local_conformance::check_local_arrays(&try_compile, "interp");
+}
+
+#[test]
 fn kernels_are_not_lowered() {
     let (m, linkage) = with_entry(|ids| ids.host);
     let exe = compile_linked(m, &linkage);

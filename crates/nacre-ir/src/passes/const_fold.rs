@@ -337,6 +337,7 @@ fn simplify(func: &Function, inst: Inst) -> Simplified {
         | InstKind::GpuIndex(..)
         | InstKind::Barrier
         | InstKind::SharedAlloc { .. }
+        | InstKind::LocalArray { .. }
         | InstKind::DynamicShared { .. }
         | InstKind::DynamicSharedBytes
         | InstKind::LaneId

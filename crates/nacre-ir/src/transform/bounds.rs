@@ -335,7 +335,7 @@ impl<'a> Rewriter<'a> {
                 made.extend(b.into_insts());
                 Companions { base, bytes }
             }
-            InstKind::SharedAlloc { elem, len } => {
+            InstKind::SharedAlloc { elem, len } | InstKind::LocalArray { elem, len } => {
                 let mut b = FunctionBuilder::detached(self.func);
                 let bytes = b.const_u64(u64::from(*len) * u64::from(elem.bytes()));
                 made.extend(b.into_insts());

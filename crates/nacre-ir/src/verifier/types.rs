@@ -48,6 +48,7 @@ impl FuncVerifier<'_> {
             InstKind::GpuIndex(..) => c.gpu_index(),
             InstKind::Barrier => c.barrier(),
             InstKind::SharedAlloc { elem, len } => c.shared_alloc(*elem, *len),
+            InstKind::LocalArray { elem, len } => c.local_array(*elem, *len),
             InstKind::DynamicShared { elem } => c.dynamic_shared(*elem),
             InstKind::DynamicSharedBytes | InstKind::LaneId => c.gpu_index(),
             InstKind::Shuffle(_, v, lane) => c.shuffle(*v, *lane),
@@ -560,6 +561,25 @@ impl TypeCheck<'_> {
         }
     }
 
+    fn local_array(&self, elem: Scalar, len: u32) -> Res {
+        if self.v.func.kind == FuncKind::Kernel {
+            return Err(self.type_err(
+                "a local array is for host functions (kernels use shared_alloc)".into(),
+            ));
+        }
+        let bytes = u64::from(len) * u64::from(elem.bytes());
+        if len == 0 || bytes > crate::MAX_LOCAL_ARRAY_BYTES {
+            return Err(self.type_err(format!(
+                "a local array holds 1 to {} bytes, not {bytes}",
+                crate::MAX_LOCAL_ARRAY_BYTES
+            )));
+        }
+        match self.need_result()? {
+            Type::Ptr(e, _) if e == elem => Ok(()),
+            t => Err(self.type_err(format!("the result is {t}, expected a pointer to {elem}"))),
+        }
+    }
+
     fn shared_alloc(&self, elem: Scalar, len: u32) -> Res {
         self.kernel_only()?;
         if len == 0 {
@@ -634,6 +654,7 @@ fn op_name(kind: &InstKind) -> &'static str {
         InstKind::AtomicCas { .. } => "atomic_cas",
         InstKind::Fence { .. } => "fence",
         InstKind::SharedAlloc { .. } => "shared_alloc",
+        InstKind::LocalArray { .. } => "local_array",
         InstKind::DynamicShared { .. } => "dynamic_shared",
         InstKind::DynamicSharedBytes => "dynamic_shared_bytes",
         InstKind::LaneId => "lane_id",

@@ -124,17 +124,22 @@ use crate::step::stride_lockstep::lockstep_strided_loops;
 use crate::step::stride_loops::insert_yields;
 use crate::step::stride_unroll::unroll_strided_loops;
 use crate::step::CpuMode;
+use entry::Intrinsic;
 use nacre_ir::verifier::check_function;
 use nacre_ir::FunctionBuilder;
 use nacre_ir::{
     BinaryOp, Block, BlockCall, BlockData, CmpOp, FuncId, FuncKind, Function, Inst, InstKind,
-    Module, Scalar, Signature, Type, Value,
+    Module, Scalar, Signature, Type, Value, ValueDef,
 };
 use state_machine::StopKind;
 use std::collections::{HashMap, HashSet};
 
 /// The most shared memory, in bytes, that one block of a kernel may use on the CPU (256 MiB).
 pub const MAX_SHARED_BYTES: u64 = 1 << 28;
+
+/// The most static shared memory, in bytes, that a step function holds in a local array
+/// (on its worker's stack) rather than in the context's shared memory.
+const MAX_LOCAL_SHARED_BYTES: u64 = 64 << 10;
 
 /// What the executor needs to know about a step function.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -392,6 +397,12 @@ impl Lowering {
 
         // GPU operations become values of the entry and thread blocks.
         let (found, barriers) = self.find_gpu_operations();
+        let dynamic_shared = found.iter().any(|(_, i)| {
+            matches!(
+                i,
+                Intrinsic::DynamicShared(_) | Intrinsic::DynamicSharedBytes
+            )
+        });
         let (mut aliases, shared_bytes) = self.gpu_values(found)?;
         self.drop_gpu_operations();
 
@@ -402,6 +413,9 @@ impl Lowering {
         self.hoist_uniform();
 
         let (state_words, shape) = self.lower_threads(start, barriers, &yields, &warp_stops);
+        if matches!(shape, StepShape::Regions { .. }) && !dynamic_shared {
+            self.local_shared(shared_bytes);
+        }
         self.place_entry_insts();
         Ok(LoweredKernel {
             func: self.f,
@@ -415,6 +429,32 @@ impl Lowering {
                 shape,
             },
         })
+    }
+
+    /// Holds the block's static shared arrays (`bytes`, at most [`MAX_LOCAL_SHARED_BYTES`])
+    /// in a local array of the step function instead of the context's shared memory: a
+    /// step function of the region lowering runs a whole block in one call, so the arrays
+    /// live exactly as long, and the C compiler then sees memory no argument points into
+    /// (it vectorises loads from the arguments into the arrays, which it otherwise must
+    /// assume may overlap).
+    fn local_shared(&mut self, bytes: u64) {
+        let Some(&base) = self.ctx_u64.get(&ctx::SHARED_BASE) else {
+            return;
+        };
+        if bytes == 0 || bytes > MAX_LOCAL_SHARED_BYTES {
+            return;
+        }
+        let ValueDef::Result(load) = self.f.values[base].def else {
+            return;
+        };
+        let Some(at) = self.entry_insts.iter().position(|&i| i == load) else {
+            return;
+        };
+        let mut em = FunctionBuilder::detached(&mut self.f);
+        let local = em.local_array(Scalar::U64, bytes.div_ceil(8) as u32);
+        let insts = em.into_insts();
+        self.f.insts[load].kind = InstKind::Cast(local);
+        self.entry_insts.splice(at..at, insts);
     }
 
     /// The number of barriers in the kernel's blocks (with the yields once they are in).
