@@ -14,12 +14,22 @@
 //! replaced by that many copies of its header and body, each latch going on to the next
 //! copy's header, and a last copy of the header that leaves (the test is false there), with
 //! the header's values reconnected after the loop.
+//!
+//! A loop that carries nothing but `p` and whose values are not used after it unrolls *in
+//! sequence* instead: iteration `k` tests `first < C - k S` (`first` is `p` on entry; the
+//! test of `p < C` without computing `p`, so nothing wraps) and runs its body with `p = first
+//! + k S`, and both a failed test and the end of the body go on to iteration `k + 1`. The
+//! iterations are then guarded sections one after the other, each test a function of the
+//! thread's indices alone (the tile load's `ty * 16 + tx < 324`, then `< 68`), which the
+//! region lowering can give thread loops of their own, each over the threads its test keeps
+//! (`step::regions`).
 
 use cranelift_entity::SecondaryMap;
 use nacre_ir::analysis::{compute_loops, LoopInfo};
 use nacre_ir::transform::{copy_blocks, repair_everywhere, Variable};
 use nacre_ir::{
-    BinaryOp, Block, BlockCall, CmpOp, FuncKind, Function, InstKind, Module, Scalar, Type, Value,
+    BinaryOp, Block, BlockCall, CmpOp, FuncKind, Function, FunctionBuilder, InstKind, Module,
+    Scalar, Type, Value,
 };
 use std::collections::HashMap;
 
@@ -121,6 +131,23 @@ struct ShortLoop {
     latch: Block,
     /// The most times its body runs.
     trips: u64,
+    /// The test's constant bound `C` and the step `S`.
+    limit: u64,
+    step: u64,
+}
+
+/// A short loop unrolled in sequence (see [`ShortLoop::sequence`]).
+struct Sequence {
+    /// The block before the loop, which jumps to its header.
+    pre: Block,
+    /// The header's parameter.
+    p: Value,
+    /// Its value on entry.
+    first: Value,
+    /// The loop's exit (the header's `else`).
+    exit: BlockCall,
+    limit: u64,
+    step: u64,
 }
 
 impl ShortLoop {
@@ -160,11 +187,172 @@ impl ShortLoop {
             blocks,
             latch,
             trips,
+            limit: c,
+            step: s,
         })
     }
 
-    /// Replaces the loop by `trips` copies and a leaving header (module docs).
+    /// Replaces the loop by its iterations: one after the other where the loop carries
+    /// nothing but `p` ([`ShortLoop::unroll_in_sequence`]), else nested (module docs).
     fn unroll(self, f: &mut Function) {
+        match self.sequence(f) {
+            Some(s) => self.unroll_in_sequence(f, s),
+            None => self.unroll_nested(f),
+        }
+    }
+
+    /// What unrolling in sequence needs, where the loop allows it: its header has one
+    /// parameter, `p`, and computes nothing but its test (and constants), no value of the
+    /// loop is used outside it, its body's first block is entered from the header only, and
+    /// one predecessor outside the loop jumps to the header.
+    fn sequence(&self, f: &Function) -> Option<Sequence> {
+        let header = &f.blocks[self.header];
+        let [p] = header.params[..] else { return None };
+        let term = f.terminator(self.header)?;
+        let InstKind::Branch {
+            cond,
+            ref then_dest,
+            ref else_dest,
+        } = f.insts[term].kind
+        else {
+            return None;
+        };
+        let test = header
+            .insts
+            .iter()
+            .copied()
+            .find(|&i| f.insts[i].result == Some(cond))?;
+        let plain = header
+            .insts
+            .iter()
+            .all(|&i| i == term || i == test || matches!(f.insts[i].kind, InstKind::Const(_)));
+        if !plain || !then_dest.args.is_empty() || else_dest.args.iter().any(|&a| a == p) {
+            return None;
+        }
+        let preds = f.predecessors();
+        if preds[then_dest.block] != [self.header] {
+            return None;
+        }
+        let outside: Vec<Block> = preds[self.header]
+            .iter()
+            .copied()
+            .filter(|b| !self.blocks.contains(b))
+            .collect();
+        let [pre] = outside[..] else { return None };
+        let InstKind::Jump(ref into) = f.insts[f.terminator(pre)?].kind else {
+            return None;
+        };
+        let defined: Vec<Value> = self
+            .blocks
+            .iter()
+            .flat_map(|&b| {
+                let d = &f.blocks[b];
+                let results = d.insts.iter().filter_map(|&i| f.insts[i].result);
+                d.params.iter().copied().chain(results)
+            })
+            .collect();
+        let used_outside = f
+            .layout
+            .iter()
+            .filter(|b| !self.blocks.contains(b))
+            .flat_map(|&b| &f.blocks[b].insts)
+            .any(|&i| {
+                let mut uses = false;
+                f.insts[i]
+                    .kind
+                    .for_each_operand(|v| uses |= defined.contains(&v));
+                uses
+            });
+        if used_outside {
+            return None;
+        }
+        let (limit, step) = (self.limit, self.step);
+        Some(Sequence {
+            pre,
+            p,
+            first: into.args[0],
+            exit: else_dest.clone(),
+            limit,
+            step,
+        })
+    }
+
+    /// Iteration `k` (of `trips`) tests `first < limit - k step` (no wrap: the test of `p <
+    /// limit` without computing `p`) and runs the body with `p = first + k step` (below
+    /// `limit`: no wrap); a failed test and the body's end both go on to the next
+    /// iteration's test, the last to the loop's exit. Every iteration is then a guarded
+    /// section after the one before, and each test depends on `first` alone.
+    fn unroll_in_sequence(self, f: &mut Function, s: Sequence) {
+        let ty = f.value_type(s.p);
+        let mut heads = Vec::new();
+        let mut copies = Vec::new();
+        for k in 0..self.trips {
+            let mut em = FunctionBuilder::detached(f);
+            let offset = em.const_bits(ty, k * s.step);
+            let pk = em.binary(BinaryOp::Add, s.first, offset);
+            let at_p = em.into_insts();
+            let c = copy_blocks(f, &self.blocks, &HashMap::from([(s.p, pk)]), true);
+            let head = c.blocks[&self.header];
+            f.blocks[head].params.clear();
+            let mut em = FunctionBuilder::detached(f);
+            let bound = em.const_bits(ty, s.limit - k * s.step);
+            let go = em.cmp(CmpOp::Lt, s.first, bound);
+            let test = em.into_insts();
+            let term = f.terminator(head).expect("a header ends in a branch");
+            if let InstKind::Branch {
+                cond, then_dest, ..
+            } = &mut f.insts[term].kind
+            {
+                // The copy's own test (of `p`, now defined in the body) goes.
+                let old = *cond;
+                *cond = go;
+                f.blocks[then_dest.block].insts.splice(0..0, at_p);
+                let insts = &f.insts;
+                f.blocks[head]
+                    .insts
+                    .retain(|&i| insts[i].result != Some(old));
+            }
+            let n = f.blocks[head].insts.len();
+            f.blocks[head].insts.splice(n - 1..n - 1, test);
+            heads.push(head);
+            copies.push(c);
+        }
+        for k in 0..self.trips as usize {
+            let next = match heads.get(k + 1) {
+                Some(&h) => BlockCall {
+                    block: h,
+                    args: Vec::new(),
+                },
+                None => s.exit.clone(),
+            };
+            let latch = copies[k].blocks[&self.latch];
+            if let Some(t) = f.terminator(latch) {
+                f.insts[t].kind = InstKind::Jump(next.clone());
+            }
+            if let Some(t) = f.terminator(heads[k]) {
+                if let InstKind::Branch { else_dest, .. } = &mut f.insts[t].kind {
+                    *else_dest = next;
+                }
+            }
+        }
+        if let Some(t) = f.terminator(s.pre) {
+            f.insts[t].kind = InstKind::Jump(BlockCall {
+                block: heads[0],
+                args: Vec::new(),
+            });
+        }
+        let at = f.layout.iter().position(|b| self.blocks.contains(b));
+        f.layout.retain(|b| !self.blocks.contains(b));
+        let laid: Vec<Block> = copies
+            .iter()
+            .flat_map(|c| self.blocks.iter().map(|b| c.blocks[b]))
+            .collect();
+        let at = at.unwrap_or(f.layout.len()).min(f.layout.len());
+        f.layout.splice(at..at, laid);
+    }
+
+    /// Replaces the loop by `trips` copies and a leaving header (module docs).
+    fn unroll_nested(self, f: &mut Function) {
         let mut copies = vec![self.blocks.clone()];
         let mut maps = vec![HashMap::new()];
         for _ in 1..=self.trips {

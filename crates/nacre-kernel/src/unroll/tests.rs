@@ -40,6 +40,19 @@ fn tile_loop(limit: u32, step: u32) -> Module {
     m
 }
 
+/// `k(out)`: `for (p = tid; p < limit; p += step) out[p] = p;`, nothing after the loop.
+fn tile_loop_alone(limit: u32, step: u32) -> Module {
+    let mut m = tile_loop(limit, step);
+    let k = crate::test_host::kernel(&mut m);
+    let exit = *k.layout.last().expect("blocks");
+    // Drop the store after the loop (its address, constant and store), keeping the return.
+    let insts = &mut k.blocks[exit].insts;
+    let ret = insts.pop().expect("a return");
+    insts.clear();
+    insts.push(ret);
+    m
+}
+
 fn stores(f: &Function) -> usize {
     f.live_insts()
         .filter(|d| matches!(d.kind, InstKind::Store(..)))
@@ -93,4 +106,43 @@ fn a_loop_whose_body_is_laid_out_before_its_header_unrolls_the_same() {
         .unwrap();
     assert!(compute_loops(k).headers.is_empty(), "{k}");
     assert_eq!(stores(k), 3, "{k}");
+}
+
+#[test]
+fn a_loop_carrying_only_its_index_unrolls_into_sections_in_sequence() {
+    let mut m = verify(tile_loop_alone(324, 256)).unwrap().into_inner();
+    assert_eq!(unroll_short_loops(&mut m), 1);
+    let m = verify(m).expect("the unrolled kernel verifies");
+    let k = m
+        .module()
+        .functions
+        .values()
+        .find(|f| f.kind == FuncKind::Kernel)
+        .unwrap();
+    assert!(compute_loops(k).headers.is_empty(), "{k}");
+    assert_eq!(stores(k), 2, "{k}");
+    // Each section tests the thread index against a constant (324, then 324 - 256), and
+    // no block but the entry takes a parameter: the second test does not depend on the
+    // first section.
+    let tid = k
+        .live_insts()
+        .find(|d| matches!(d.kind, InstKind::GpuIndex(..)))
+        .and_then(|d| d.result)
+        .expect("threadIdx.x");
+    let tests: Vec<u128> = k
+        .live_insts()
+        .filter_map(|d| match d.kind {
+            InstKind::Cmp(CmpOp::Lt, a, b) if a == tid => match k.defining_inst(b) {
+                Some(InstKind::Const(c)) => Some(c.bits),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tests, [324, 68], "{k}");
+    let inner = k.layout.iter().skip(1);
+    assert!(
+        inner.into_iter().all(|&b| k.blocks[b].params.is_empty()),
+        "{k}"
+    );
 }
