@@ -226,7 +226,7 @@ impl ShortLoop {
             .insts
             .iter()
             .all(|&i| i == term || i == test || matches!(f.insts[i].kind, InstKind::Const(_)));
-        if !plain || !then_dest.args.is_empty() || else_dest.args.iter().any(|&a| a == p) {
+        if !plain || !then_dest.args.is_empty() || else_dest.args.contains(&p) {
             return None;
         }
         let preds = f.predecessors();
