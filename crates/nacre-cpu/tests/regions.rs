@@ -36,6 +36,11 @@ fn linear(b: &mut FunctionBuilder<'_>) -> (nacre_ir::Value, nacre_ir::Value) {
 ///                                                                  the sides of the branch swapped
 /// ```
 fn narrow(op: CmpOp, skip_on_true: bool) -> (Module, FuncId) {
+    narrow_rows(op, skip_on_true, [0, 0, 0])
+}
+
+/// [`narrow`] with `x + y cy + z cz + k OP u` (`[cy, cz, k]`) deciding which threads write.
+fn narrow_rows(op: CmpOp, skip_on_true: bool, [cy, cz, k]: [u32; 3]) -> (Module, FuncId) {
     let mut f = kernel("narrow", &[PU32, PU32, Type::U32]);
     let mut b = FunctionBuilder::new(&mut f);
     let p = b.create_entry_block();
@@ -45,8 +50,18 @@ fn narrow(op: CmpOp, skip_on_true: bool) -> (Module, FuncId) {
     let v = b.binary(BinaryOp::Add, lin, one);
     store_at(&mut b, s, lin, v);
     b.barrier();
-    let x = b.gpu_index(GpuIndex::ThreadIdx, Dim::X);
-    let c = b.cmp(op, x, p[2]);
+    let [x, y, z] = Dim::ALL.map(|d| b.gpu_index(GpuIndex::ThreadIdx, d));
+    let tested = if [cy, cz, k] == [0, 0, 0] {
+        x
+    } else {
+        let (cy, cz, k) = (ku32(&mut b, cy), ku32(&mut b, cz), ku32(&mut b, k));
+        let yy = b.binary(BinaryOp::Mul, y, cy);
+        let zz = b.binary(BinaryOp::Mul, cz, z);
+        let xy = b.binary(BinaryOp::Add, yy, x);
+        let xyz = b.binary(BinaryOp::Add, xy, zz);
+        b.binary(BinaryOp::Add, xyz, k)
+    };
+    let c = b.cmp(op, tested, p[2]);
     let write = b.create_block();
     let join = b.create_block();
     if skip_on_true {
@@ -131,6 +146,60 @@ fn narrowed_thread_loops_keep_exactly_the_guarded_threads() {
                         );
                         assert_eq!(out.as_slice(), &want[..], "{what}");
                         assert_eq!(out2.as_slice(), &want2[..], "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Narrowed per row: a test on `x + y cy + z cz + k` (the tile loads' `ty * 16 + tx < 324`)
+/// keeps, in each row of threads, the range where it holds, on 1-, 2- and 3-dimensional
+/// blocks and bounds below, inside and above every row's values.
+#[test]
+fn thread_loops_narrowed_per_row_keep_exactly_the_guarded_threads() {
+    let ops = [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq];
+    let blocks = 2usize;
+    for backend in backends() {
+        for op in ops {
+            for skip_on_true in [false, true] {
+                for offset in [[8u32, 0, 0], [3, 20, 5], [16, 0, 256]] {
+                    let (m, id) = narrow_rows(op, skip_on_true, offset);
+                    let kernel = prepare(&m, id, &*backend, CpuMode::Grid);
+                    let narrowed = usize::from(!(op == CmpOp::Eq && skip_on_true));
+                    assert_eq!(
+                        kernel.info().shape,
+                        StepShape::Regions { loops: 3, narrowed },
+                        "{op:?} {offset:?}"
+                    );
+                    let [cy, cz, k] = offset;
+                    for dims in [[8u32, 1, 1], [8, 4, 1], [4, 2, 3]] {
+                        let n = (dims[0] * dims[1] * dims[2]) as usize;
+                        for u in [0, 5, 12, 21, 30, 70, 262, 300, u32::MAX] {
+                            let out = Array::copy(&vec![u32::MAX; blocks * n]).unwrap();
+                            let out2 = Array::copy(&vec![u32::MAX; blocks * n]).unwrap();
+                            let args = [ptr_arg(out.as_ptr()), ptr_arg(out2.as_ptr()), u as u64];
+                            launch(&kernel, [blocks as u32, 1, 1], dims, &args).unwrap();
+                            let mut want = vec![u32::MAX; blocks * n];
+                            for blk in 0..blocks {
+                                for lin in 0..n {
+                                    let d = dims[0] as usize;
+                                    let x = (lin % d) as u32;
+                                    let y = (lin / d % dims[1] as usize) as u32;
+                                    let z = (lin / d / dims[1] as usize) as u32;
+                                    let tested = x + y * cy + z * cz + k;
+                                    if holds(op, tested, u) != skip_on_true {
+                                        want[blk * n + lin] = ((lin + 1) % n) as u32 + 1 + 100;
+                                    }
+                                }
+                            }
+                            let what = format!(
+                                "{} {offset:?} {op:?} u={u} skip_on_true={skip_on_true} \
+                                 block {dims:?}",
+                                backend.name()
+                            );
+                            assert_eq!(out.as_slice(), &want[..], "{what}");
+                        }
                     }
                 }
             }

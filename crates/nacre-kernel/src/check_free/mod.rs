@@ -37,6 +37,8 @@
 mod symbolic;
 mod widen;
 
+pub(crate) use widen::widen_thread_sums;
+
 use crate::launch_checks::{kernels, pass_at_launches};
 use nacre_ir::analysis::DominatorTree;
 use nacre_ir::transform::copy_blocks;

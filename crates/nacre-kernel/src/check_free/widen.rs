@@ -10,7 +10,9 @@
 //! and makes the access use the clone; operands whose range was not derived (one side of a
 //! `min`) and the leaves (parameters, thread indices, loads) enter zero-extended.
 
-use nacre_ir::{BinaryOp, Block, Function, FunctionBuilder, Inst, InstKind, Type, Value, ValueDef};
+use nacre_ir::{
+    BinaryOp, Block, Function, FunctionBuilder, GpuIndex, Inst, InstKind, Type, Value, ValueDef,
+};
 use std::collections::{HashMap, HashSet};
 
 /// Rewrites the `elem_ptr` instruction `access` of the check-free body to index with the
@@ -28,6 +30,16 @@ pub(super) fn index(
     if !matches!(f.value_type(index), Type::U8 | Type::U16 | Type::U32) {
         return;
     }
+    if gathers(f, index, 0) != Some(false) {
+        return;
+    }
+    // An index of the thread's indices alone, by sums and constant multiples, cannot wrap
+    // whatever its proof derived (the shared tile's `ty * 16 + tx` under `if p < 324`).
+    let mut within = HashSet::new();
+    let derived = match thread_sum(f, index, 0, &mut within) {
+        Some(max) if max <= u64::from(u32::MAX) => &derived.union(&within).copied().collect(),
+        _ => derived,
+    };
     let mut w = Widen {
         derived,
         done: HashMap::new(),
@@ -39,6 +51,128 @@ pub(super) fn index(
         clones.insert(wide, index);
     }
     clones.extend(w.done.into_iter().map(|(original, wide)| (wide, original)));
+}
+
+/// Whether index `v` is a gather's: whether an operation that does not move with the
+/// thread index by a constant step (a division, remainder, minimum, maximum, bitwise
+/// operation, right shift or select) takes a value that differs between threads (a thread
+/// index, a loaded value, a block parameter); `Some(true)` for a gather, `Some(false)` for
+/// an index that moves with the threads, `None` past [`MAX_DEPTH`]. A gather's index stays
+/// in 32 bits: GCC 12 vectorises gathers (as scalar loads into a vector) only with offsets
+/// of 32 bits, and loads whose addresses do not advance by a constant step gain nothing
+/// from the wide form. The tile loads of `stencil2d` (`input[min(max(..), h - 1) * w +
+/// min(max(..), w - 1)]`) vectorise that way.
+fn gathers(f: &Function, v: Value, depth: u32) -> Option<bool> {
+    Some(varies(f, v, depth)?.1)
+}
+
+/// Whether `v` differs between threads, and whether it is a gather's index (see
+/// [`gathers`]).
+fn varies(f: &Function, v: Value, depth: u32) -> Option<(bool, bool)> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let ValueDef::Result(inst) = f.values[v].def else {
+        return Some((true, false));
+    };
+    let both = |a: Value, b: Value| -> Option<(bool, bool, bool)> {
+        let (va, ga) = varies(f, a, depth + 1)?;
+        let (vb, gb) = varies(f, b, depth + 1)?;
+        Some((va || vb, ga || gb, va || vb))
+    };
+    Some(match f.insts[inst].kind {
+        InstKind::GpuIndex(GpuIndex::ThreadIdx, _) | InstKind::Load(_) => (true, false),
+        InstKind::Const(_) | InstKind::GpuIndex(..) => (false, false),
+        InstKind::Cast(x) => varies(f, x, depth + 1)?,
+        InstKind::Binary(op, a, b) => {
+            let (var, gather, operands_vary) = both(a, b)?;
+            let stepped = matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Shl
+            );
+            (var, gather || (!stepped && operands_vary))
+        }
+        InstKind::Select(c, a, b) => {
+            let (vc, gc) = varies(f, c, depth + 1)?;
+            let (var, gather, operands_vary) = both(a, b)?;
+            (var || vc, gc || gather || operands_vary || vc)
+        }
+        _ => (true, false),
+    })
+}
+
+/// Recomputes in `u64` every `u32` index of `f` that is a sum of thread indices and
+/// constants ([`thread_sum`]) and cannot wrap, whatever proves its access: an index that
+/// advances by one with `threadIdx.x` then looks so to a C compiler (a `u32` sum may wrap,
+/// which makes a store through it a scatter). The iterations of a short loop unrolled in
+/// sequence index with `first + k S` (`crate::unroll`), computed after the check-free
+/// versions. Returns how many indices it widened.
+pub(crate) fn widen_thread_sums(f: &mut Function) -> usize {
+    let accesses: Vec<Inst> = f
+        .layout
+        .iter()
+        .flat_map(|&b| f.blocks[b].insts.iter().copied())
+        .filter(|&i| match f.insts[i].kind {
+            InstKind::ElemPtr(_, index) => {
+                let computed = matches!(f.defining_inst(index), Some(InstKind::Binary(..)));
+                computed && f.value_type(index) == Type::U32
+            }
+            _ => false,
+        })
+        .collect();
+    let mut clones = HashMap::new();
+    let mut widened = 0;
+    for access in accesses {
+        let InstKind::ElemPtr(_, index) = f.insts[access].kind else {
+            continue;
+        };
+        let mut within = HashSet::new();
+        if thread_sum(f, index, 0, &mut within).is_some_and(|m| m <= u64::from(u32::MAX)) {
+            self::index(f, access, &within, &mut clones);
+            widened += 1;
+        }
+    }
+    widened
+}
+
+/// The most threads along a side of a block (the runtimes' limit).
+const MAX_SIDE: u64 = 1024;
+
+/// The largest value of `v` where it is a sum of thread indices and constants, each
+/// multiplied by a constant (by `*` or `<<`), over blocks of at most [`MAX_SIDE`] threads a
+/// side, computed without wrapping (`None` otherwise); the values of its derivation go to
+/// `within`.
+fn thread_sum(f: &Function, v: Value, depth: u32, within: &mut HashSet<Value>) -> Option<u64> {
+    const LIMIT: u64 = 1 << 32;
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let ValueDef::Result(inst) = f.values[v].def else {
+        return None;
+    };
+    let constant = |w: Value| match f.defining_inst(w) {
+        Some(InstKind::Const(c)) => u64::try_from(c.bits).ok(),
+        _ => None,
+    };
+    let max = match f.insts[inst].kind {
+        InstKind::GpuIndex(GpuIndex::ThreadIdx, _) => MAX_SIDE - 1,
+        InstKind::Const(c) => u64::try_from(c.bits).ok()?,
+        InstKind::Binary(BinaryOp::Add, a, b) => {
+            thread_sum(f, a, depth + 1, within)? + thread_sum(f, b, depth + 1, within)?
+        }
+        InstKind::Binary(BinaryOp::Mul, a, b) => match (constant(a), constant(b)) {
+            (_, Some(c)) => thread_sum(f, a, depth + 1, within)?.checked_mul(c)?,
+            (Some(c), _) => thread_sum(f, b, depth + 1, within)?.checked_mul(c)?,
+            _ => return None,
+        },
+        InstKind::Binary(BinaryOp::Shl, a, b) => {
+            let s = constant(b).filter(|&s| s < 32)?;
+            thread_sum(f, a, depth + 1, within)?.checked_mul(1 << s)?
+        }
+        _ => return None,
+    };
+    within.insert(v);
+    (max < LIMIT).then_some(max)
 }
 
 /// The deepest derivation cloned (deeper operands enter zero-extended).

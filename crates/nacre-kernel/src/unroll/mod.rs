@@ -61,6 +61,13 @@ fn unroll_in(f: &mut Function) -> usize {
         lp.unroll(f);
         done += 1;
     }
+    if done > 0 {
+        // A section's test in the block that computes what it tests (an iteration's header
+        // merged into the block before it), where `step::regions` narrows thread loops; the
+        // iterations' indices `first + k S` in `u64`, where they cannot wrap.
+        nacre_ir::passes::simplify_cfg(f);
+        crate::check_free::widen_thread_sums(f);
+    }
     done
 }
 
@@ -202,9 +209,11 @@ impl ShortLoop {
     }
 
     /// What unrolling in sequence needs, where the loop allows it: its header has one
-    /// parameter, `p`, and computes nothing but its test (and constants), no value of the
-    /// loop is used outside it, its body's first block is entered from the header only, and
-    /// one predecessor outside the loop jumps to the header.
+    /// parameter, `p`, and computes nothing with effects, that reads memory or that can
+    /// trap (`p` is computed there in each iteration, and where the test fails it may have
+    /// wrapped: nothing but the body, which then does not run, may use what the header
+    /// computes from it), no value of the loop is used outside it, and one predecessor
+    /// outside the loop jumps to the header.
     fn sequence(&self, f: &Function) -> Option<Sequence> {
         let header = &f.blocks[self.header];
         let [p] = header.params[..] else { return None };
@@ -217,22 +226,27 @@ impl ShortLoop {
         else {
             return None;
         };
-        let test = header
+        let plain = header.insts.iter().all(|&i| {
+            let kind = &f.insts[i].kind;
+            i == term || (kind.is_pure(|v| f.value_type(v)) && !matches!(kind, InstKind::Load(_)))
+        });
+        let computed: Vec<Value> = header
             .insts
             .iter()
-            .copied()
-            .find(|&i| f.insts[i].result == Some(cond))?;
-        let plain = header
-            .insts
-            .iter()
-            .all(|&i| i == term || i == test || matches!(f.insts[i].kind, InstKind::Const(_)));
-        if !plain || !then_dest.args.is_empty() || else_dest.args.contains(&p) {
+            .filter_map(|&i| f.insts[i].result)
+            .filter(|&v| v != cond)
+            .collect();
+        let from_header = |a: &Value| *a == p || computed.contains(a);
+        if !plain
+            || then_dest
+                .args
+                .iter()
+                .chain(&else_dest.args)
+                .any(from_header)
+        {
             return None;
         }
         let preds = f.predecessors();
-        if preds[then_dest.block] != [self.header] {
-            return None;
-        }
         let outside: Vec<Block> = preds[self.header]
             .iter()
             .copied()
@@ -277,11 +291,11 @@ impl ShortLoop {
         })
     }
 
-    /// Iteration `k` (of `trips`) tests `first < limit - k step` (no wrap: the test of `p <
-    /// limit` without computing `p`) and runs the body with `p = first + k step` (below
-    /// `limit`: no wrap); a failed test and the body's end both go on to the next
-    /// iteration's test, the last to the loop's exit. Every iteration is then a guarded
-    /// section after the one before, and each test depends on `first` alone.
+    /// Iteration `k` (of `trips`) tests `first < limit - k step` (the test of `p < limit`
+    /// without computing `p`, which may wrap where it fails) and runs the body with `p =
+    /// first + k step` (below `limit` there: no wrap); a failed test and the body's end both
+    /// go on to the next iteration's test, the last to the loop's exit. Every iteration is
+    /// then a guarded section after the one before, and each test depends on `first` alone.
     fn unroll_in_sequence(self, f: &mut Function, s: Sequence) {
         let ty = f.value_type(s.p);
         let mut heads = Vec::new();
@@ -299,19 +313,10 @@ impl ShortLoop {
             let go = em.cmp(CmpOp::Lt, s.first, bound);
             let test = em.into_insts();
             let term = f.terminator(head).expect("a header ends in a branch");
-            if let InstKind::Branch {
-                cond, then_dest, ..
-            } = &mut f.insts[term].kind
-            {
-                // The copy's own test (of `p`, now defined in the body) goes.
-                let old = *cond;
+            if let InstKind::Branch { cond, .. } = &mut f.insts[term].kind {
                 *cond = go;
-                f.blocks[then_dest.block].insts.splice(0..0, at_p);
-                let insts = &f.insts;
-                f.blocks[head]
-                    .insts
-                    .retain(|&i| insts[i].result != Some(old));
             }
+            f.blocks[head].insts.splice(0..0, at_p);
             let n = f.blocks[head].insts.len();
             f.blocks[head].insts.splice(n - 1..n - 1, test);
             heads.push(head);

@@ -140,6 +140,15 @@ fn a_loop_carrying_only_its_index_unrolls_into_sections_in_sequence() {
         })
         .collect();
     assert_eq!(tests, [324, 68], "{k}");
+    // The iterations' indices (`tid + 256 k`) are computed in `u64`: they cannot wrap.
+    let indices: Vec<Type> = k
+        .live_insts()
+        .filter_map(|d| match d.kind {
+            InstKind::ElemPtr(_, i) => Some(k.value_type(i)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(indices, [Type::U64, Type::U64], "{k}");
     let inner = k.layout.iter().skip(1);
     assert!(
         inner.into_iter().all(|&b| k.blocks[b].params.is_empty()),

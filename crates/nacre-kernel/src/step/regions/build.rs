@@ -201,7 +201,7 @@ impl Builder<'_> {
         let [x, y, z, t] = [(); 4].map(|_| g.add_block_param(head, Type::U32));
         let row_base = g.add_block_param(head, Type::U64);
         let narrowing = narrowing(g, parts, carried, div, &body, e, self.input);
-        Loop {
+        let mut l = Loop {
             e,
             body,
             enter,
@@ -218,7 +218,14 @@ impl Builder<'_> {
             uniform_params,
             e_params,
             narrowing,
+        };
+        // A row skipped whole reaches no stop: per-row ranges need one stop for all.
+        if let Some(n) = &l.narrowing {
+            if n.per_row() && self.stops_of(&l, parts) != [n.stop()] {
+                l.narrowing = None;
+            }
         }
+        l
     }
 
     /// The skeleton: jumps to thread-loop entries go to the loop's entry block; barriers go to
@@ -267,6 +274,8 @@ impl Builder<'_> {
     /// vectorise.
     fn build_loop(&mut self, l: &Loop, parts: &Parts, carried: &Carried, targets: &Targets<'_>) {
         let range = self.build_enter(l, targets);
+        let rows = self.g.blocks.push(BlockData::default());
+        let [rows_y, rows_z] = [(); 2].map(|_| self.g.add_block_param(rows, Type::U32));
 
         // The body, with threadIdx from the head.
         let seed: HashMap<Value, Value> = HashMap::from([
@@ -278,7 +287,7 @@ impl Builder<'_> {
         let copy = self.copy_body(l, &seed);
         let e_copy = copy.blocks[&l.e];
 
-        self.build_row(l, range.0);
+        let hi = self.build_row(l, range, (rows, [rows_y, rows_z]));
         let lane = self.build_head(l, parts, carried, (e_copy, &seed));
         let (next, stop) = self.build_stops(l, parts, carried, &copy, lane);
         // Narrowed: the kept threads skip the test.
@@ -291,56 +300,88 @@ impl Builder<'_> {
         self.layout.extend([l.enter, l.row, l.head]);
         self.layout.extend(l.body.iter().map(|p| copy.blocks[p]));
         let stops = self.stops_of(l, parts);
-        self.build_advance(l, range.1, (next, stop), &stops, targets);
+        self.build_advance(
+            l,
+            hi,
+            (next, stop),
+            (rows, [rows_y, rows_z]),
+            &stops,
+            targets,
+        );
     }
 
-    /// The loop's entry block: the range `lo..hi` of x (returned), then the first row (or,
-    /// narrowed to an empty range, straight on).
-    fn build_enter(&mut self, l: &Loop, targets: &Targets<'_>) -> (Value, Value) {
+    /// The loop's entry block: the range `lo..hi` of x (returned; `None` where it is per
+    /// row), then the first row (or, narrowed to an empty range, straight on).
+    fn build_enter(&mut self, l: &Loop, targets: &Targets<'_>) -> Option<(Value, Value)> {
         let bdx = self.input.dims[0];
-        let uniform_map: HashMap<Value, Value> = l
-            .uniform_in
-            .iter()
-            .copied()
-            .zip(l.uniform_params.iter().copied())
-            .collect();
+        let uniform_map = self.uniform_map(l);
         let mut em = FunctionBuilder::detached(&mut self.g);
         let zero = em.const_u32(0);
-        let one = em.const_u32(1);
-        let (lo, hi) = match &l.narrowing {
-            None => (zero, bdx),
-            Some(n) => n.range(&mut em, &uniform_map, bdx, [zero, one]),
+        let range = match &l.narrowing {
+            None => Some((zero, bdx)),
+            Some(n) if n.per_row() => None,
+            Some(n) => Some(n.range(&mut em, &uniform_map, bdx, [zero, zero])),
         };
         let enter_insts = em.into_insts();
         self.g.blocks[l.enter].insts = enter_insts;
         let row_args = vec![zero, zero];
-        match &l.narrowing {
-            None => self.append(l.enter, |em| em.jump(l.row, row_args)),
-            Some(n) => {
-                let skip = targets.after(n.stop);
+        match (&l.narrowing, range) {
+            (Some(n), Some((lo, hi))) => {
+                let skip = targets.after(n.stop());
                 let row = l.row;
                 self.append(l.enter, |em| {
                     let none = em.cmp(CmpOp::Ge, lo, hi);
                     em.branch(none, skip.block, skip.args, row, row_args);
                 });
             }
+            _ => self.append(l.enter, |em| em.jump(l.row, row_args)),
         }
-        (lo, hi)
+        range
     }
 
-    /// The head of a row: the linear index of its first thread, then the head.
-    fn build_row(&mut self, l: &Loop, lo: Value) {
+    /// The uniform values live into the loop → the entry block's parameters that hold them.
+    fn uniform_map(&self, l: &Loop) -> HashMap<Value, Value> {
+        l.uniform_in
+            .iter()
+            .copied()
+            .zip(l.uniform_params.iter().copied())
+            .collect()
+    }
+
+    /// The head of a row: its range of x (`range`, or the row's own where narrowed per row,
+    /// an empty one going on to the next row at `rows`), the linear index of its first
+    /// thread, then the head. Returns the end of the range.
+    fn build_row(
+        &mut self,
+        l: &Loop,
+        range: Option<(Value, Value)>,
+        (rows, _): (Block, [Value; 2]),
+    ) -> Value {
         let [bdx, bdy, _] = self.input.dims;
         let (y, z) = (l.row_y, l.row_z);
         let head = l.head;
-        self.append(l.row, |em| {
-            let zy = em.binary(BinaryOp::Mul, z, bdy);
-            let rows = em.binary(BinaryOp::Add, zy, y);
-            let first = em.binary(BinaryOp::Mul, rows, bdx);
-            let t = em.binary(BinaryOp::Add, first, lo);
-            let first64 = em.cast(first, Type::U64);
-            em.jump(head, vec![lo, y, z, t, first64]);
-        });
+        let uniform_map = self.uniform_map(l);
+        let mut em = FunctionBuilder::detached(&mut self.g);
+        let (lo, hi) = match (range, &l.narrowing) {
+            (Some(r), _) => r,
+            (None, Some(n)) => n.range(&mut em, &uniform_map, bdx, [y, z]),
+            (None, None) => unreachable!("a loop without a range is narrowed per row"),
+        };
+        let zy = em.binary(BinaryOp::Mul, z, bdy);
+        let rows_before = em.binary(BinaryOp::Add, zy, y);
+        let first = em.binary(BinaryOp::Mul, rows_before, bdx);
+        let t = em.binary(BinaryOp::Add, first, lo);
+        let first64 = em.cast(first, Type::U64);
+        let args = vec![lo, y, z, t, first64];
+        if range.is_some() {
+            em.jump(head, args);
+        } else {
+            let empty = em.cmp(CmpOp::Ge, lo, hi);
+            em.branch(empty, rows, vec![y, z], head, args);
+        }
+        let insts = em.into_insts();
+        self.g.blocks[l.row].insts.extend(insts);
+        hi
     }
 
     /// Copies the loop's body, threadIdx replaced per `seed`; the copies of its values are
@@ -447,13 +488,14 @@ impl Builder<'_> {
         l: &Loop,
         hi: Value,
         (next, stop): (Block, Value),
+        (rows, [rows_y, rows_z]): (Block, [Value; 2]),
         stops: &[usize],
         targets: &Targets<'_>,
     ) {
         let [_, bdy, bdz] = self.input.dims;
         let (x, y, z, t, base) = (l.x, l.y, l.z, l.t, l.row_base);
-        let rows = self.g.blocks.push(BlockData::default());
         let planes = self.g.blocks.push(BlockData::default());
+        let planes_z = self.g.add_block_param(planes, Type::U32);
         let out = self.g.blocks.push(BlockData::default());
         let (head, row) = (l.head, l.row);
         self.append(next, |em| {
@@ -461,18 +503,18 @@ impl Builder<'_> {
             let x1 = em.binary(BinaryOp::Add, x, one);
             let t1 = em.binary(BinaryOp::Add, t, one);
             let more = em.cmp(CmpOp::Lt, x1, hi);
-            em.branch(more, head, vec![x1, y, z, t1, base], rows, Vec::new());
+            em.branch(more, head, vec![x1, y, z, t1, base], rows, vec![y, z]);
         });
         self.append(rows, |em| {
             let one = em.const_u32(1);
-            let y1 = em.binary(BinaryOp::Add, y, one);
+            let y1 = em.binary(BinaryOp::Add, rows_y, one);
             let more = em.cmp(CmpOp::Lt, y1, bdy);
-            em.branch(more, row, vec![y1, z], planes, Vec::new());
+            em.branch(more, row, vec![y1, rows_z], planes, vec![rows_z]);
         });
         self.append(planes, |em| {
             let one = em.const_u32(1);
             let zero = em.const_u32(0);
-            let z1 = em.binary(BinaryOp::Add, z, one);
+            let z1 = em.binary(BinaryOp::Add, planes_z, one);
             let more = em.cmp(CmpOp::Lt, z1, bdz);
             em.branch(more, row, vec![zero, z1], out, Vec::new());
         });

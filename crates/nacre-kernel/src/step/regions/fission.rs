@@ -76,21 +76,113 @@ pub(super) fn split_divergent_loops(g: &mut Function, body: &[Block], div: &Dive
     cuts.len()
 }
 
+/// The least weight (as [`MIN_WORK`] counts) of each of two guarded sections that
+/// [`split_guarded_sections`] gives thread loops of their own.
+const MIN_SECTION: usize = 8;
+
+/// Cuts the regions of `g` between guarded sections that follow one another (a short loop
+/// unrolled in sequence: `if t < 324 { A } if t < 68 { B }`, see `crate::unroll`): a
+/// barrier at the start of a block that every thread reaches (not divergent, outside loops),
+/// that merges a divergent branch before it and ends in a divergent branch itself, where
+/// both sections weigh at least [`MIN_SECTION`] and nothing in the kernel but barriers and
+/// returns can wait on another thread (see [`independent`]). In one thread loop the second section's masked loads keep the C
+/// compiler from vectorising the first; apart, each runs in a thread loop of its own that
+/// `narrow` can restrict to the threads its test keeps, with no mask at all. Returns how many
+/// cuts it made.
+pub(super) fn split_guarded_sections(g: &mut Function, body: &[Block], div: &Divergence) -> usize {
+    let loops = compute_loops(g);
+    let preds = predecessors(g, body);
+    let in_loop = |b: Block| loops.headers.iter().any(|&h| loops.contains(h, b));
+    let waits = |b: &Block| {
+        g.blocks[*b].insts.iter().any(|&i| {
+            !independent_inst(&g.insts[i].kind)
+                && !matches!(g.insts[i].kind, InstKind::Barrier | InstKind::Return(_))
+        })
+    };
+    if body.iter().any(waits) {
+        return 0;
+    }
+    let cuts: Vec<Block> = body
+        .iter()
+        .copied()
+        .filter(|&m| {
+            let from = preds.get(&m).map_or(&[][..], Vec::as_slice);
+            !div.blocks.contains(&m)
+                && !in_loop(m)
+                && from.len() >= 2
+                && from.iter().any(|p| div.blocks.contains(p))
+                && divergent_branch(g, div, m)
+                && section_weight(g, &preds, div, m, false) >= MIN_SECTION
+                && section_weight(g, &preds, div, m, true) >= MIN_SECTION
+        })
+        .collect();
+    for &m in &cuts {
+        let barrier = new_barrier(g);
+        g.blocks[m].insts.insert(0, barrier);
+    }
+    cuts.len()
+}
+
+/// Whether block `b` ends in a branch on a value that differs between threads.
+fn divergent_branch(g: &Function, div: &Divergence, b: Block) -> bool {
+    g.terminator(b).is_some_and(|t| match g.insts[t].kind {
+        InstKind::Branch { cond, .. } => !div.uniform(cond),
+        _ => false,
+    })
+}
+
+/// The weight of the divergent blocks of the section that ends at `m` (`after`: that `m`'s
+/// branch starts), walking from `m` through divergent blocks only.
+fn section_weight(
+    g: &Function,
+    preds: &HashMap<Block, Vec<Block>>,
+    div: &Divergence,
+    m: Block,
+    after: bool,
+) -> usize {
+    let mut seen: HashSet<Block> = HashSet::from([m]);
+    let next = |b: Block| -> Vec<Block> {
+        if after {
+            g.successors(b)
+        } else {
+            preds.get(&b).cloned().unwrap_or_default()
+        }
+    };
+    let mut todo: Vec<Block> = next(m)
+        .into_iter()
+        .filter(|b| div.blocks.contains(b))
+        .collect();
+    let mut work = 0;
+    while let Some(b) = todo.pop() {
+        if !seen.insert(b) {
+            continue;
+        }
+        work += weight(g, &g.blocks[b].insts);
+        todo.extend(next(b).into_iter().filter(|b| div.blocks.contains(b)));
+    }
+    work
+}
+
 /// Whether block `b` only computes and accesses memory plainly: nothing in it can wait on
 /// another thread or make one wait (see the module docs).
 fn independent(g: &Function, b: Block) -> bool {
-    g.blocks[b].insts.iter().all(|&i| {
-        let kind = &g.insts[i].kind;
-        arithmetic(kind)
-            || matches!(
-                kind,
-                InstKind::Load(_)
-                    | InstKind::Store(..)
-                    | InstKind::BoundsCheck { .. }
-                    | InstKind::Jump(_)
-                    | InstKind::Branch { .. }
-            )
-    })
+    g.blocks[b]
+        .insts
+        .iter()
+        .all(|&i| independent_inst(&g.insts[i].kind))
+}
+
+/// Whether an instruction only computes, accesses memory plainly or branches.
+fn independent_inst(kind: &InstKind) -> bool {
+    arithmetic(kind)
+        || matches!(
+            kind,
+            InstKind::Load(_)
+                | InstKind::Store(..)
+                | InstKind::BoundsCheck { .. }
+                | InstKind::Jump(_)
+                | InstKind::Branch { .. }
+        )
 }
 
 fn new_barrier(g: &mut Function) -> Inst {

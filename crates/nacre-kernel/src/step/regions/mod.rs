@@ -74,13 +74,20 @@
 //! range where the condition keeps threads (for example `0..min(u, blockDim.x)` for `x < u`),
 //! in every row of a 2- or 3-dimensional block, and an empty range goes straight on. A tree
 //! reduction (`if t < s { sdata[t] += sdata[t + s]; } sync_threads();` for `s = 128, 64, ..,
-//! 1`) then visits 255 threads in all instead of 256 per level.
+//! 1`) then visits 255 threads in all instead of 256 per level. A test on `threadIdx.x + r`,
+//! `r` a sum of `threadIdx.y` and `threadIdx.z` times constants and a constant that cannot
+//! wrap (a 2D tile load's `ty * 16 + tx < 324`), narrows each row to its own range, computed
+//! at the row's start (a row left empty is skipped), where the loop has one stop. The kept
+//! threads then run with no test at all, which is what lets the C compiler vectorise a
+//! tile load's gathers (GCC 12 takes none under a mask).
 //!
 //! # Code layout
 //!
 //! [`lower_regions`] runs the steps in order: `uniformity` (which values and blocks are
 //! uniform, and whether every barrier is), `fission` (barriers added around loops whose trip
-//! count differs between threads, so that the code around them vectorises), `parts` (the
+//! count differs between threads, so that the code around them vectorises, and between
+//! guarded sections one after the other, so that each gets a thread loop narrowed to the
+//! threads its test keeps), `parts` (the
 //! kernel split at barriers into parts,
 //! the skeleton, the thread loops' entries and bodies), `carry` (the values carried across
 //! barriers: liveness, state words, their saves and reloads, with `remat` for those
@@ -147,6 +154,7 @@ pub(crate) fn lower_regions(input: &Input<'_>) -> Option<Output> {
     let div = uniform_barriers(input)?;
     let mut g = input.f.clone();
     fission::split_divergent_loops(&mut g, input.body, &div);
+    fission::split_guarded_sections(&mut g, input.body, &div);
     let parts = split(&mut g, input.body);
     let regions = Regions::find(&g, &parts, &div, input)?;
     let carried = Carried::find(&g, &parts, &div, (&regions.entries, input))?;
