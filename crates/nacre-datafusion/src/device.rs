@@ -30,7 +30,7 @@
 //! probes it as the CPU's code does ([`crate::codegen::join`]). A build side with nulls in
 //! a column the kernel reads runs on the CPU, one whose keys repeat in DataFusion, as do
 //! group keys from the build side. Columns under `LIKE` prefixes over 4 bytes are loaded as
-//! the CPU reads them, as prefix views ([`crate::run::prefix_views`]).
+//! the CPU reads them, as prefix views (`run::prefix_views`).
 
 use crate::build::BuildSide;
 use crate::codegen::kernel::{self, KernelLayout, Strategy, BLOCK};
