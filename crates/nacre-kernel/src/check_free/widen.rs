@@ -92,10 +92,11 @@ fn varies(f: &Function, v: Value, depth: u32) -> Option<(bool, bool)> {
             );
             (var, gather || (!stepped && operands_vary))
         }
+        // A select of two indices (a clamp written as one) picks one or the other.
         InstKind::Select(c, a, b) => {
             let (vc, gc) = varies(f, c, depth + 1)?;
-            let (var, gather, operands_vary) = both(a, b)?;
-            (var || vc, gc || gather || operands_vary || vc)
+            let (var, gather, _) = both(a, b)?;
+            (var || vc, gc || gather)
         }
         _ => (true, false),
     })

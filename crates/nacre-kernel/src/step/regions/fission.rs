@@ -24,7 +24,7 @@
 
 use super::uniformity::{arithmetic, Divergence};
 use nacre_ir::analysis::{compute_loops, LoopInfo};
-use nacre_ir::{Block, Function, Inst, InstData, InstKind};
+use nacre_ir::{Block, Function, Inst, InstData, InstKind, Value};
 use std::collections::{HashMap, HashSet};
 
 /// The least weight of thread code around a divergent loop at which it is cut.
@@ -89,7 +89,12 @@ const MIN_SECTION: usize = 8;
 /// compiler from vectorising the first; apart, each runs in a thread loop of its own that
 /// `narrow` can restrict to the threads its test keeps, with no mask at all. Returns how many
 /// cuts it made.
-pub(super) fn split_guarded_sections(g: &mut Function, body: &[Block], div: &Divergence) -> usize {
+pub(super) fn split_guarded_sections(
+    g: &mut Function,
+    body: &[Block],
+    div: &Divergence,
+    threads: &[Value],
+) -> usize {
     let loops = compute_loops(g);
     let preds = predecessors(g, body);
     let in_loop = |b: Block| loops.headers.iter().any(|&h| loops.contains(h, b));
@@ -114,6 +119,7 @@ pub(super) fn split_guarded_sections(g: &mut Function, body: &[Block], div: &Div
                 && divergent_branch(g, div, m)
                 && section_weight(g, &preds, div, m, false) >= MIN_SECTION
                 && section_weight(g, &preds, div, m, true) >= MIN_SECTION
+                && carries_only_recomputed(g, body, (div, threads), m)
         })
         .collect();
     for &m in &cuts {
@@ -121,6 +127,71 @@ pub(super) fn split_guarded_sections(g: &mut Function, body: &[Block], div: &Div
         g.blocks[m].insts.insert(0, barrier);
     }
     cuts.len()
+}
+
+/// Whether every per-thread value that code from `m` on uses and code before it defines is
+/// arithmetic on thread indices and uniform values, which the region lowering recomputes
+/// after a barrier (`remat`) rather than saving and reloading it per thread. A cut before a
+/// section that uses loaded values (the row softmax's sixteen guarded loads, used by its
+/// reductions after them) would save each of them at every cut.
+fn carries_only_recomputed(
+    g: &Function,
+    body: &[Block],
+    (div, threads): (&Divergence, &[Value]),
+    m: Block,
+) -> bool {
+    let in_body: HashSet<Block> = body.iter().copied().collect();
+    let mut after: HashSet<Block> = HashSet::new();
+    let mut todo = vec![m];
+    while let Some(b) = todo.pop() {
+        if in_body.contains(&b) && after.insert(b) {
+            todo.extend(g.successors(b));
+        }
+    }
+    let defined_after: HashSet<Value> = after
+        .iter()
+        .flat_map(|&b| {
+            let d = &g.blocks[b];
+            let results = d.insts.iter().filter_map(|&i| g.insts[i].result);
+            d.params.iter().copied().chain(results)
+        })
+        .collect();
+    let mut ok = true;
+    for &b in &after {
+        for &i in &g.blocks[b].insts {
+            g.insts[i].kind.for_each_operand(|v| {
+                let fresh = defined_after.contains(&v) || div.uniform(v);
+                if !fresh && !recomputable(g, (div, threads), v, 0) {
+                    ok = false;
+                }
+            });
+        }
+    }
+    ok
+}
+
+/// Whether `v` is arithmetic on thread indices (`threads`: the lowering's values of
+/// `threadIdx` and the linear index), uniform values and constants.
+fn recomputable(
+    g: &Function,
+    (div, threads): (&Divergence, &[Value]),
+    v: Value,
+    depth: u32,
+) -> bool {
+    if div.uniform(v) || threads.contains(&v) {
+        return true;
+    }
+    if depth > 16 {
+        return false;
+    }
+    let Some(kind) = g.defining_inst(v) else {
+        return false;
+    };
+    let mut ok = matches!(kind, InstKind::GpuIndex(..) | InstKind::Const(_)) || arithmetic(kind);
+    if ok && !matches!(kind, InstKind::GpuIndex(..)) {
+        kind.for_each_operand(|w| ok &= recomputable(g, (div, threads), w, depth + 1));
+    }
+    ok
 }
 
 /// Whether block `b` ends in a branch on a value that differs between threads.

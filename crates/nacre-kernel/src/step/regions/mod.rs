@@ -154,7 +154,8 @@ pub(crate) fn lower_regions(input: &Input<'_>) -> Option<Output> {
     let div = uniform_barriers(input)?;
     let mut g = input.f.clone();
     fission::split_divergent_loops(&mut g, input.body, &div);
-    fission::split_guarded_sections(&mut g, input.body, &div);
+    let threads = [input.xyz[0], input.xyz[1], input.xyz[2], input.t];
+    fission::split_guarded_sections(&mut g, input.body, &div, &threads);
     let parts = split(&mut g, input.body);
     let regions = Regions::find(&g, &parts, &div, input)?;
     let carried = Carried::find(&g, &parts, &div, (&regions.entries, input))?;
