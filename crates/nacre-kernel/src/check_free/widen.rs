@@ -53,11 +53,11 @@ pub(super) fn index(
     clones.extend(w.done.into_iter().map(|(original, wide)| (wide, original)));
 }
 
-/// Whether index `v` is a gather's: whether an operation that does not move with the
-/// thread index by a constant step (a division, remainder, minimum, maximum, bitwise
-/// operation, right shift or select) takes a value that differs between threads (a thread
-/// index, a loaded value, a block parameter); `Some(true)` for a gather, `Some(false)` for
-/// an index that moves with the threads, `None` past [`MAX_DEPTH`]. A gather's index stays
+/// Whether index `v` is a gather's: whether a division or remainder (which scatter an
+/// index; a minimum, maximum or select clamps it, which `guarded_loads` handles) takes a
+/// value that differs between threads (a thread index, a loaded value, a block parameter);
+/// `Some(true)` for a gather, `Some(false)` for an index that moves with the threads, `None`
+/// past [`MAX_DEPTH`]. A gather's index stays
 /// in 32 bits: GCC 12 vectorises gathers (as scalar loads into a vector) only with offsets
 /// of 32 bits, and loads whose addresses do not advance by a constant step gain nothing
 /// from the wide form. The tile loads of `stencil2d` (`input[min(max(..), h - 1) * w +
@@ -86,10 +86,10 @@ fn varies(f: &Function, v: Value, depth: u32) -> Option<(bool, bool)> {
         InstKind::Cast(x) => varies(f, x, depth + 1)?,
         InstKind::Binary(op, a, b) => {
             let (var, gather, operands_vary) = both(a, b)?;
-            let stepped = matches!(
-                op,
-                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Shl
-            );
+            // Division and remainder scatter an index over the tile (`p / 18`, `p % 18`);
+            // clamps (`min`, `max`) keep it consecutive but at their bounds, where
+            // `guarded_loads` splits the load.
+            let stepped = !matches!(op, BinaryOp::Div | BinaryOp::Rem);
             (var, gather || (!stepped && operands_vary))
         }
         // A select of two indices (a clamp written as one) picks one or the other.
